@@ -1,0 +1,3 @@
+from yoloprof.cli import main
+
+raise SystemExit(main())
