@@ -1,0 +1,72 @@
+"""The profile data model: a plain JSON-able dict (schema `yoloprof.profile/1`, DESIGN.md section 4).
+
+Profiles stay plain dicts rather than classes so that every reader, a notebook and `jq` see the
+same thing; these helpers only build the parts that have rules (metric entries, the skeleton).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import statistics
+from typing import Any, Iterable
+
+SCHEMA_NAME = "yoloprof.profile"
+SCHEMA_MAJOR = 1
+SCHEMA = f"{SCHEMA_NAME}/{SCHEMA_MAJOR}"
+KINDS = ("train", "infer", "trace")
+
+
+def metric(samples: Iterable[float] | float | None, unit: str, better: str | None) -> dict[str, Any]:
+    """One metrics-table entry. `value` is the mean of the per-trial samples (one sample = one
+    trial, never one step), `std` the sample standard deviation (null below two trials)."""
+    if samples is None:
+        vals: list[float] = []
+    elif isinstance(samples, (int, float)):
+        vals = [float(samples)]
+    else:
+        vals = [float(s) for s in samples]
+    vals = [v for v in vals if math.isfinite(v)]
+    assert better in ("lower", "higher", None), better
+    return {
+        "value": statistics.fmean(vals) if vals else None,
+        "unit": unit,
+        "better": better,
+        "samples": vals,
+        "std": statistics.stdev(vals) if len(vals) >= 2 else None,
+        "n": len(vals),
+    }
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def empty_profile(kind: str, config: dict | None = None, env: dict | None = None) -> dict[str, Any]:
+    """A profile with every required section present; capture and the trace engine fill it in."""
+    from yoloprof import __version__
+
+    assert kind in KINDS, kind
+    return {
+        "schema": SCHEMA,
+        "kind": kind,
+        "tool": {"name": "yoloprof", "version": __version__},
+        "created_at": now_iso(),
+        "config": dict(config or {}),
+        "env": dict(env or {}),
+        "metrics": {},
+        "latency": None,
+        "stages": None,
+        "phases": [],
+        "categories": [],
+        "kernels": [],
+        "ops": [],
+        "verdict": None,
+        "trace": None,
+        "warnings": [],
+    }
+
+
+def metric_value(profile: dict, name: str) -> float | None:
+    entry = profile.get("metrics", {}).get(name)
+    return None if entry is None else entry.get("value")
