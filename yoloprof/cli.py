@@ -1,0 +1,311 @@
+"""The `yoloprof` command line: argparse, one `cmd_<name>(args)` per subcommand, and the single
+place (`main`) where project errors become a one-line message and a documented exit code.
+
+Heavy modules (torch, pandas, hydra) are imported inside the subcommands that need them, so that
+`yoloprof get profile.json img_per_s` starts in a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any, Callable, Sequence
+
+from yoloprof import __version__
+from yoloprof.errors import UsageError, YoloprofError
+
+PROG = "yoloprof"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as one line and exit code 2, like every other error."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+# --------------------------------------------------------------------------------------------
+# capture commands
+
+
+def _add_capture_common(p: argparse.ArgumentParser, *, batch: int, warmup: int) -> None:
+    p.add_argument("--model", default="yolo",
+                   help="'yolo' (built-in detector) or an importable factory, e.g. mymodels.Net")
+    p.add_argument("--weights", default="none", help="'none' (seeded random init) or a state-dict file")
+    p.add_argument("--size", default="n", help="built-in detector size: n t s m l")
+    p.add_argument("--batch", type=int, default=batch, help="-1 = largest that fits in ~70%% of GPU memory")
+    p.add_argument("--imgsz", type=int, default=640)
+    p.add_argument("--amp-dtype", default="float16", help="float16 or bfloat16")
+    p.add_argument("--warmup", type=int, default=warmup)
+    p.add_argument("--repeat", type=int, default=1, help="timing trials, each kept as a sample")
+    p.add_argument("--device", default="0", help="CUDA device index (0) or 'cpu'")
+    p.add_argument("--project", default="runs/profile", help="output folder")
+    p.add_argument("--trace", action=argparse.BooleanOptionalAction, default=True,
+                   help="also run the torch.profiler trace pass")
+    p.add_argument("--num-classes", type=int, default=80)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true", help="print the profile as JSON on stdout")
+
+
+def _capture_settings(args: argparse.Namespace, mode: str) -> Any:
+    from yoloprof.capture.settings import CaptureSettings
+
+    common = dict(model=args.model, weights=args.weights, size=args.size, batch=args.batch,
+                  imgsz=args.imgsz, amp_dtype=args.amp_dtype, warmup=args.warmup, repeat=args.repeat,
+                  device=str(args.device), trace=args.trace, num_classes=args.num_classes, seed=args.seed)
+    if mode == "train":
+        return CaptureSettings.for_mode("train", data=args.data, workers=args.workers, amp=args.amp,
+                                        steps=args.steps, **common)
+    return CaptureSettings.for_mode("infer", data=args.source, amp=args.half, runs=args.runs,
+                                    conf=args.conf, iou=args.iou, max_det=args.max_det, workers=0, **common)
+
+
+def _run_capture(args: argparse.Namespace, mode: str) -> int:
+    from pathlib import Path
+
+    from yoloprof.capture.api import capture
+
+    settings = _capture_settings(args, mode).validate()
+    out_dir = Path(args.project) / mode
+    profile = capture(settings, out_dir, progress=not args.json)
+    if args.json:
+        from yoloprof.render.jsonout import emit_json
+
+        emit_json(profile)
+    else:
+        from yoloprof.readers.summary import compute_summary
+        from yoloprof.render.terminal import render_summary
+
+        render_summary(compute_summary(profile), source=str(out_dir / "profile.json"))
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    return _run_capture(args, "train")
+
+
+def cmd_infer(args: argparse.Namespace) -> int:
+    return _run_capture(args, "infer")
+
+
+# --------------------------------------------------------------------------------------------
+# readers: each computes a JSON-able result (readers/) and hands it to a renderer (render/)
+
+
+def _emit(args: argparse.Namespace, result: Any, render: Callable[..., None], **kw: Any) -> int:
+    if getattr(args, "json", False):
+        from yoloprof.render.jsonout import emit_json
+
+        emit_json(result)
+    else:
+        render(result, **kw)
+    return 0
+
+
+def cmd_summary(args: argparse.Namespace) -> int:
+    from yoloprof.profiles.io import load_any
+    from yoloprof.readers.summary import compute_summary
+    from yoloprof.render.terminal import render_summary
+
+    return _emit(args, compute_summary(load_any(args.profile)), render_summary, source=args.profile)
+
+
+def cmd_get(args: argparse.Namespace) -> int:
+    from yoloprof.profiles.io import load_any
+    from yoloprof.readers.get import compute_get
+    from yoloprof.render.terminal import render_get
+
+    return _emit(args, compute_get(load_any(args.profile), args.field), render_get)
+
+
+def cmd_phases(args: argparse.Namespace) -> int:
+    from yoloprof.profiles.io import load_any
+    from yoloprof.readers.phases import compute_phases
+    from yoloprof.render.terminal import render_phases
+
+    return _emit(args, compute_phases(load_any(args.profile)), render_phases)
+
+
+def cmd_kernels(args: argparse.Namespace) -> int:
+    from yoloprof.profiles.io import load_any
+    from yoloprof.readers.kernels import compute_kernels
+    from yoloprof.render.terminal import render_kernels
+
+    result = compute_kernels(load_any(args.profile), top=args.top, category=args.category,
+                             grep=args.grep, tensorcore=args.tensorcore, sort=args.sort, phase=args.phase)
+    return _emit(args, result, render_kernels)
+
+
+def cmd_ops(args: argparse.Namespace) -> int:
+    from yoloprof.profiles.io import load_any
+    from yoloprof.readers.ops import compute_ops
+    from yoloprof.render.terminal import render_ops
+
+    return _emit(args, compute_ops(load_any(args.profile), top=args.top, phase=args.phase), render_ops)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from yoloprof.profiles.io import load_any
+    from yoloprof.readers.compare import compute_compare, regressions
+    from yoloprof.render.terminal import render_compare
+
+    result = compute_compare(load_any(args.before), load_any(args.after), metrics=args.metric,
+                             alpha=args.alpha, noise=args.noise)
+    _emit(args, result, render_compare)
+    if args.fail_on_regression:
+        bad = regressions(result)
+        if bad:
+            from yoloprof.errors import RegressionError
+
+            raise RegressionError(f"significant regression beyond the {args.noise:.0%} noise threshold: "
+                                  + ", ".join(bad))
+    return 0
+
+
+def cmd_what_if(args: argparse.Namespace) -> int:
+    from yoloprof.profiles.io import load_any
+    from yoloprof.readers.what_if import compute_what_if
+    from yoloprof.render.terminal import render_what_if
+
+    result = compute_what_if(load_any(args.profile), remove_category=args.remove_category,
+                             remove_launches=args.remove_launches)
+    return _emit(args, result, render_what_if)
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from yoloprof.analysis.cli import run_analyze
+
+    return run_analyze(args)
+
+
+# --------------------------------------------------------------------------------------------
+# parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Where does a PyTorch training step or inference call "
+                     "spend its time, and did a change really make it faster?")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show Python tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    def add(name: str, help: str, fn: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help)
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="show Python tracebacks on errors")
+        p.set_defaults(func=fn)
+        return p
+
+    p = add("run", "profile a short training run", cmd_run)
+    p.add_argument("data", nargs="?", default="synthetic", help="synthetic | data.yaml | dataset folder")
+    _add_capture_common(p, batch=16, warmup=5)
+    p.add_argument("--workers", type=int, default=8)
+    p.add_argument("--amp", action=argparse.BooleanOptionalAction, default=None,
+                   help="autocast (default: on for CUDA, off for CPU)")
+    p.add_argument("--steps", type=int, default=20)
+
+    p = add("infer", "profile the inference pipeline (preprocess, forward, postprocess/NMS)", cmd_infer)
+    p.add_argument("source", nargs="?", default=None, help="image or folder (default: bundled sample)")
+    _add_capture_common(p, batch=1, warmup=20)
+    p.add_argument("--half", action=argparse.BooleanOptionalAction, default=None,
+                   help="autocast with --amp-dtype (default: on for CUDA, off for CPU)")
+    p.add_argument("--runs", type=int, default=100)
+    p.add_argument("--conf", type=float, default=0.25)
+    p.add_argument("--iou", type=float, default=0.45)
+    p.add_argument("--max-det", type=int, default=300)
+
+    def reader(name: str, help: str, fn: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
+        p = add(name, help, fn)
+        p.add_argument("profile", help="profile.json or a Kineto trace (.json / .json.gz)")
+        p.add_argument("--json", action="store_true", help="machine output on stdout")
+        return p
+
+    reader("summary", "the broad reading of a profile or trace", cmd_summary)
+    p = reader("get", "one metric, for shell loops (no field = list the fields)", cmd_get)
+    p.add_argument("field", nargs="?", default=None)
+    reader("phases", "per phase: device ms, wall ms, kernels, ops", cmd_phases)
+    p = reader("kernels", "device kernels by share of device time", cmd_kernels)
+    p.add_argument("--top", type=int, default=20)
+    p.add_argument("--category", default=None)
+    p.add_argument("--grep", default=None, help="regular expression on the kernel name")
+    p.add_argument("--tensorcore", action="store_true", help="only Tensor Core kernels")
+    p.add_argument("--sort", default="time", choices=("time", "count", "name"))
+    p.add_argument("--phase", default=None)
+    p = reader("ops", "framework view: aten/autograd ops by self CPU time", cmd_ops)
+    p.add_argument("--top", type=int, default=20)
+    p.add_argument("--phase", default=None)
+    p = reader("what-if", "estimate the gain of a change before writing it", cmd_what_if)
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--remove-category", default=None)
+    g.add_argument("--remove-launches", type=int, default=None)
+
+    p = add("compare", "deltas and a significance verdict per metric", cmd_compare)
+    p.add_argument("before")
+    p.add_argument("after")
+    p.add_argument("--metric", action="append", default=None, help="repeatable; default: headline metrics")
+    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--noise", type=float, default=0.02)
+    p.add_argument("--fail-on-regression", action="store_true")
+    p.add_argument("--json", action="store_true")
+
+    p = add("analyze", "the analysis stages over a finished (or partly finished) sweep", cmd_analyze)
+    p.add_argument("sweep_dir")
+    p.add_argument("--baseline", nargs="+", default=None, metavar="KEY=VALUE")
+    p.add_argument("--vary", default=None, metavar="AXIS")
+    p.add_argument("--metric", action="append", default=None)
+    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--noise", type=float, default=0.02)
+    p.add_argument("--correction", default="holm", choices=("holm", "bh", "none"))
+    p.add_argument("--html", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--fail-on-regression", action="store_true")
+    p.add_argument("--json", action="store_true")
+
+    # `sweep` is listed for --help; its arguments go to Hydra untouched (see main).
+    add("sweep", "run a Hydra capture sweep: yoloprof sweep +sweep=NAME | -m key=a,b ...", lambda a: 0)
+    return parser
+
+
+def _debug_wanted(argv: Sequence[str]) -> bool:
+    return "--debug" in argv or os.environ.get("YOLOPROF_DEBUG", "") not in ("", "0")
+
+
+def _dispatch(argv: list[str]) -> int:
+    if argv and argv[0] == "sweep":
+        from yoloprof.sweep.app import main as sweep_main
+
+        return sweep_main([a for a in argv[1:] if a != "--debug"])
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return 2
+    return int(args.func(args) or 0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = _debug_wanted(argv)
+    try:
+        return _dispatch(argv)
+    except YoloprofError as exc:
+        if debug:
+            raise
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `yoloprof kernels x | head`
+        sys.stderr.close()
+        return 0
+    except Exception as exc:  # noqa: BLE001 - the one place that turns surprises into one line
+        if debug:
+            raise
+        print(f"{PROG}: error: internal error: {type(exc).__name__}: {exc} "
+              "(rerun with --debug for the traceback)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
