@@ -1,0 +1,105 @@
+"""Build a fresh trial context (model, optimizer, loss, loader or sources) from capture settings.
+
+Every trial and the trace pass get a new context, so that one trial's warm caches, allocator state
+or optimizer momentum never leak into the next sample.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any, Callable, ContextManager
+
+from yoloprof.capture.device import DeviceInfo
+from yoloprof.capture.settings import CaptureSettings
+from yoloprof.capture.steps import InferContext, TrainContext
+from yoloprof.errors import DataTooSmallError
+
+
+def autocast_factory(settings: CaptureSettings, device: DeviceInfo, enabled: bool
+                     ) -> Callable[[], ContextManager[Any]]:
+    import torch
+
+    if not enabled:
+        return contextlib.nullcontext
+    dtype = getattr(torch, settings.amp_dtype)
+    return lambda: torch.autocast(device.type, dtype=dtype)
+
+
+def build_model(settings: CaptureSettings, device: DeviceInfo, train: bool) -> Any:
+    import torch
+
+    from yoloprof.workloads.models import build_model as _build
+
+    torch.manual_seed(settings.seed)
+    model = _build(settings.model, size=settings.size, num_classes=settings.num_classes,
+                   seed=settings.seed, weights=settings.weights, kwargs=dict(settings.model_kwargs))
+    model = model.to(device.torch_device)
+    return model.train(train)
+
+
+def effective_workers(settings: CaptureSettings) -> int:
+    """More loader workers than cores only adds contention (each worker is a process)."""
+    return min(settings.workers, os.cpu_count() or 1)
+
+
+def build_dataset(settings: CaptureSettings, images_needed: int) -> Any:
+    from yoloprof.workloads.data import build_dataset as _build
+
+    return _build(settings.data or "synthetic", imgsz=settings.imgsz, num_classes=settings.num_classes,
+                  n_images_hint=settings.synthetic_images or images_needed, seed=settings.seed)
+
+
+def check_data_fills(dataset: Any, settings: CaptureSettings) -> None:
+    """Exit 3 before any measuring when the data cannot fill --warmup + --steps batches."""
+    from yoloprof.workloads.data import num_batches
+
+    needed = settings.warmup + settings.measured
+    have = num_batches(dataset, settings.batch)
+    if have < needed:
+        raise DataTooSmallError(
+            f"the data has {len(dataset)} images = {have} full batches of {settings.batch}, but "
+            f"--warmup {settings.warmup} + --steps {settings.measured} need {needed}; ways out: "
+            f"a larger dataset, fewer --steps/--warmup, or a smaller --batch "
+            f"(at most {len(dataset) // needed if needed else 0})")
+
+
+def build_train_context(settings: CaptureSettings, device: DeviceInfo, dataset: Any, amp: bool
+                        ) -> TrainContext:
+    import torch
+
+    from yoloprof.workloads.data import make_loader
+    from yoloprof.workloads.models import build_loss
+
+    model = build_model(settings, device, train=True)
+    optimizer = torch.optim.SGD(model.parameters(), lr=settings.lr, momentum=0.9, nesterov=True)
+    loss_fn = build_loss(settings.loss, settings.model, settings.num_classes)
+    if hasattr(loss_fn, "to"):
+        loss_fn = loss_fn.to(device.torch_device)
+    loader = make_loader(dataset, batch=settings.batch, workers=effective_workers(settings),
+                         shuffle=False, seed=settings.seed, pin_memory=device.is_cuda)
+    # GradScaler only where it is needed: float16 on CUDA (bfloat16 has float32's range).
+    scaler = None
+    if amp and device.is_cuda and settings.amp_dtype == "float16":
+        scaler = torch.amp.GradScaler("cuda")
+    return TrainContext(model=model, optimizer=optimizer, loss_fn=loss_fn, loader=loader,
+                        device=device.torch_device, autocast=autocast_factory(settings, device, amp),
+                        scaler=scaler)
+
+
+def load_infer_sources(settings: CaptureSettings) -> list[Any]:
+    from yoloprof.workloads.pipeline import load_sources
+
+    return load_sources(settings.data)
+
+
+def build_infer_context(settings: CaptureSettings, device: DeviceInfo, sources: list[Any], amp: bool
+                        ) -> InferContext:
+    from yoloprof.workloads.models import is_builtin
+    from yoloprof.workloads.pipeline import postprocess, preprocess
+
+    model = build_model(settings, device, train=False)
+    return InferContext(model=model, sources=sources, batch=settings.batch, imgsz=settings.imgsz,
+                        device=device.torch_device, autocast=autocast_factory(settings, device, amp),
+                        preprocess=preprocess, postprocess=postprocess if is_builtin(settings.model) else None,
+                        conf=settings.conf, iou=settings.iou, max_det=settings.max_det)

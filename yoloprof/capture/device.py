@@ -1,0 +1,101 @@
+"""Devices and clocks: which torch device a `--device` string means, and how to time a step on it.
+
+The clock is where measurement honesty lives. On CPU, `perf_counter_ns` at phase boundaries is
+exact because nothing runs asynchronously. On CUDA, host timestamps at phase boundaries would only
+measure how long it took to *enqueue* the work, and synchronising at each boundary would change the
+step being measured; so phase boundaries are CUDA events recorded on the stream (no sync), and the
+only synchronise is at the step boundary, where `finish()` waits for the last event.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from yoloprof.errors import UsageError
+
+_DEVICE_FORMS = "'cpu', a CUDA index such as 0, or 'cuda:N'"
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    torch_device: Any  # torch.device
+    type: str  # "cpu" | "cuda"
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.type == "cuda"
+
+
+def resolve_device(spec: str | int) -> DeviceInfo:
+    """'0' means CUDA device 0 (as in the command line's default); 'cpu' the CPU."""
+    import torch
+
+    text = str(spec).strip().lower()
+    if text == "cpu":
+        return DeviceInfo(torch.device("cpu"), "cpu")
+    match = re.fullmatch(r"(?:cuda:?)?(\d*)", text)
+    if not match:
+        raise UsageError(f"unknown device {spec!r}; use {_DEVICE_FORMS}")
+    index = int(match.group(1) or 0)
+    if not torch.cuda.is_available():
+        raise UsageError(f"--device {spec} asks for CUDA device {index}, but this machine has no CUDA "
+                         "device; use --device cpu")
+    if index >= torch.cuda.device_count():
+        raise UsageError(f"--device {spec}: only {torch.cuda.device_count()} CUDA device(s) present")
+    return DeviceInfo(torch.device("cuda", index), "cuda")
+
+
+def synchronize(device: DeviceInfo) -> None:
+    if device.is_cuda:
+        import torch
+
+        torch.cuda.synchronize(device.torch_device)
+
+
+class StepClock:
+    """Marks phase boundaries inside one step and returns their durations in ms after `finish()`.
+
+    Usage: `clock.start(); ...; clock.mark("forward"); ...; durations = clock.finish()`.
+    The step total is measured from `start()` to the synchronised end.
+    """
+
+    def __init__(self, device: DeviceInfo) -> None:
+        self.device = device
+        self._names: list[str] = []
+        self._marks: list[Any] = []
+        if device.is_cuda:
+            import torch
+
+            # Events are created once and reused: creating them inside the step would cost time.
+            self._pool = [torch.cuda.Event(enable_timing=True) for _ in range(16)]
+
+    def start(self) -> None:
+        self._names.clear()
+        self._marks.clear()
+        self._marks.append(self._now())
+
+    def mark(self, name: str) -> None:
+        self._names.append(name)
+        self._marks.append(self._now())
+
+    def _now(self) -> Any:
+        if self.device.is_cuda:
+            event = self._pool[len(self._marks)]
+            event.record()
+            return event
+        return time.perf_counter_ns()
+
+    def finish(self) -> tuple[float, dict[str, float]]:
+        """(step total ms, {phase: ms}); synchronises the device once."""
+        if self.device.is_cuda:
+            self._marks[-1].synchronize()
+            spans = [a.elapsed_time(b) for a, b in zip(self._marks, self._marks[1:])]
+        else:
+            spans = [(b - a) / 1e6 for a, b in zip(self._marks, self._marks[1:])]
+        phases: dict[str, float] = {}
+        for name, ms in zip(self._names, spans):
+            phases[name] = phases.get(name, 0.0) + ms
+        return float(sum(spans)), phases

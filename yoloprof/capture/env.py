@@ -1,0 +1,70 @@
+"""The environment a capture ran in: enough to tell later whether two profiles are comparable."""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import subprocess
+import sys
+from typing import Any
+
+from yoloprof.capture.device import DeviceInfo
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _git_sha(cwd: str) -> str | None:
+    """The user's working tree revision (not yoloprof's): which code was profiled."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=cwd, capture_output=True,
+                             text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def launcher_name() -> str:
+    """Set by the sweep for its jobs; a plain command-line capture is 'cli'."""
+    return os.environ.get("YOLOPROF_LAUNCHER", "cli")
+
+
+def collect_env(device: DeviceInfo) -> dict[str, Any]:
+    import torch
+
+    env: dict[str, Any] = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "hip": getattr(torch.version, "hip", None),
+        "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+        "device_type": device.type,
+        "device_name": "cpu",
+        "device_count": 0,
+        "device_memory_mb": None,
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "threads": torch.get_num_threads(),
+        "hostname": socket.gethostname(),
+        "platform": platform.platform(),
+        "launcher": launcher_name(),
+        "git_sha": _git_sha(os.getcwd()),
+        "argv": sys.argv[1:],
+    }
+    if device.is_cuda:
+        props = torch.cuda.get_device_properties(device.torch_device)
+        env.update(device_name=props.name, device_count=torch.cuda.device_count(),
+                   device_memory_mb=round(props.total_memory / 2**20),
+                   compute_capability=f"{props.major}.{props.minor}")
+    else:
+        env["device_name"] = env["cpu_model"]
+    return env

@@ -1,0 +1,85 @@
+"""Inference capture: trials of the pipeline (preprocess, forward, postprocess), latency
+percentiles, the stage split, FLOPs of the forward, and the trace pass over `infer_call`."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+from yoloprof.capture.build import build_infer_context, load_infer_sources
+from yoloprof.capture.device import DeviceInfo
+from yoloprof.capture.memory import count_flops
+from yoloprof.capture.progress import CaptureProgress
+from yoloprof.capture.run_result import RunResult, phase_timing_name
+from yoloprof.capture.settings import CaptureSettings
+from yoloprof.capture.steps import INFER_STAGES, infer_call
+from yoloprof.capture.timing import TrialResult, time_infer_trial
+from yoloprof.capture.tracing import TraceSchedule, run_trace_pass
+
+PERCENTILES = (50, 90, 99)
+
+
+def latency_table(call_ms: list[float]) -> dict[str, Any]:
+    """Percentiles by linear interpolation between order statistics (numpy's default method)."""
+    import numpy as np
+
+    arr = np.asarray(call_ms, dtype=float)
+    table = {f"p{q}_ms": float(np.percentile(arr, q)) for q in PERCENTILES}
+    table.update(mean_ms=float(arr.mean()), min_ms=float(arr.min()), max_ms=float(arr.max()), n=int(arr.size))
+    return table
+
+
+def stage_split(trials: list[TrialResult]) -> list[dict[str, Any]]:
+    means = {s: statistics.fmean(statistics.fmean(t.phase_ms[s]) for t in trials) for s in INFER_STAGES}
+    total = sum(means.values()) or 1.0
+    return [{"stage": s, "ms": means[s], "share": means[s] / total} for s in INFER_STAGES]
+
+
+def _infer_flops(settings: CaptureSettings, device: DeviceInfo, sources: list[Any], amp: bool) -> float | None:
+    import torch
+
+    ctx = build_infer_context(settings, device, sources, amp)
+    with torch.inference_mode():
+        x, _ = ctx.preprocess(ctx.next_inputs(), ctx.imgsz, ctx.device)
+
+    def forward() -> None:
+        with torch.inference_mode(), ctx.autocast():
+            ctx.model(x)
+
+    return count_flops(forward)
+
+
+def measure(settings: CaptureSettings, device: DeviceInfo, amp: bool, bar: CaptureProgress) -> RunResult:
+    from yoloprof.capture.api import trial_metrics
+
+    sources = load_infer_sources(settings)
+    flops = _infer_flops(settings, device, sources, amp)
+    trials = []
+    for t in range(settings.repeat):
+        ctx = build_infer_context(settings, device, sources, amp)
+        update = bar.task(f"infer trial {t + 1}/{settings.repeat}", settings.warmup + settings.measured)
+        trials.append(time_infer_trial(ctx, device, settings.warmup, settings.measured, update))
+        del ctx
+    samples = trial_metrics(trials, settings.batch)
+    for stage in INFER_STAGES:  # "<stage>_ms" per trial, as DESIGN.md's metric names have it
+        samples[f"{stage}_ms"] = samples.pop(f"{stage}_wall_ms")
+    for trial in trials:
+        per_trial = latency_table(trial.step_ms)
+        for q in PERCENTILES:
+            samples.setdefault(f"p{q}_ms", []).append(per_trial[f"p{q}_ms"])
+    all_calls = [ms for trial in trials for ms in trial.step_ms]
+    warnings = []
+    if getattr(sources, "skipped", 0):
+        warnings.append(f"skipped {sources.skipped} unreadable image(s)")
+    return RunResult(samples=samples, phase_order=INFER_STAGES, workers=0,
+                     phase_timing=phase_timing_name(device.is_cuda), flops=flops,
+                     latency=latency_table(all_calls), stages=stage_split(trials), warnings=warnings)
+
+
+def trace(settings: CaptureSettings, device: DeviceInfo, amp: bool, path: Path, bar: CaptureProgress,
+          schedule: TraceSchedule = TraceSchedule()) -> Path:
+    ctx = build_infer_context(settings, device, load_infer_sources(settings), amp)
+    bar.task("trace pass", 1)
+    return run_trace_pass(lambda phase: infer_call(ctx, phase), device, path, schedule,
+                          gzip=settings.trace_gzip)

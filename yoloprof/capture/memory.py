@@ -1,0 +1,99 @@
+"""Peak memory per trial, and FLOPs per step.
+
+CUDA: the caching allocator's peaks, reset at the start of every trial so that trials are
+independent samples. CPU: the process's peak resident set (VmHWM), which Linux lets us reset by
+writing "5" to /proc/self/clear_refs; where that is not possible the peak is process-wide and the
+profile says so. The CPU allocator's own peak comes from the trace pass ([memory] events).
+"""
+
+from __future__ import annotations
+
+import resource
+import sys
+from typing import Any, Callable
+
+from yoloprof.capture.device import DeviceInfo
+
+# Dense peak throughput (TFLOP/s) by device-name substring and compute dtype, for MFU. Dense tensor
+# core figures from the vendors' data sheets; SXM parts (the PCIe variants are a little lower).
+PEAK_TFLOPS: tuple[tuple[str, dict[str, float]], ...] = (
+    ("H200", {"float16": 989.0, "bfloat16": 989.0, "float32": 67.0}),
+    ("H100", {"float16": 989.0, "bfloat16": 989.0, "float32": 67.0}),
+    ("A100", {"float16": 312.0, "bfloat16": 312.0, "float32": 19.5}),
+    ("L4", {"float16": 121.0, "bfloat16": 121.0, "float32": 30.3}),
+    ("A10", {"float16": 125.0, "bfloat16": 125.0, "float32": 31.2}),
+    ("V100", {"float16": 125.0, "float32": 15.7}),
+    ("T4", {"float16": 65.0, "float32": 8.1}),
+    ("MI300X", {"float16": 1307.0, "bfloat16": 1307.0, "float32": 163.4}),
+    ("MI250", {"float16": 362.0, "bfloat16": 362.0, "float32": 47.9}),
+)
+
+
+def peak_tflops(device_name: str, dtype: str) -> float | None:
+    for token, table in PEAK_TFLOPS:
+        if token.lower() in device_name.lower():
+            return table.get(dtype)
+    return None
+
+
+class PeakMemory:
+    """Reset at trial start, read at trial end."""
+
+    def __init__(self, device: DeviceInfo) -> None:
+        self.device = device
+        self.rss_resettable = self._reset_rss()
+
+    @staticmethod
+    def _reset_rss() -> bool:
+        try:
+            with open("/proc/self/clear_refs", "w") as fh:
+                fh.write("5")
+            return True
+        except OSError:
+            return False
+
+    def reset(self) -> None:
+        self._reset_rss()
+        if self.device.is_cuda:
+            import torch
+
+            torch.cuda.reset_peak_memory_stats(self.device.torch_device)
+
+    @staticmethod
+    def peak_rss_mb() -> float:
+        try:
+            with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+                for line in fh:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) / 1024.0
+        except OSError:
+            pass
+        # ru_maxrss is KiB on Linux, bytes on macOS.
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak / (2**20 if sys.platform == "darwin" else 1024.0)
+
+    def read(self) -> dict[str, float | None]:
+        out: dict[str, float | None] = {"peak_rss_mb": self.peak_rss_mb(), "peak_mem_mb": None,
+                                        "peak_reserved_mb": None}
+        if self.device.is_cuda:
+            import torch
+
+            out["peak_mem_mb"] = torch.cuda.max_memory_allocated(self.device.torch_device) / 2**20
+            out["peak_reserved_mb"] = torch.cuda.max_memory_reserved(self.device.torch_device) / 2**20
+        return out
+
+
+def count_flops(fn: Callable[[], Any]) -> float | None:
+    """FLOPs of one call of `fn` (a forward, or forward+loss+backward), counted by torch's
+    FlopCounterMode outside the timed steps. None when the counter cannot run the model."""
+    try:
+        from torch.utils.flop_counter import FlopCounterMode
+    except ImportError:
+        return None
+    counter = FlopCounterMode(display=False)
+    try:
+        with counter:
+            fn()
+    except Exception:  # noqa: BLE001 - a model the counter cannot trace still gets profiled
+        return None
+    return float(counter.get_total_flops())

@@ -1,0 +1,97 @@
+"""Turn timing-pass samples and the trace analysis into the sections of profile.json."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from yoloprof.capture.device import DeviceInfo
+from yoloprof.capture.memory import peak_tflops
+from yoloprof.capture.run_result import RunResult
+from yoloprof.profiles.model import metric
+
+# (name pattern, unit, better): the first row that matches a metric name gives its unit and
+# direction; names carry their unit, so the table stays short.
+METRIC_KINDS: tuple[tuple[str, str, str | None], ...] = (
+    (r"img_per_s", "img/s", "higher"),
+    (r".*_tflops", "TFLOP/s", "higher"),
+    (r"mfu_pct", "%", "higher"),
+    (r"gflops_per_.*", "GFLOP", None),
+    (r".*_mb", "MB", "lower"),
+    (r".*_ms", "ms", "lower"),
+)
+
+# Timing-pass figures win over the trace's: the trace pass runs under the profiler, which slows
+# every op, so its step time is kept only under a "trace_" name.
+TRACE_OWN_NAMES = ("step_ms", "img_per_s")
+
+
+def unit_of(name: str) -> tuple[str, str | None]:
+    for pattern, unit, better in METRIC_KINDS:
+        if re.fullmatch(pattern, name):
+            return unit, better
+    return "", None
+
+
+def metrics_from_samples(samples: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
+    out = {}
+    for name, values in samples.items():
+        unit, better = unit_of(name)
+        out[name] = metric(values, unit, better)
+    return out
+
+
+def add_flops(profile: dict[str, Any], flops: float | None, device: DeviceInfo, compute_dtype: str) -> None:
+    """FLOPs per step (counted once), achieved TFLOP/s per trial, and MFU where the peak is known."""
+    if not flops:
+        return
+    metrics = profile["metrics"]
+    per = "step" if profile["kind"] == "train" else "call"
+    metrics[f"gflops_per_{per}"] = metric(flops / 1e9, "GFLOP", None)
+    step_samples = metrics["step_ms"]["samples"]
+    achieved = [flops / (ms / 1e3) / 1e12 for ms in step_samples]
+    metrics["achieved_tflops"] = metric(achieved, "TFLOP/s", "higher")
+    peak = peak_tflops(profile["env"].get("device_name", ""), compute_dtype) if device.is_cuda else None
+    if peak:
+        metrics["mfu_pct"] = metric([100.0 * a / peak for a in achieved], "%", "higher")
+
+
+def phases_from_run(run: RunResult) -> list[dict[str, Any]]:
+    import statistics
+
+    rows = []
+    for phase in run.phase_order:
+        key = f"{phase}_wall_ms" if f"{phase}_wall_ms" in run.samples else f"{phase}_ms"
+        values = run.samples.get(key) or []
+        rows.append({"phase": phase, "wall_ms_per_step": statistics.fmean(values) if values else None,
+                     "device_ms_per_step": None, "kernels_per_step": None, "ops_per_step": None})
+    return rows
+
+
+def merge_trace_sections(profile: dict[str, Any], trace_path: Path) -> None:
+    """Fill kernels, ops, categories and the trace-derived phase figures from our own trace."""
+    from yoloprof.traces.analyze import analyze_trace_file
+
+    sections = analyze_trace_file(trace_path).profile_sections()
+    metrics = profile["metrics"]
+    for name, entry in sections.get("metrics", {}).items():
+        if name in metrics or name in TRACE_OWN_NAMES:
+            metrics[f"trace_{name}"] = entry
+        else:
+            metrics[name] = entry
+    for key in ("kernels", "ops", "categories"):
+        profile[key] = sections.get(key) or []
+    by_phase = {row["phase"]: row for row in sections.get("phases", [])}
+    for row in profile["phases"]:
+        traced = by_phase.pop(row["phase"], None)
+        if traced:
+            for field in ("device_ms_per_step", "kernels_per_step", "ops_per_step"):
+                row[field] = traced.get(field)
+    # Phases the trace saw that the timing pass has no wall figure for (e.g. "other").
+    for row in by_phase.values():
+        profile["phases"].append({**row, "wall_ms_per_step": None})
+    trace = dict(sections.get("trace") or {})
+    trace["file"] = trace_path.name
+    profile["trace"] = trace
+    profile["warnings"].extend(sections.get("warnings", []))

@@ -1,0 +1,65 @@
+"""The timing pass: warm-up, then measured steps, each timed end to end with one device
+synchronise at the step boundary, and no profiler attached.
+
+A trial returns every measured step's time and phase split; the caller turns each trial into one
+sample (the mean step time of the trial), so repeats are independent samples for `compare`.
+"""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from yoloprof.capture.device import DeviceInfo, StepClock, synchronize
+from yoloprof.capture.memory import PeakMemory
+from yoloprof.capture.steps import clock_phases, infer_call, train_step
+
+Progress = Callable[[int, int], None]  # (done, total) of this trial's iterations
+
+
+@dataclass
+class TrialResult:
+    step_ms: list[float] = field(default_factory=list)
+    phase_ms: dict[str, list[float]] = field(default_factory=dict)  # phase -> per-step ms
+    memory: dict[str, float | None] = field(default_factory=dict)
+
+    def add(self, total: float, phases: dict[str, float]) -> None:
+        self.step_ms.append(total)
+        for name, ms in phases.items():
+            self.phase_ms.setdefault(name, []).append(ms)
+
+
+def _timed_loop(step: Callable[[Callable[[str], Any]], Any], device: DeviceInfo, warmup: int,
+                measured: int, progress: Progress | None) -> TrialResult:
+    clock = StepClock(device)
+    phase = clock_phases(clock)
+    memory = PeakMemory(device)
+    total = warmup + measured
+    result = TrialResult()
+    # Start every trial from the same heap state; the collector stays enabled while measuring
+    # because the user's own loop runs with it too (timeit's habit of disabling it flatters).
+    gc.collect()
+    for i in range(total):
+        if i == warmup:
+            synchronize(device)
+            memory.reset()
+        clock.start()
+        step(phase)
+        step_total, phases = clock.finish()
+        if i >= warmup:
+            result.add(step_total, phases)
+        if progress is not None:
+            progress(i + 1, total)
+    result.memory = memory.read()
+    return result
+
+
+def time_train_trial(ctx: Any, device: DeviceInfo, warmup: int, steps: int,
+                     progress: Progress | None = None) -> TrialResult:
+    return _timed_loop(lambda phase: train_step(ctx, phase), device, warmup, steps, progress)
+
+
+def time_infer_trial(ctx: Any, device: DeviceInfo, warmup: int, runs: int,
+                     progress: Progress | None = None) -> TrialResult:
+    return _timed_loop(lambda phase: infer_call(ctx, phase), device, warmup, runs, progress)

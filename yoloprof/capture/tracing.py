@@ -1,0 +1,76 @@
+"""The trace pass: a short `torch.profiler` window over the same step, exported as a Chrome trace.
+
+Kept apart from the timing pass because the profiler slows every op down; its job is to say
+*where* the time goes (kernels, ops, phases, categories), not how long a step takes.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from yoloprof.capture.device import DeviceInfo, synchronize
+from yoloprof.capture.steps import profiler_phases
+
+
+@dataclass(frozen=True)
+class TraceSchedule:
+    """`torch.profiler.schedule(wait, warmup, active, repeat=1)`; `active` steps are analysed."""
+
+    wait: int = 1
+    warmup: int = 1
+    active: int = 3
+
+    @property
+    def total(self) -> int:
+        return self.wait + self.warmup + self.active
+
+
+def activities(device: DeviceInfo) -> list[Any]:
+    import torch
+
+    acts = [torch.profiler.ProfilerActivity.CPU]
+    if device.is_cuda:
+        acts.append(torch.profiler.ProfilerActivity.CUDA)
+    elif hasattr(torch, "xpu") and torch.xpu.is_available():  # pragma: no cover - no XPU here
+        acts.append(torch.profiler.ProfilerActivity.XPU)
+    return acts
+
+
+def run_trace_pass(step: Callable[[Callable[[str], Any]], Any], device: DeviceInfo, out_path: Path,
+                   schedule: TraceSchedule = TraceSchedule(), gzip: bool = False) -> Path:
+    """Profile `schedule.total` steps and export the active window to `out_path` atomically."""
+    import torch
+
+    phase = profiler_phases()
+    prof = torch.profiler.profile(
+        activities=activities(device),
+        schedule=torch.profiler.schedule(wait=schedule.wait, warmup=schedule.warmup,
+                                         active=schedule.active, repeat=1),
+        record_shapes=False,
+        profile_memory=True,  # [memory] events: the CPU allocator peak and allocator calls/step
+        with_stack=False,
+    )
+    with prof:
+        for _ in range(schedule.total):
+            step(phase)
+            synchronize(device)
+            prof.step()
+    out_path = Path(out_path)
+    if gzip and not out_path.name.endswith(".gz"):
+        out_path = out_path.with_name(out_path.name + ".gz")
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    # torch names the format by the suffix (".gz" = gzipped); keep it on the temp file.
+    fd, tmp = tempfile.mkstemp(prefix=".trace.", suffix=".json.gz" if gzip else ".json",
+                               dir=out_path.parent)
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(tmp)
+        os.replace(tmp, out_path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return out_path
