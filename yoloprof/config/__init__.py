@@ -1,0 +1,1 @@
+"""Structured-config schemas (ConfigStore) and Hydra compose helpers for the packaged conf/."""

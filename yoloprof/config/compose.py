@@ -1,0 +1,104 @@
+"""Compose the packaged config outside `hydra.main`: for tests, and for the sweep's pre-flight.
+
+Why a pre-flight at all: Hydra's basic launcher composes each job's config only when that job
+starts, and the capture's own value checks (imgsz a multiple of 32, a model `_target_` that does not
+import, a GPU device under joblib) would otherwise fire in job 7 after six finished captures. The
+pre-flight expands the grid exactly as Hydra's BasicSweeper does, composes every job and validates
+it, so a bad sweep fails at once, with one line, before the first job.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Iterator
+
+from omegaconf import DictConfig
+
+from yoloprof.config.schema import register
+from yoloprof.errors import UsageError
+
+CONF_MODULE = "yoloprof.conf"
+CONFIG_NAME = "config"
+
+
+@contextlib.contextmanager
+def hydra_session(config_dir: str | None = None) -> Iterator[object]:
+    """A Hydra instance over the packaged conf (+ a user's `--config-dir`), cleared on exit so the
+    next `hydra.main` or compose in this process starts clean."""
+    from hydra._internal.hydra import Hydra
+    from hydra._internal.utils import create_config_search_path
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.config_search_path import SearchPathQuery
+
+    register()
+    GlobalHydra.instance().clear()
+    search_path = create_config_search_path(f"pkg://{CONF_MODULE}")
+    if config_dir is not None:
+        path = os.path.abspath(config_dir)
+        if not os.path.isdir(path):
+            raise UsageError(f"--config-dir {config_dir!r} is not a directory")
+        search_path.prepend(provider="command-line", path=f"file://{path}",
+                            anchor=SearchPathQuery(provider="schema"))
+    try:
+        yield Hydra.create_main_hydra2(task_name="yoloprof", config_search_path=search_path)
+    finally:
+        GlobalHydra.instance().clear()
+
+
+def compose_job(overrides: list[str] | None = None, config_dir: str | None = None) -> DictConfig:
+    """One job's config (no sweep expansion), with the `hydra` node: the test fixture's compose."""
+    from hydra.types import RunMode
+
+    with hydra_session(config_dir) as hydra:
+        try:
+            return hydra.compose_config(CONFIG_NAME, list(overrides or []), run_mode=RunMode.RUN,
+                                        with_log_configuration=False)
+        except Exception as exc:  # noqa: BLE001 - turned into one line for the user
+            raise UsageError(one_line(exc)) from exc
+
+
+def sweep_options(hydra: object, group: str = "sweep") -> list[str]:
+    """The experiment files Hydra can see (packaged + --config-dir), for 'unknown sweep' errors."""
+    return sorted(hydra.config_loader.get_group_options(group))  # type: ignore[attr-defined]
+
+
+def _yaml_error(exc: BaseException) -> str | None:
+    """A YAML syntax error as 'file line N: problem' (Hydra's own message drops the line)."""
+    import yaml
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, yaml.MarkedYAMLError) and current.problem_mark is not None:
+            mark = current.problem_mark
+            return f"line {mark.line + 1}, column {mark.column + 1}: {current.problem}"
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def one_line(exc: BaseException) -> str:
+    """Hydra/OmegaConf errors are multi-line with hints about HYDRA_FULL_ERROR; yoloprof prints one
+    line that keeps what matters: the key, the value and the valid values."""
+    from omegaconf.errors import OmegaConfBaseException
+
+    parts: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        text = str(current).split("Config search path:")[0]
+        if isinstance(current, OmegaConfBaseException) and getattr(current, "full_key", None):
+            text = f"{current.full_key}: {getattr(current, 'msg', None) or text.splitlines()[0]}"
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()
+                 and "HYDRA_FULL_ERROR" not in ln and not ln.strip().startswith(("full_key:", "object_type"))]
+        if lines:
+            chunk = " ".join(lines)
+            if not any(chunk in p for p in parts):
+                parts.append(chunk)
+        current = current.__cause__
+    yaml_where = _yaml_error(exc)
+    if yaml_where:
+        parts.append(f"YAML syntax error at {yaml_where}")
+    return ": ".join(parts) or type(exc).__name__

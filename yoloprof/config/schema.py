@@ -1,0 +1,138 @@
+"""Structured-config schemas for the packaged Hydra config (yoloprof/conf).
+
+Why dataclasses in the ConfigStore rather than plain YAML: Hydra then types every key of every
+group while it composes, so `amp_dtype=float32`, `size=x` or `batch=two` fail while the sweep is
+being composed - before the first job - with the key and the valid values in the message, and an
+axis that is not in the config (`bacth=1,2`) is rejected because the schema is a closed struct.
+Value rules that a type cannot express (batch >= 1 or -1, imgsz a multiple of 32, device syntax)
+are checked per job by `yoloprof.config.compose.validate_job`, through `CaptureSettings.validate`.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, List, Optional
+
+from omegaconf import II, MISSING, OmegaConf
+
+SWEEP_ID_ENV = "YOLOPROF_SWEEP_ID"
+
+
+class Mode(Enum):
+    train = "train"
+    infer = "infer"
+
+
+class Size(Enum):
+    n = "n"
+    t = "t"
+    s = "s"
+    m = "m"
+    l = "l"  # noqa: E741 - the size is called l
+
+
+class AmpDtype(Enum):
+    float16 = "float16"
+    bfloat16 = "bfloat16"
+
+
+class Correction(Enum):
+    holm = "holm"
+    bh = "bh"
+    none = "none"
+
+
+@dataclass
+class ModeConf:
+    """The `mode` group: the defaults a mode implies (DESIGN.md section 2)."""
+
+    name: Mode = MISSING
+    batch: int = MISSING
+    warmup: int = MISSING
+    steps: Optional[int] = None
+    runs: Optional[int] = None
+
+
+@dataclass
+class DataConf:
+    name: str = "synthetic"
+    path: Optional[str] = None
+    images: Optional[int] = None
+
+
+@dataclass
+class CaptureConf:
+    warmup: int = II("mode.warmup")
+    steps: Optional[int] = II("mode.steps")
+    runs: Optional[int] = II("mode.runs")
+    trace: bool = True
+    trace_gzip: bool = False
+    conf: float = 0.25
+    iou: float = 0.45
+    max_det: int = 300
+    lr: float = 0.01
+
+
+@dataclass
+class AnalysisConf:
+    enabled: bool = True
+    baseline: List[str] = field(default_factory=list)
+    vary: Optional[str] = None
+    metrics: List[str] = field(default_factory=lambda: ["step_ms", "img_per_s"])
+    alpha: float = 0.05
+    noise: float = 0.02
+    correction: Correction = Correction.holm
+    html: bool = True
+
+
+@dataclass
+class YoloprofConf:
+    """The whole job config. `model` stays an open dict: a user's factory takes any kwargs."""
+
+    mode: ModeConf = field(default_factory=ModeConf)
+    model: Any = MISSING
+    data: DataConf = field(default_factory=DataConf)
+    capture: CaptureConf = field(default_factory=CaptureConf)
+    analysis: AnalysisConf = field(default_factory=AnalysisConf)
+    batch: int = II("mode.batch")
+    imgsz: int = 640
+    amp: Optional[bool] = None
+    amp_dtype: AmpDtype = AmpDtype.float16
+    device: str = "0"
+    repeat: int = 1
+    trial: int = 0
+    size: Size = Size.n
+    workers: int = 8
+    weights: str = "none"
+    seed: int = 0
+    project: str = "runs/profile"
+    sweep_name: str = "adhoc"
+
+
+def new_sweep_id() -> str:
+    """Timestamp (sortable, readable) + pid + random suffix: two sweeps started in the same
+    second - even by one process - never share an id."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-{os.getpid()}-{secrets.token_hex(3)}"
+
+
+def _sweep_id_resolver() -> str:
+    """The sweep id, fixed once per sweep: `main` sets the environment variable before Hydra starts,
+    so every job - also those a submitit launcher runs in other processes - resolves the same dir."""
+    value = os.environ.get(SWEEP_ID_ENV)
+    if not value:
+        value = os.environ[SWEEP_ID_ENV] = new_sweep_id()
+    return value
+
+
+def register() -> None:
+    """Register the schema and resolver (idempotent: tests and sweeps compose many times)."""
+    from hydra.core.config_store import ConfigStore
+
+    if not OmegaConf.has_resolver("yoloprof_sweep_id"):
+        OmegaConf.register_new_resolver("yoloprof_sweep_id", _sweep_id_resolver)
+    ConfigStore.instance().store(name="yoloprof_schema", node=YoloprofConf)
