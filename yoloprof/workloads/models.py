@@ -1,0 +1,164 @@
+"""Model and loss factories: the built-in detector, or any importable `nn.Module` factory.
+
+A user names a factory by dotted path (`mymodels.Net`, `pkg.sub.build(...)` with kwargs), as a
+Hydra `_target_` does. The current working directory is put on `sys.path` first so a module that
+lives in the user's project imports without installing it.
+
+Every loss returned by `build_loss` has one calling convention, `(outputs, targets) -> (loss,
+parts)`, so the capture's training step does not care which model it is timing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from yoloprof.errors import UsageError
+from yoloprof.workloads.loss import DetectionLoss
+from yoloprof.workloads.yolo import SIZE_SCALES, build_yolo
+
+BUILTIN = "yolo"
+LossFn = Callable[[Any, torch.Tensor], tuple[torch.Tensor, dict]]
+
+
+def is_builtin(name: str) -> bool:
+    """True for the built-in detector (which gets DetectionLoss and the NMS postprocess)."""
+    return name == BUILTIN
+
+
+def import_target(target: str) -> Any:
+    """Resolve 'pkg.module.attr' (the cwd on sys.path); UsageError naming the target on failure."""
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    importlib.invalidate_caches()  # a module written after start-up (tests, notebooks) is found
+    module_name, _, attr = target.rpartition(".")
+    if not module_name or not attr:
+        raise UsageError(f"model/loss target {target!r} must be a dotted path like 'mymodule.Factory'")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # noqa: BLE001 - any failure inside the user's module is a usage problem
+        raise UsageError(f"cannot import {target!r}: {type(exc).__name__}: {exc}") from None
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise UsageError(f"cannot import {target!r}: module {module_name!r} has no attribute {attr!r}") from None
+
+
+def _call_factory(target: str, kwargs: Mapping[str, Any]) -> Any:
+    factory = import_target(target)
+    if not callable(factory):
+        raise UsageError(f"{target!r} is not callable")
+    try:
+        return factory(**dict(kwargs))
+    except Exception as exc:  # noqa: BLE001 - user code: report, do not crash with a traceback
+        raise UsageError(f"calling {target}(**{dict(kwargs)!r}) failed: {type(exc).__name__}: {exc}") from None
+
+
+def build_model(name: str = BUILTIN, size: str = "n", num_classes: int = 80, seed: int = 0, weights: str = "none",
+                kwargs: Mapping[str, Any] | None = None) -> nn.Module:
+    """The built-in detector of `size`, or the user factory `name` called with `kwargs`.
+
+    Initialisation is seeded (and the caller's RNG left untouched) so repeated captures start from
+    identical weights; `weights` other than "none" then loads a state dict over them.
+    """
+    if is_builtin(name):
+        if size not in SIZE_SCALES:
+            raise UsageError(f"unknown size {size!r}; valid: {', '.join(SIZE_SCALES)}")
+        model = build_yolo(size, num_classes, seed)
+    else:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            model = _call_factory(name, kwargs or {})
+        if not isinstance(model, nn.Module):
+            raise UsageError(f"{name!r} returned {type(model).__name__}, not a torch.nn.Module")
+    if weights and weights != "none":
+        load_weights(model, weights)
+    return model
+
+
+def _state_dict_from(obj: Any) -> dict[str, torch.Tensor] | None:
+    """A flat {name: tensor} dict, also unwrapping the common {'state_dict': ...}/{'model': ...}."""
+    for candidate in (obj, *(obj.get(k) for k in ("state_dict", "model") if isinstance(obj, dict))):
+        if isinstance(candidate, dict) and candidate and all(
+                isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in candidate.items()):
+            return candidate
+    return None
+
+
+def load_weights(model: nn.Module, path: str | Path) -> None:
+    """Load a state dict (weights_only=True: no code runs) strictly; UsageError on any mismatch,
+    naming the first key that is missing, unexpected or of another shape."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise UsageError(f"weights file {str(path)!r} does not exist")
+    try:
+        obj = torch.load(path, weights_only=True, map_location="cpu")
+    except Exception as exc:  # noqa: BLE001 - pickles with code, corrupt zips, ...: all "not loadable"
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UsageError(f"weights {path}: not a state dict ({first})") from None
+    state = _state_dict_from(obj)
+    if state is None:
+        raise UsageError(f"weights {path}: not a state dict (expected a mapping of parameter names to tensors)")
+    expected = model.state_dict()
+    for key, tensor in expected.items():
+        if key not in state:
+            raise UsageError(f"weights {path}: missing key {key!r} (and possibly more)")
+        if tuple(state[key].shape) != tuple(tensor.shape):
+            raise UsageError(f"weights {path}: key {key!r} has shape {list(state[key].shape)}, "
+                             f"model expects {list(tensor.shape)}")
+    extra = [k for k in state if k not in expected]
+    if extra:
+        raise UsageError(f"weights {path}: unexpected key {extra[0]!r} (and {len(extra) - 1} more)")
+    model.load_state_dict(state, strict=True)
+
+
+def _float_tensors(outputs: Any) -> list[torch.Tensor]:
+    if isinstance(outputs, torch.Tensor):
+        return [outputs] if outputs.is_floating_point() else []
+    if isinstance(outputs, Mapping):
+        return [t for v in outputs.values() for t in _float_tensors(v)]
+    if isinstance(outputs, (list, tuple)):
+        return [t for v in outputs for t in _float_tensors(v)]
+    return []
+
+
+def generic_loss(outputs: Any) -> torch.Tensor:
+    """A scalar from any output structure: the sum of the means of its float tensors.
+
+    Not a meaningful objective, but its backward touches every output, so the backward pass a
+    profile shows is the model's full backward.
+    """
+    tensors = _float_tensors(outputs)
+    if not tensors:
+        raise UsageError("the model's outputs contain no floating-point tensor to build a training loss from")
+    return torch.stack([t.float().mean() for t in tensors]).sum()
+
+
+def _as_pair(value: Any, target: str) -> tuple[torch.Tensor, dict]:
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], dict):
+        return value
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        return value.reshape(()), {}
+    raise UsageError(f"loss {target!r} must return a scalar tensor or (scalar, dict), got {type(value).__name__}")
+
+
+def build_loss(loss_target: str | None, model_name: str = BUILTIN, num_classes: int = 80,
+               kwargs: Mapping[str, Any] | None = None) -> LossFn:
+    """DetectionLoss for the built-in model; else the user's loss factory (called with `kwargs`,
+    returning `fn(outputs, targets)`), else `generic_loss`. Always `(outputs, targets) -> (loss, parts)`."""
+    if loss_target:
+        user_fn = _call_factory(loss_target, kwargs or {})
+        if not callable(user_fn):
+            raise UsageError(f"loss factory {loss_target!r} returned a {type(user_fn).__name__}, not a callable")
+        return lambda outputs, targets: _as_pair(user_fn(outputs, targets), loss_target)
+    if is_builtin(model_name):
+        return DetectionLoss(num_classes)
+    return lambda outputs, targets: (generic_loss(outputs), {})
