@@ -1,0 +1,164 @@
+"""Helpers shared by the readers: metric look-up with an explicit "why not", the headline metric
+table, and the lists of valid phases and categories that usage errors name.
+
+Readers never print and never import torch/pandas: they take a profile dict (schema
+`yoloprof.profile/1`) and return JSON-able dicts that `yoloprof.render` formats.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+from yoloprof.errors import UsageError
+
+NA = "n/a"
+
+# The headline figures of `summary`, in display order: (metric name, label). Data, not code, so
+# that the summary, `get` and `compare` agree on names and order.
+HEADLINE: tuple[tuple[str, str], ...] = (
+    ("step_ms", "step time"),
+    ("img_per_s", "throughput"),
+    ("device_util_pct", "device utilisation"),
+    ("tensorcore_pct", "Tensor Core share"),
+    ("peak_mem_mb", "peak memory"),
+    ("host_overhead_ms", "host overhead"),
+    ("launches_per_step", "launches/step"),
+    ("kernels_per_step", "kernels/step"),
+)
+
+# Metrics `compare` looks at by default, when both sides have them.
+COMPARE_DEFAULT: tuple[str, ...] = (
+    "step_ms", "img_per_s", "peak_mem_mb", "p50_ms", "p90_ms", "p99_ms", "device_util_pct",
+    "host_overhead_ms", "launches_per_step",
+)
+
+# Metrics that only exist with a device (GPU/XPU) trace: used to explain an absent figure.
+DEVICE_ONLY = frozenset({"device_util_pct", "tensorcore_pct", "launches_per_step",
+                         "kernels_per_step", "host_overhead_ms", "mfu_pct"})
+
+# Allocator calls per step above which step times mostly measure the caching allocator.
+THRASH_ALLOC_CALLS_PER_STEP = 1000.0
+THRASH_WORDS = ("thrash", "memory pressure")
+
+
+def finite(x: Any) -> float | None:
+    """A float when `x` is a finite number, else None (JSON null, NaN and strings all mean absent)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    return float(x) if math.isfinite(x) else None
+
+
+def metric_entry(profile: dict, name: str) -> dict | None:
+    entry = (profile.get("metrics") or {}).get(name)
+    return entry if isinstance(entry, dict) else None
+
+
+def metric_value(profile: dict, name: str) -> float | None:
+    entry = metric_entry(profile, name)
+    return None if entry is None else finite(entry.get("value"))
+
+
+def has_device(profile: dict) -> bool:
+    """True when the profile saw device kernels: a CPU-only profile has neither kernels nor a
+    device-busy figure, and device figures must then read "n/a", never 0."""
+    if profile.get("kernels"):
+        return True
+    if any(finite(c.get("device_ms_per_step")) for c in profile.get("categories") or []):
+        return True
+    return bool(metric_value(profile, "device_util_pct"))
+
+
+def na_reason(profile: dict, name: str) -> str:
+    """Why a metric is absent, in words a user can act on."""
+    if name in DEVICE_ONLY and not has_device(profile):
+        return "no device kernels: CPU run, or no GPU activity traced"
+    if name.startswith("p") and name.endswith("_ms") and profile.get("kind") != "infer":
+        return "latency percentiles exist for inference profiles only"
+    if name == "img_per_s" and profile.get("kind") == "trace":
+        return "a raw trace does not record the batch size"
+    if name == "peak_mem_mb" and profile.get("kind") == "trace":
+        return "the trace has no memory events (profile_memory off)"
+    if metric_entry(profile, name) is not None:
+        return "measured but no finite value (no samples)"
+    return "not recorded in this profile"
+
+
+def figure(profile: dict, name: str, label: str | None = None) -> dict[str, Any]:
+    """One headline figure: value + unit, or value None with `na` saying why."""
+    entry = metric_entry(profile, name) or {}
+    value = finite(entry.get("value"))
+    out: dict[str, Any] = {"name": name, "label": label or name, "value": value,
+                           "unit": entry.get("unit", _unit_from_name(name)),
+                           "n": entry.get("n", 0), "std": finite(entry.get("std"))}
+    if value is None:
+        out["na"] = na_reason(profile, name)
+    return out
+
+
+def _unit_from_name(name: str) -> str:
+    for suffix, unit in (("_ms", "ms"), ("_pct", "%"), ("_mb", "MB"), ("_per_s", "/s"), ("_us", "us")):
+        if name.endswith(suffix):
+            return unit
+    return ""
+
+
+def choose(value: str | None, valid: Iterable[str], what: str) -> str | None:
+    """Return `value` when it is one of `valid`, else raise UsageError listing the valid ones
+    (exit 2, DESIGN.md section 2). `None` passes through: no filter asked for."""
+    if value is None:
+        return None
+    valid = sorted(set(valid))
+    if value in valid:
+        return value
+    shown = ", ".join(valid) if valid else f"none (this profile has no {what}s)"
+    raise UsageError(f"unknown {what} {value!r}; valid: {shown}")
+
+
+def phases_present(profile: dict) -> list[str]:
+    names = [p.get("phase") for p in profile.get("phases") or []]
+    names += [k.get("phase") for k in profile.get("kernels") or []]
+    names += [o.get("phase") for o in profile.get("ops") or []]
+    seen: dict[str, None] = {}
+    for n in names:
+        if isinstance(n, str) and n:
+            seen.setdefault(n, None)
+    return list(seen)
+
+
+def categories_present(profile: dict) -> list[str]:
+    seen: dict[str, None] = {}
+    for row in (profile.get("categories") or []) + (profile.get("kernels") or []):
+        if isinstance(row.get("category"), str):
+            seen.setdefault(row["category"], None)
+    return list(seen)
+
+
+def steps_analyzed(profile: dict) -> int | None:
+    trace = profile.get("trace") or {}
+    n = trace.get("steps_analyzed")
+    return int(n) if isinstance(n, int) and n > 0 else None
+
+
+def per_step(profile: dict) -> list[dict]:
+    """The trace engine's per-step rows (`trace.per_step`), or [] when absent."""
+    rows = (profile.get("trace") or {}).get("per_step")
+    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
+
+
+def thrash_mark(profile: dict) -> dict[str, Any] | None:
+    """A reason when memory thrashing makes the timings unreliable, else None. Evidence is either
+    the allocator-call rate or a warning from the engine / verdict naming memory pressure."""
+    calls = metric_value(profile, "alloc_calls_per_step")
+    if calls is not None and calls >= THRASH_ALLOC_CALLS_PER_STEP:
+        return {"why": f"{calls:.0f} allocator calls per step (>= {THRASH_ALLOC_CALLS_PER_STEP:.0f}): "
+                       "step times largely measure the memory allocator",
+                "alloc_calls_per_step": calls}
+    verdict = profile.get("verdict") or {}
+    if "memory" in str(verdict.get("bound", "")).lower():
+        return {"why": f"verdict is {verdict.get('bound')}: {verdict.get('why', '')}".strip(": ")}
+    for w in profile.get("warnings") or []:
+        low = str(w).lower()
+        if any(word in low for word in THRASH_WORDS):
+            return {"why": str(w)}
+    return None

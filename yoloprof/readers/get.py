@@ -1,0 +1,77 @@
+"""`yoloprof get`: one figure of a profile, for shell loops (`$(yoloprof get p.json img_per_s)`).
+
+Fields are the metric names (`step_ms`, `img_per_s`, ...) plus dotted paths into the scalar
+sections (`latency.p99_ms`, `verdict.bound`, `config.batch`, `env.torch`, `trace.steps_analyzed`).
+This module is on the fast path: it imports nothing heavy (DESIGN.md section 2).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from yoloprof.errors import UsageError
+from yoloprof.readers._common import finite, na_reason
+
+# Sections whose scalar leaves are fields, as dotted paths. Order = listing order.
+DOTTED_SECTIONS = ("latency", "verdict", "trace", "config", "env", "tool")
+TOP_LEVEL = ("kind", "schema", "created_at")
+_SKIP = {("trace", "per_step")}  # per-step rows are tables, not scalars
+
+
+def _leaves(prefix: str, obj: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
+    """Dotted paths of the scalar (or short list) leaves under `obj`."""
+    if isinstance(obj, dict) and depth < 4:
+        for key, val in obj.items():
+            if (prefix, key) in _SKIP:
+                continue
+            yield from _leaves(f"{prefix}.{key}", val, depth + 1)
+    elif not isinstance(obj, dict):
+        yield prefix, obj
+
+
+def list_fields(profile: dict) -> list[dict[str, Any]]:
+    """Every field `get` accepts for this profile, with its value (and unit for metrics)."""
+    rows: list[dict[str, Any]] = []
+    for name, entry in sorted((profile.get("metrics") or {}).items()):
+        if isinstance(entry, dict):
+            rows.append(_metric_row(profile, name, entry))
+    for key in TOP_LEVEL:
+        if key in profile:
+            rows.append({"field": key, "value": profile[key], "unit": ""})
+    for section in DOTTED_SECTIONS:
+        for path, val in _leaves(section, profile.get(section)):
+            if path != section:  # an absent/null section has no fields
+                rows.append({"field": path, "value": val, "unit": _path_unit(path)})
+    return rows
+
+
+def _metric_row(profile: dict, name: str, entry: dict) -> dict[str, Any]:
+    value = finite(entry.get("value"))
+    row = {"field": name, "value": value, "unit": entry.get("unit", ""),
+           "n": entry.get("n"), "std": finite(entry.get("std")), "samples": entry.get("samples")}
+    if value is None:
+        row["na"] = na_reason(profile, name)
+    return row
+
+
+def _path_unit(path: str) -> str:
+    leaf = path.rsplit(".", 1)[-1]
+    return "ms" if leaf.endswith("_ms") else "%" if leaf.endswith("_pct") else ""
+
+
+def compute_get(profile: dict, field: str | None) -> dict[str, Any]:
+    """One field's value (`{"field", "value", "unit", ...}`), or the list of fields when `field`
+    is None. An unknown field is a usage error (exit 2) that lists the valid ones."""
+    fields = list_fields(profile)
+    if field is None:
+        return {"fields": fields}
+    for row in fields:
+        if row["field"] == field:
+            return row
+    # `metrics.step_ms` is accepted as a spelling of `step_ms`.
+    if field.startswith("metrics.") and field[len("metrics."):] in (profile.get("metrics") or {}):
+        return compute_get(profile, field[len("metrics."):])
+    names = [r["field"] for r in fields]
+    close = [n for n in names if field.lower() in n.lower()]
+    hint = f" (did you mean: {', '.join(close[:5])}?)" if close else ""
+    raise UsageError(f"unknown field {field!r}{hint}; valid: {', '.join(names)}")

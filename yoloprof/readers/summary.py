@@ -1,0 +1,107 @@
+"""`yoloprof summary`: the broad reading of one profile, as a JSON-able dict.
+
+Every headline figure is either a number with its unit or absent with the reason it is absent
+(a CPU run has no device utilisation): a missing figure printed as 0 would read as a measurement.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from yoloprof.readers._common import (
+    HEADLINE, figure, finite, has_device, metric_value, steps_analyzed, thrash_mark,
+)
+
+TOP_KERNELS = 5
+
+
+def compute_summary(profile: dict) -> dict[str, Any]:
+    """The summary of a profile (train, infer or a foreign trace)."""
+    kind = profile.get("kind")
+    result: dict[str, Any] = {
+        "kind": kind,
+        "schema": profile.get("schema"),
+        "workload": _workload(profile),
+        "headline": [figure(profile, name, label) for name, label in HEADLINE],
+        "verdict": _verdict(profile),
+        "categories": _categories(profile),
+        "top_kernels": _top_kernels(profile),
+        "has_device": has_device(profile),
+        "latency": None,
+        "stages": None,
+        "phases": [dict(p) for p in profile.get("phases") or []],
+        "trace": _trace_info(profile),
+        "unreliable": thrash_mark(profile),
+        "warnings": [str(w) for w in profile.get("warnings") or []],
+    }
+    if kind == "infer" or profile.get("latency"):
+        result["latency"] = _latency(profile)
+        result["stages"] = _stages(profile)
+    return result
+
+
+def _workload(profile: dict) -> dict[str, Any]:
+    """The few settings that identify the run, for the title line."""
+    cfg = profile.get("config") or {}
+    env = profile.get("env") or {}
+    keys = ("mode", "model", "size", "batch", "imgsz", "amp", "amp_dtype", "device")
+    out = {k: cfg[k] for k in keys if cfg.get(k) is not None}
+    for k in ("device_name", "torch"):
+        if env.get(k):
+            out[k] = env[k]
+    return out
+
+
+def _verdict(profile: dict) -> dict[str, Any]:
+    """The profile's verdict, or an explicit "unknown" with why (never a guess)."""
+    v = profile.get("verdict")
+    if isinstance(v, dict) and v.get("bound"):
+        return {"bound": str(v["bound"]), "why": str(v.get("why", "")),
+                "evidence": dict(v.get("evidence") or {})}
+    why = "no verdict in this profile"
+    if profile.get("kind") == "trace" and not has_device(profile):
+        why = "no device kernels and no verdict in this trace"
+    return {"bound": "unknown", "why": why, "evidence": {}}
+
+
+def _categories(profile: dict) -> list[dict[str, Any]]:
+    rows = []
+    for c in profile.get("categories") or []:
+        ms = finite(c.get("device_ms_per_step"))
+        if ms is None:
+            continue
+        rows.append({"category": c.get("category"), "device_ms_per_step": ms,
+                     "pct": finite(c.get("pct"))})
+    return sorted(rows, key=lambda r: -r["device_ms_per_step"])
+
+
+def _top_kernels(profile: dict) -> list[dict[str, Any]]:
+    kernels = [k for k in profile.get("kernels") or [] if finite(k.get("ms_per_step")) is not None]
+    kernels.sort(key=lambda k: -k["ms_per_step"])
+    keys = ("short_name", "name", "category", "tensorcore", "phase", "ms_per_step", "pct", "count_per_step")
+    return [{k: kern.get(k) for k in keys} for kern in kernels[:TOP_KERNELS]]
+
+
+def _latency(profile: dict) -> dict[str, Any] | None:
+    lat = profile.get("latency")
+    if isinstance(lat, dict):
+        return dict(lat)
+    # Fall back on the metrics table (p50_ms...) when the latency section is absent.
+    out = {f"{p}_ms": metric_value(profile, f"{p}_ms") for p in ("p50", "p90", "p99")}
+    return out if any(v is not None for v in out.values()) else None
+
+
+def _stages(profile: dict) -> list[dict[str, Any]] | None:
+    stages = profile.get("stages")
+    if not isinstance(stages, list) or not stages:
+        return None
+    return [{"stage": s.get("stage"), "ms": finite(s.get("ms")), "share": finite(s.get("share"))}
+            for s in stages]
+
+
+def _trace_info(profile: dict) -> dict[str, Any] | None:
+    trace = profile.get("trace")
+    if not isinstance(trace, dict):
+        return None
+    return {"file": trace.get("file"), "steps_analyzed": steps_analyzed(profile),
+            "window_ms": finite(trace.get("window_ms"))}

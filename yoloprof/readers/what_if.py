@@ -1,0 +1,155 @@
+"""`yoloprof what-if`: estimate the gain of a change before writing it.
+
+Model (DESIGN.md section 6). A step is bounded by two clocks: the host, which issues the work
+(H ms), and the device, which runs it (D ms busy). The step is at least max(H, D); what is left
+(S - max(H, D): gaps, syncs) is kept as it is. A change shrinks one or both clocks, and the
+predicted step is S - (max(H, D) - max(H', D')), so it never falls below the other bound.
+
+- `--remove-launches N` (GPU): N fewer kernel launches, each worth the measured host cost per
+  launch c = H / launches per step; the device work is assumed to stay (fusion keeps the math):
+  H' = H - N c, D' = D.
+- `--remove-category C` (GPU): the category's device time goes (D' = D - d_C, assuming its kernels
+  do not overlap others) and so do its launches (H' = H - n_C c).
+- CPU profiles (no device kernels): `--remove-launches N` removes N op dispatches at the measured
+  mean self CPU time per op (self CPU time / ops per step); `--remove-category` is refused, because
+  kernel categories do not exist on a CPU trace and op names map to them too loosely to be honest.
+
+H is the host-busy metric when the profile has one, else the whole step (an upper bound, exact for
+host-bound steps, where the CPU never waits), which makes the estimate a best case.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from yoloprof.errors import UsageError
+from yoloprof.readers._common import categories_present, finite, has_device, metric_value, per_step
+
+HOST_METRICS = ("host_busy_ms", "cpu_busy_ms", "host_ms")
+DEVICE_METRICS = ("device_busy_ms",)
+
+
+def _first_metric(profile: dict, names: tuple[str, ...]) -> tuple[str, float] | None:
+    for n in names:
+        v = metric_value(profile, n)
+        if v is not None:
+            return n, v
+    return None
+
+
+def _step_ms(profile: dict) -> float:
+    step = metric_value(profile, "step_ms")
+    if step is None:
+        rows = [finite(r.get("step_ms")) for r in per_step(profile)]
+        rows = [r for r in rows if r is not None]
+        step = sum(rows) / len(rows) if rows else None
+    if not step:
+        from yoloprof.errors import ProfileError
+
+        raise ProfileError("what-if needs the step time (metric step_ms), which this profile lacks")
+    return step
+
+
+def _clocks(profile: dict, step: float, assumptions: list[str]) -> tuple[float, float]:
+    """(H, D): host and device busy ms per step, with the assumption used for each."""
+    host = _first_metric(profile, HOST_METRICS)
+    if host:
+        assumptions.append(f"host busy time per step H = {host[1]:.3f} ms (metric {host[0]})")
+        h = host[1]
+    else:
+        assumptions.append("host busy time per step H = the whole step (no host-busy figure): "
+                           "exact when host-bound, else the estimate is a best case")
+        h = step
+    dev = _first_metric(profile, DEVICE_METRICS)
+    util = metric_value(profile, "device_util_pct")
+    if dev:
+        d = dev[1]
+    elif util is not None:
+        d = util / 100.0 * step
+    else:
+        d = sum(finite(c.get("device_ms_per_step")) or 0.0 for c in profile.get("categories") or [])
+    assumptions.append(f"device busy time per step D = {d:.3f} ms (union of kernel/memcpy intervals)")
+    return h, d
+
+
+def _predict(step: float, h: float, d: float, h2: float, d2: float) -> dict[str, Any]:
+    bound_now, bound_after = max(h, d), max(h2, d2)
+    predicted = step - (bound_now - bound_after)
+    return {"host_ms": h, "device_ms": d, "host_ms_after": h2, "device_ms_after": d2,
+            "bound_now": "host" if h >= d else "device",
+            "bound_after": "host" if h2 >= d2 else "device",
+            "predicted_step_ms": predicted, "saving_ms": step - predicted,
+            "speedup": step / predicted if predicted > 0 else None}
+
+
+def compute_what_if(profile: dict, *, remove_category: str | None = None,
+                    remove_launches: int | None = None) -> dict[str, Any]:
+    """The predicted step time after removing a kernel category or N launches, with the model's
+    inputs and assumptions in the result."""
+    if (remove_category is None) == (remove_launches is None):
+        raise UsageError("what-if needs exactly one of --remove-category C or --remove-launches N")
+    if remove_launches is not None and remove_launches < 0:
+        raise UsageError(f"--remove-launches must be >= 0 (got {remove_launches})")
+    step = _step_ms(profile)
+    if not has_device(profile):
+        return _cpu_what_if(profile, step, remove_category, remove_launches)
+    assumptions: list[str] = []
+    h, d = _clocks(profile, step, assumptions)
+    launches = metric_value(profile, "launches_per_step") or metric_value(profile, "kernels_per_step")
+    if not launches:
+        raise UsageError("what-if needs launches per step, which this profile lacks")
+    cost = h / launches
+    assumptions.append(f"host cost per launch c = H / launches per step = {1000 * cost:.1f} us "
+                       "(framework + dispatch + launch API time per kernel)")
+    change: dict[str, Any]
+    if remove_launches is not None:
+        if remove_launches > launches:
+            raise UsageError(f"--remove-launches {remove_launches} exceeds the {launches:.0f} launches per step")
+        assumptions.append("the removed launches' device work stays (fused into remaining kernels)")
+        h2, d2 = h - remove_launches * cost, d
+        change = {"remove_launches": remove_launches}
+    else:
+        valid = categories_present(profile)
+        if remove_category not in valid:
+            raise UsageError(f"unknown category {remove_category!r}; categories in this profile: "
+                             f"{', '.join(valid) or 'none'}")
+        dc = sum(finite(c.get("device_ms_per_step")) or 0.0 for c in profile.get("categories") or []
+                 if c.get("category") == remove_category)
+        nc = sum(finite(k.get("count_per_step")) or 0.0 for k in profile.get("kernels") or []
+                 if k.get("category") == remove_category)
+        assumptions.append(f"the {remove_category} kernels do not overlap other kernels, so D drops "
+                           f"by their {dc:.3f} ms; their {nc:.0f} launches per step go too")
+        h2, d2 = max(h - nc * cost, 0.0), max(d - dc, 0.0)
+        change = {"remove_category": remove_category, "category_device_ms": dc, "category_launches": nc}
+    return {"kind": profile.get("kind"), "mode": "device", "change": change, "step_ms": step,
+            "launches_per_step": launches, "cost_per_launch_us": 1000 * cost,
+            **_predict(step, h, d, h2, d2), "assumptions": assumptions, "warnings": []}
+
+
+def _cpu_what_if(profile: dict, step: float, remove_category: str | None,
+                 remove_launches: int | None) -> dict[str, Any]:
+    """CPU profile: launches are op dispatches, at the mean self CPU time per op."""
+    if remove_category is not None:
+        raise UsageError("--remove-category needs device kernel categories, and this profile has no "
+                         "device kernels (CPU trace); use --remove-launches N to model N fewer op "
+                         "dispatches")
+    ops = [o for o in profile.get("ops") or [] if isinstance(o, dict)]
+    n_ops = metric_value(profile, "ops_per_step") or sum(finite(o.get("count_per_step")) or 0.0 for o in ops)
+    self_ms = sum(finite(o.get("self_ms_per_step")) or 0.0 for o in ops)
+    if not n_ops or not self_ms:
+        raise UsageError("what-if on a CPU profile needs its ops (self CPU time and counts), which it lacks")
+    if remove_launches > n_ops:
+        raise UsageError(f"--remove-launches {remove_launches} exceeds the {n_ops:.0f} op dispatches per step")
+    cost = self_ms / n_ops
+    assumptions = [
+        "CPU profile: no device kernels, so a 'launch' is an op dispatch (every aten op call, "
+        "nested ones included)",
+        f"cost per op = self CPU time / ops per step = {self_ms:.3f} ms / {n_ops:.0f} = {1000 * cost:.1f} us",
+        "the removed ops' work disappears with them (a fused op does the rest); host-bound, H = step",
+    ]
+    h2 = max(step - remove_launches * cost, step - self_ms)
+    return {"kind": profile.get("kind"), "mode": "cpu", "change": {"remove_launches": remove_launches},
+            "step_ms": step, "launches_per_step": n_ops, "cost_per_launch_us": 1000 * cost,
+            **_predict(step, step, 0.0, h2, 0.0), "device_ms": None, "device_ms_after": None,
+            "assumptions": assumptions,
+            "warnings": ["CPU profile: modelled as op dispatches, not kernel launches"]}

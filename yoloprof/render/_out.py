@@ -1,0 +1,146 @@
+"""One small writer for the terminal renderers: rich tables and panels when stdout is a terminal,
+plain aligned text when it is piped (so `| grep`, `| awk` and logs see no box drawing).
+
+Colour follows rich's own rules, which honour NO_COLOR; plain mode never colours.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import sys
+from typing import Any, Sequence, TextIO
+
+NA = "n/a"
+NAME_WIDTH = 60  # long C++ kernel names are cut to this in tables; --json keeps them whole
+
+
+def fmt_num(v: Any, digits: int = 3) -> str:
+    """A number with about `digits` significant decimals; None/NaN read "n/a" (never 0)."""
+    if v is None or isinstance(v, bool):
+        return NA if v is None else str(v).lower()
+    if isinstance(v, float) and not math.isfinite(v):
+        return NA
+    if isinstance(v, int):
+        return f"{v:,}" if abs(v) >= 10000 else str(v)
+    if isinstance(v, float):
+        a = abs(v)
+        if a >= 1000:
+            return f"{v:,.0f}"
+        if a >= 100:
+            return f"{v:.1f}"
+        if a >= 10:
+            return f"{v:.2f}"
+        return f"{v:.{digits}f}" if a >= 0.001 or a == 0 else f"{v:.2e}"
+    return str(v)
+
+
+def fmt_val(v: Any, unit: str = "") -> str:
+    s = fmt_num(v)
+    if s == NA or not unit:
+        return s
+    return f"{s}{unit}" if unit == "%" else f"{s} {unit}"
+
+
+def fmt_pct(v: Any) -> str:
+    return NA if v is None else f"{v:.1f}%"
+
+
+def fmt_ratio(v: Any) -> str:
+    return NA if v is None else f"{v:.3f}x"
+
+
+def cut(text: Any, width: int = NAME_WIDTH) -> str:
+    s = "" if text is None else str(text)
+    return s if len(s) <= width else s[: width - 3] + "..."
+
+
+class Out:
+    """Writes titles, key/value blocks, tables and notes in rich or plain form."""
+
+    def __init__(self, stream: TextIO | None = None, rich: bool | None = None) -> None:
+        self.stream = stream or sys.stdout
+        self.rich = self.stream.isatty() if rich is None else rich
+        self._console = None
+        if self.rich:
+            from rich.console import Console
+
+            self._console = Console(file=self.stream, highlight=False,
+                                    no_color=bool(os.environ.get("NO_COLOR")) or None)
+
+    def _plain(self, text: str = "") -> None:
+        self.stream.write(text + "\n")
+
+    def title(self, text: str, subtitle: str | None = None) -> None:
+        if self._console:
+            from rich.rule import Rule
+
+            self._console.print(Rule(f"[bold]{_esc(text)}[/bold]", align="left"))
+            if subtitle:
+                self._console.print(_esc(subtitle), style="dim")
+        else:
+            self._plain(text if not subtitle else f"{text}  ({subtitle})")
+
+    def kv(self, pairs: Sequence[tuple[str, str]], title: str | None = None) -> None:
+        """Aligned `label  value` lines (a panel in rich mode)."""
+        if not pairs:
+            return
+        width = max(len(k) for k, _ in pairs)
+        lines = [f"{k.ljust(width)}  {v}" for k, v in pairs]
+        if self._console:
+            from rich.panel import Panel
+
+            self._console.print(Panel("\n".join(_esc(x) for x in lines), title=title, expand=False))
+        else:
+            if title:
+                self._plain(f"{title}:")
+            for line in lines:
+                self._plain(f"  {line}")
+
+    def table(self, headers: Sequence[str], rows: Sequence[Sequence[Any]], *, title: str | None = None,
+              right: Sequence[int] = ()) -> None:
+        """A table; `right` lists the columns to right-align (numbers)."""
+        srows = [[str(c) for c in r] for r in rows]
+        if self._console:
+            from rich.table import Table
+
+            t = Table(title=title, title_justify="left", header_style="bold")
+            for i, h in enumerate(headers):
+                t.add_column(h, justify="right" if i in right else "left",
+                             overflow="ellipsis", no_wrap=(i not in right))
+            for r in srows:
+                t.add_row(*(_esc(c) for c in r))
+            self._console.print(t)
+            return
+        if title:
+            self._plain(f"{title}:")
+        widths = [max([len(h)] + [len(r[i]) for r in srows]) for i, h in enumerate(headers)]
+        for r in [list(headers)] + srows:
+            cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
+            self._plain(("  " + "  ".join(cells)).rstrip())
+
+    def line(self, text: str, style: str | None = None) -> None:
+        if self._console:
+            self._console.print(_esc(text), style=style)
+        else:
+            self._plain(text)
+
+    def blank(self) -> None:
+        self.line("")
+
+    def warn(self, text: str) -> None:
+        self.line(f"warning: {text}", style="yellow")
+
+    def note(self, text: str) -> None:
+        self.line(f"note: {text}", style="dim")
+
+
+def _esc(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def terminal_width() -> int:
+    return shutil.get_terminal_size((100, 24)).columns

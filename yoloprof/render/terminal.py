@@ -1,0 +1,227 @@
+"""Terminal rendering of the readers' results: rich tables when stdout is a terminal, plain aligned
+text when piped (see `render._out`). Every function takes the dict a reader returned and prints;
+nothing here computes a figure, so `--json` and the terminal always agree.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from yoloprof.render._out import NA, Out, cut, fmt_num, fmt_pct, fmt_ratio, fmt_val
+
+
+def _figure_text(f: dict[str, Any]) -> str:
+    if f.get("value") is None:
+        return f"{NA} ({f.get('na', 'not recorded')})"
+    text = fmt_val(f["value"], f.get("unit", ""))
+    if (f.get("n") or 0) >= 2 and f.get("std") is not None:
+        text += f"  (+-{fmt_num(f['std'])}, n={f['n']})"
+    return text
+
+
+def _warnings(out: Out, warnings: list[str]) -> None:
+    for w in dict.fromkeys(warnings or []):
+        out.warn(w)
+
+
+def render_summary(result: dict[str, Any], source: str | None = None, out: Out | None = None) -> None:
+    out = out or Out()
+    wl = result.get("workload") or {}
+    sub = ", ".join(f"{k}={v}" for k, v in wl.items())
+    out.title(f"yoloprof summary: {source or 'profile'} [{result.get('kind')}]", sub or None)
+    if result.get("unreliable"):
+        out.warn(f"UNRELIABLE: memory thrashing - {result['unreliable']['why']}")
+    out.kv([(f["label"], _figure_text(f)) for f in result.get("headline", [])], title="headline")
+    v = result.get("verdict") or {}
+    out.line(f"verdict: {v.get('bound', 'unknown')} - {v.get('why', '')}".rstrip(" -"))
+    ev = v.get("evidence") or {}
+    if ev:
+        out.line("  evidence: " + ", ".join(f"{k}={fmt_num(x) if isinstance(x, (int, float)) else x}"
+                                            for k, x in ev.items()))
+    _render_latency(out, result)
+    if result.get("categories"):
+        out.table(["category", "ms/step", "share"],
+                  [[c["category"], fmt_num(c["device_ms_per_step"]), fmt_pct(c.get("pct"))]
+                   for c in result["categories"]], title="device time by category", right=(1, 2))
+    if result.get("top_kernels"):
+        out.table(["kernel", "category", "TC", "ms/step", "share", "calls/step"],
+                  [[cut(k.get("short_name") or k.get("name"), 50), k.get("category"),
+                    "yes" if k.get("tensorcore") else "", fmt_num(k.get("ms_per_step")),
+                    fmt_pct(k.get("pct")), fmt_num(k.get("count_per_step"))]
+                   for k in result["top_kernels"]], title="top kernels", right=(3, 4, 5))
+    trace = result.get("trace") or {}
+    if trace.get("steps_analyzed"):
+        out.note(f"trace: {trace['steps_analyzed']} step(s) analysed over {fmt_num(trace.get('window_ms'))} ms")
+    _warnings(out, result.get("warnings"))
+
+
+def _render_latency(out: Out, result: dict[str, Any]) -> None:
+    lat = result.get("latency")
+    if lat:
+        keys = [k for k in ("p50_ms", "p90_ms", "p99_ms", "mean_ms", "min_ms", "max_ms") if k in lat]
+        line = "  ".join(f"{k[:-3]} {fmt_num(lat[k])}" for k in keys)
+        out.line(f"latency (ms): {line}" + (f"  (n={lat['n']})" if lat.get("n") else ""))
+    stages = result.get("stages")
+    if stages:
+        out.table(["stage", "ms", "share"],
+                  [[s["stage"], fmt_num(s.get("ms")), fmt_pct(None if s.get("share") is None else 100 * s["share"])]
+                   for s in stages], title="inference stages", right=(1, 2))
+
+
+def _scalar_text(v: Any) -> str:
+    """A value as a shell wants it: full precision, JSON words for booleans and null."""
+    if v is None:
+        return NA
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return repr(v)
+    if isinstance(v, (list, dict)):
+        return json.dumps(v)
+    return str(v)
+
+
+def render_get(result: dict[str, Any], out: Out | None = None) -> None:
+    """One field: just the value on stdout (`$(yoloprof get p.json img_per_s)`); no field: the list."""
+    if "fields" not in result:
+        print(_scalar_text(result.get("value")))
+        if result.get("value") is None and result.get("na"):
+            print(f"yoloprof: note: {result['field']} is n/a: {result['na']}", file=sys.stderr)
+        return
+    out = out or Out()
+    out.table(["field", "value", "unit"],
+              [[f["field"], cut(_scalar_text(f["value"]), 60), f.get("unit", "")] for f in result["fields"]],
+              right=(1,))
+
+
+def render_phases(result: dict[str, Any], out: Out | None = None) -> None:
+    out = out or Out()
+    rows = [[p["phase"], fmt_num(p["wall_ms_per_step"]), fmt_pct(None if p.get("wall_share") is None
+                                                                 else 100 * p["wall_share"]),
+             fmt_num(p["device_ms_per_step"]), fmt_num(p["kernels_per_step"]), fmt_num(p["ops_per_step"])]
+            for p in result.get("phases", [])]
+    t = result.get("totals") or {}
+    if rows:
+        rows.append(["total", fmt_num(t.get("wall_ms_per_step")), "", fmt_num(t.get("device_ms_per_step")),
+                     fmt_num(t.get("kernels_per_step")), fmt_num(t.get("ops_per_step"))])
+        out.table(["phase", "wall ms", "of step", "device ms", "kernels", "ops"], rows,
+                  title=f"phases per step (step {fmt_val(result.get('step_ms'), 'ms')})", right=(1, 2, 3, 4, 5))
+    if result.get("unattributed_wall_ms") is not None and result["unattributed_wall_ms"] > 0:
+        out.note(f"{fmt_num(result['unattributed_wall_ms'])} ms of the step is in no phase")
+    _warnings(out, result.get("warnings"))
+
+
+def render_kernels(result: dict[str, Any], out: Out | None = None) -> None:
+    out = out or Out()
+    f = result.get("filters") or {}
+    active = ", ".join(f"{k}={v}" for k, v in f.items() if v not in (None, False) and k not in ("sort", "top"))
+    rows = [[cut(k.get("short_name") or k.get("name")), k.get("category"), "yes" if k.get("tensorcore") else "",
+             k.get("phase") or "", fmt_num(k.get("ms_per_step")), fmt_pct(k.get("pct")),
+             fmt_num(k.get("count_per_step"))] for k in result.get("kernels", [])]
+    if rows:
+        out.table(["kernel", "category", "TC", "phase", "ms/step", "share", "calls/step"], rows,
+                  title=f"kernels by {f.get('sort', 'time')}" + (f" ({active})" if active else ""),
+                  right=(4, 5, 6))
+    if result.get("total"):
+        out.note(f"showing {len(rows)} of {result['matched']} matching kernels ({result['total']} in all); "
+                 f"matching: {fmt_num(result['matched_ms_per_step'])} ms/step = "
+                 f"{fmt_pct(result.get('matched_pct'))} of kernel time")
+        if not rows:
+            out.line("no kernel matches these filters")
+    _warnings(out, result.get("warnings"))
+
+
+def render_ops(result: dict[str, Any], out: Out | None = None) -> None:
+    out = out or Out()
+    rows = [[cut(o.get("name")), o.get("phase") or "", fmt_num(o.get("self_ms_per_step")), fmt_pct(o.get("pct")),
+             fmt_num(o.get("total_ms_per_step")), fmt_num(o.get("count_per_step")), fmt_num(o.get("mean_self_us"))]
+            for o in result.get("ops", [])]
+    if rows:
+        phase = (result.get("filters") or {}).get("phase")
+        out.table(["op", "phase", "self ms", "share", "total ms", "calls", "self us/call"], rows,
+                  title="ops by self CPU time per step" + (f" (phase={phase})" if phase else ""),
+                  right=(2, 3, 4, 5, 6))
+        out.note(f"showing {len(rows)} of {result['matched']} ops; self CPU time in ops "
+                 f"{fmt_num(result['self_ms_per_step'])} ms/step, {fmt_num(result['calls_per_step'])} calls/step, "
+                 f"mean {fmt_num(result.get('mean_self_us'))} us/call")
+    _warnings(out, result.get("warnings"))
+
+
+def render_compare(result: dict[str, Any], out: Out | None = None) -> None:
+    out = out or Out()
+    rows = []
+    for m in result.get("metrics", []):
+        ci = m.get("ci")
+        verdict = m.get("verdict") or (m.get("note") or "")
+        rows.append([m["metric"], fmt_val(m["before"]["value"], m.get("unit", "")),
+                     fmt_val(m["after"]["value"], m.get("unit", "")),
+                     NA if m.get("change_pct") is None else f"{m['change_pct']:+.1f}%",
+                     fmt_ratio(m.get("ratio")), f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "",
+                     _p(m.get("p_welch")), _p(m.get("p_mwu")),
+                     f"{m['before']['n']}/{m['after']['n']}", cut(verdict, 48)])
+    if rows:
+        out.table(["metric", "before", "after", "change", "ratio", "95% CI", "p Welch", "p MW", "n", "verdict"],
+                  rows, right=(1, 2, 3, 4, 6, 7, 8),
+                  title=f"compare (ratio > 1 = better; alpha {result.get('alpha')}, noise {result.get('noise'):.0%})")
+    for m in result.get("metrics", []):
+        if m.get("verdict_code") == "inconclusive" and m.get("note"):
+            out.note(f"{m['metric']}: {m['note']}")
+    if result.get("deltas"):
+        out.table(["", "before", "after", "delta"],
+                  [[d["label"], fmt_val(d["before"], d["unit"]), fmt_val(d["after"], d["unit"]),
+                    NA if d["delta"] is None else f"{d['delta']:+.4g}" + (f" ({100 * d['rel']:+.1f}%)" if d.get("rel") is not None else "")]
+                   for d in result["deltas"]], title="deltas", right=(1, 2, 3))
+    b = result.get("bound") or {}
+    out.line(f"bound: before {b.get('before')}, after {b.get('after')}")
+    _render_trace_compare(out, result)
+    for n in result.get("notes", []):
+        out.note(n)
+    _warnings(out, result.get("warnings"))
+
+
+def _p(p: Any) -> str:
+    return "" if p is None else (f"{p:.2g}" if p < 0.01 else f"{p:.3f}")
+
+
+def _render_trace_compare(out: Out, result: dict[str, Any]) -> None:
+    cats = [c for c in result.get("categories") or [] if c["before_ms"] or c["after_ms"]]
+    if cats:
+        out.table(["category", "before ms/step", "after ms/step", "delta ms", "change"],
+                  [[c["category"], fmt_num(c["before_ms"]), fmt_num(c["after_ms"]), f"{c['delta_ms']:+.3f}",
+                    NA if c.get("rel") is None else f"{100 * c['rel']:+.1f}%"] for c in cats],
+                  title="device time by category", right=(1, 2, 3, 4))
+    steps = result.get("per_step")
+    if steps and (steps["before"] or steps["after"]):
+        n = max(len(steps["before"]), len(steps["after"]))
+        rows = []
+        for i in range(n):
+            b = steps["before"][i] if i < len(steps["before"]) else {}
+            a = steps["after"][i] if i < len(steps["after"]) else {}
+            d = (a["step_ms"] - b["step_ms"]) if b.get("step_ms") is not None and a.get("step_ms") is not None else None
+            rows.append([str(i), str(b.get("step", "")), fmt_num(b.get("step_ms")), str(a.get("step", "")),
+                         fmt_num(a.get("step_ms")), NA if d is None else f"{d:+.3f}"])
+        out.table(["#", "before step", "before ms", "after step", "after ms", "delta ms"], rows,
+                  title="per step (no significance: steps are not trials)", right=(2, 4, 5))
+
+
+def render_what_if(result: dict[str, Any], out: Out | None = None) -> None:
+    out = out or Out()
+    ch = result.get("change") or {}
+    what = (f"remove {ch['remove_launches']} launch(es) per step" if "remove_launches" in ch
+            else f"remove category {ch.get('remove_category')}")
+    out.title(f"what if: {what}")
+    speed = result.get("speedup")
+    out.kv([("step now", fmt_val(result.get("step_ms"), "ms")),
+            ("predicted step", fmt_val(result.get("predicted_step_ms"), "ms")),
+            ("saving", f"{fmt_val(result.get('saving_ms'), 'ms')} ({fmt_ratio(speed)} speed-up)"),
+            ("host / device now", f"{fmt_num(result.get('host_ms'))} / {fmt_num(result.get('device_ms'))} ms "
+                                  f"({result.get('bound_now')}-bound)"),
+            ("host / device after", f"{fmt_num(result.get('host_ms_after'))} / "
+                                    f"{fmt_num(result.get('device_ms_after'))} ms ({result.get('bound_after')}-bound)"),
+            ("cost per launch", fmt_val(result.get("cost_per_launch_us"), "us"))])
+    out.line("assumptions:")
+    for a in result.get("assumptions", []):
+        out.line(f"  - {a}")
+    _warnings(out, result.get("warnings"))
