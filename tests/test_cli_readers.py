@@ -1,0 +1,246 @@
+"""The readers as a user runs them: `yoloprof <reader> ...` in a subprocess, on every real trace in
+the shared fixtures and on hand-made profiles; exit codes and one-line errors for bad inputs.
+
+Figures are checked against values this file computes itself from the raw trace JSON with the
+standard library (gzip + json), independently of the trace engine.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from conftest import TRACES, run_cli, trace_path
+from test_readers_profiles import cpu_train_profile, gpu_train_profile, infer_profile
+
+from yoloprof.profiles.io import write_profile
+
+ALL_TRACES = sorted(p.name for p in TRACES.glob("*.json.gz")) if TRACES.is_dir() else [
+    "nccl_data.json.gz", "triton_example.json.gz"]
+BIG = {"df_index_resolver.json.gz", "rank0.json.gz", "trace_diff_control.json.gz", "trace_diff_test.json.gz",
+       "rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"}
+LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
+
+
+def _traces(big_slow: bool = True) -> list:
+    return [pytest.param(n, marks=pytest.mark.slow) if big_slow and n in BIG else n for n in ALL_TRACES]
+
+
+@functools.lru_cache(maxsize=2)
+def _events(name: str) -> list[dict]:
+    doc = json.loads(gzip.decompress(trace_path(name).read_bytes()))
+    return doc["traceEvents"] if isinstance(doc, dict) else doc
+
+
+def _steps(events: list[dict]) -> list[tuple[float, float]]:
+    spans = [(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in events
+             if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")
+             and e.get("cat") != "gpu_user_annotation"]
+    return sorted(spans)
+
+
+def _kernel_ms_by_name(events: list[dict]) -> tuple[dict[str, float], int]:
+    """Total kernel ms per name over the analysed steps (a kernel belongs to the step its launch is
+    in), and the number of steps; a trace without ProfilerStep is one step."""
+    steps = _steps(events)
+    launch_ts = {e["args"]["correlation"]: float(e["ts"]) for e in events
+                 if e.get("cat") in LAUNCH_CATS and "correlation" in (e.get("args") or {})}
+    total: dict[str, float] = defaultdict(float)
+    for e in events:
+        if e.get("cat") != "kernel":
+            continue
+        ts = launch_ts.get((e.get("args") or {}).get("correlation"))
+        if steps and (ts is None or not any(a <= ts <= b for a, b in steps)):
+            continue
+        total[e["name"]] += float(e["dur"]) / 1000.0
+    return dict(total), max(len(steps), 1)
+
+
+def _json(*args: str) -> dict:
+    res = run_cli(*args, "--json")
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)  # stdout is JSON and nothing else
+
+
+@pytest.fixture(scope="module")
+def profiles(tmp_path_factory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("profiles")
+    out = {}
+    for name, build in (("gpu", gpu_train_profile), ("cpu", cpu_train_profile), ("infer", infer_profile)):
+        out[name] = write_profile(d / f"{name}.json", build())
+    return out
+
+
+# ------------------------------------------------------------------ every reader on every trace
+
+@pytest.mark.parametrize("name", _traces())
+def test_summary_on_trace(name: str) -> None:
+    path = trace_path(name)
+    s = _json("summary", str(path))
+    steps = _steps(_events(name))
+    assert s["kind"] == "trace"
+    assert s["trace"]["steps_analyzed"] == max(len(steps), 1)
+    step = next(f for f in s["headline"] if f["name"] == "step_ms")
+    if steps:
+        mean_ms = sum(b - a for a, b in steps) / len(steps) / 1000.0
+        assert step["value"] == pytest.approx(mean_ms, rel=0.01)
+    text = run_cli("summary", str(path))
+    assert text.returncode == 0 and "verdict:" in text.stdout, text.stderr
+
+
+@pytest.mark.parametrize("name", _traces())
+def test_kernels_top_kernel_matches_raw_trace(name: str) -> None:
+    path = trace_path(name)
+    k = _json("kernels", str(path), "--top", "0")
+    by_name, nsteps = _kernel_ms_by_name(_events(name))
+    engine: dict[str, float] = defaultdict(float)
+    for row in k["kernels"]:
+        engine[row["name"]] += row["ms_per_step"]
+    top = max(by_name, key=by_name.get)
+    assert engine[top] == pytest.approx(by_name[top] / nsteps, rel=0.02)
+    text = run_cli("kernels", str(path), "--top", "5")
+    assert text.returncode == 0 and "kernel" in text.stdout
+
+
+@pytest.mark.parametrize("name", _traces())
+@pytest.mark.parametrize("reader", ["phases", "ops", "get"])
+def test_other_readers_on_trace(name: str, reader: str) -> None:
+    path = trace_path(name)
+    data = _json(reader, str(path))
+    if reader == "ops":
+        assert data["ops"], "every fixture has cpu ops"
+        assert data["ops"] == sorted(data["ops"], key=lambda o: -o["self_ms_per_step"])
+    if reader == "get":
+        assert "step_ms" in [f["field"] for f in data["fields"]]
+    assert run_cli(reader, str(path)).returncode == 0
+
+
+def test_get_single_value_is_just_the_value() -> None:
+    path = trace_path("nccl_data.json.gz")
+    res = run_cli("get", str(path), "trace.steps_analyzed")
+    assert res.returncode == 0 and res.stdout == f"{len(_steps(_events('nccl_data.json.gz')))}\n"
+
+
+def test_compare_two_raw_traces() -> None:
+    a, b = trace_path("trace_diff_control.json.gz"), trace_path("trace_diff_test.json.gz")
+    r = _json("compare", str(a), str(b))
+    assert any("not a trial" in n for n in r["notes"])
+    assert all(m["verdict"] is None for m in r["metrics"])
+    for side, name in (("before", a.name), ("after", b.name)):
+        raw = [(y - x) / 1000.0 for x, y in _steps(_events(name))]
+        got = [s["step_ms"] for s in r["per_step"][side]]
+        assert got == pytest.approx(raw, rel=0.01)
+    assert r["categories"], "per-category deltas"
+    res = run_cli("compare", str(a), str(b), "--fail-on-regression")
+    assert res.returncode == 0, "no verdict, so no regression"
+
+
+@pytest.mark.parametrize("name", ["nccl_data.json.gz", "mi250_minitoy_train_ROCm6_2_kineto.json.gz"])
+def test_what_if_on_gpu_trace(name: str) -> None:
+    r = _json("what-if", str(trace_path(name)), "--remove-launches", "10")
+    assert r["predicted_step_ms"] <= r["step_ms"]
+    assert r["predicted_step_ms"] >= max(r["host_ms_after"], r["device_ms_after"]) - 1e-9
+    cat = _json("summary", str(trace_path(name)))["categories"][0]["category"]
+    r = _json("what-if", str(trace_path(name)), "--remove-category", cat)
+    assert r["device_ms_after"] < r["device_ms"]
+
+
+# ------------------------------------------------------------------ hand-made profiles
+
+def test_profile_readers(profiles) -> None:
+    s = _json("summary", str(profiles["cpu"]))
+    assert next(f for f in s["headline"] if f["name"] == "device_util_pct")["value"] is None
+    assert run_cli("get", str(profiles["gpu"]), "step_ms").stdout == "100.0\n"
+    assert run_cli("get", str(profiles["infer"]), "latency.p99_ms").stdout == "30.0\n"
+    warn = run_cli("kernels", str(profiles["cpu"]), "--tensorcore")
+    assert warn.returncode == 0 and "no effect" in warn.stdout
+    r = _json("what-if", str(profiles["cpu"]), "--remove-launches", "10")
+    assert r["mode"] == "cpu"
+
+
+def test_compare_fail_on_regression(tmp_path) -> None:
+    before = write_profile(tmp_path / "a.json", gpu_train_profile((100.0, 101.0, 99.0)))
+    after = write_profile(tmp_path / "b.json", gpu_train_profile((120.0, 121.0, 119.0)))
+    res = run_cli("compare", str(before), str(after), "--fail-on-regression")
+    assert res.returncode == 4, res.stderr
+    assert "regressed" in res.stdout and res.stderr.startswith("yoloprof: error:")
+    assert run_cli("compare", str(after), str(before), "--fail-on-regression").returncode == 0
+
+
+# ------------------------------------------------------------------ bad inputs
+
+def _bad_files(tmp: Path) -> dict[str, tuple[Path, int]]:
+    files = {
+        "empty": (b"", 1),
+        "truncated": (b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur"', 1),
+        "corrupt_gzip": (b"\x1f\x8b\x08\x00garbage-not-deflate", 1),
+        "array": (b"[1, 2, 3]", 1),
+        "not_a_trace": (b'{"hello": "world"}', 1),
+        "future_schema": (json.dumps({**gpu_train_profile(), "schema": "yoloprof.profile/9"}).encode(), 1),
+    }
+    out = {}
+    for key, (data, code) in files.items():
+        p = tmp / f"{key}.json"
+        p.write_bytes(data)
+        out[key] = (p, code)
+    out["missing"] = (tmp / "nope.json", 2)
+    out["directory"] = (tmp, 2)
+    return out
+
+
+@pytest.mark.parametrize("case", ["empty", "truncated", "corrupt_gzip", "array", "not_a_trace",
+                                  "future_schema", "missing", "directory"])
+@pytest.mark.parametrize("reader", ["summary", "get", "kernels"])
+def test_bad_inputs_exit_codes(tmp_path, case: str, reader: str) -> None:
+    path, code = _bad_files(tmp_path)[case]
+    res = run_cli(reader, str(path))
+    assert res.returncode == code, (res.stdout, res.stderr)
+    assert res.stdout == ""
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("yoloprof: error:"), res.stderr
+    if case == "future_schema":
+        assert "yoloprof.profile/9" in lines[0] and "yoloprof.profile/1" in lines[0]
+
+
+@pytest.mark.parametrize("args,word", [
+    (("get", "{gpu}", "nope"), "step_ms"),
+    (("kernels", "{gpu}", "--phase", "fwd"), "forward"),
+    (("kernels", "{gpu}", "--category", "gemm"), "gemm/conv"),
+    (("kernels", "{gpu}", "--grep", "[a-"), "--grep"),
+    (("ops", "{gpu}", "--phase", "fwd"), "forward"),
+    (("what-if", "{gpu}", "--remove-category", "nope"), "elementwise"),
+    (("what-if", "{cpu}", "--remove-category", "elementwise"), "no device kernels"),
+    (("compare", "{gpu}", "{gpu}", "--metric", "nope"), "step_ms"),
+])
+def test_usage_errors_exit_2(profiles, args, word: str) -> None:
+    res = run_cli(*(a.format(**{k: str(v) for k, v in profiles.items()}) for a in args))
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.startswith("yoloprof: error:") and word in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+# ------------------------------------------------------------------ fast start
+
+GET_IMPORTS = """
+import sys
+from yoloprof.cli import main
+rc = main(["get", sys.argv[1], "step_ms"])
+heavy = [m for m in ("torch", "pandas", "hydra", "scipy", "rich") if m in sys.modules]
+print("HEAVY", heavy, rc)
+"""
+
+
+@pytest.mark.parametrize("which", ["profile", "trace"])
+def test_get_imports_no_heavy_modules(profiles, which: str) -> None:
+    import subprocess
+
+    path = profiles["gpu"] if which == "profile" else trace_path("triton_example.json.gz")
+    res = subprocess.run([sys.executable, "-c", GET_IMPORTS, str(path)], capture_output=True, text=True,
+                         timeout=120)
+    last = res.stdout.strip().splitlines()[-1]
+    assert last == "HEAVY [] 0", (res.stdout, res.stderr)
