@@ -1,0 +1,174 @@
+"""`yoloprof sweep [hydra args]`: the Hydra app behind capture sweeps (DESIGN.md section 8).
+
+Flow: parse Hydra's own flags -> pre-flight (compose + validate every job, create the sweep dir
+with its manifest) -> run `hydra.main` with the argv we built (the basic launcher runs the jobs in
+this process, each writing profile.json + row.parquet) -> consolidate `results.parquet` -> job
+table -> analysis -> exit 1 if any job failed.
+
+Hydra reports its own errors as multi-line text and calls `sys.exit`; we run it with
+`HYDRA_FULL_ERROR=1` so errors arrive as exceptions that become one `yoloprof: error:` line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import hydra
+from omegaconf import DictConfig
+
+from yoloprof.config.compose import one_line
+from yoloprof.config.schema import SWEEP_ID_ENV, new_sweep_id, register
+from yoloprof.errors import UsageError, YoloprofError
+from yoloprof.sweep.plan import MANIFEST_SCHEMA, dir_overrides, plan_sweep, prepare_dir, read_manifest
+
+register()
+PROG = "yoloprof sweep"
+# Hydra flags that only show information: handed to Hydra untouched, no sweep is planned.
+_INFO_FLAGS = ("help", "hydra_help", "cfg", "info", "shell_completion")
+
+
+@hydra.main(config_path="pkg://yoloprof.conf", config_name="config", version_base="1.3")
+def hydra_app(cfg: DictConfig) -> str:
+    from yoloprof.sweep.job import run_job
+
+    return run_job(cfg)
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    from hydra._internal.utils import get_args_parser
+
+    try:
+        return get_args_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse already printed the usage line
+        raise UsageError(f"invalid arguments for {PROG}: {' '.join(argv)}") from exc
+
+
+def normalise_overrides(overrides: list[str]) -> tuple[list[str], Path | None]:
+    """`+sweep=X` and `sweep=X` both select an experiment file (the group defaults to null, which
+    Hydra only lets `sweep=X` replace); `resume=DIR` is ours, not a config key."""
+    out, resume = [], None
+    for item in overrides:
+        if item.startswith("+sweep="):
+            item = item[1:]
+        if item.startswith("resume="):
+            resume = Path(item.split("=", 1)[1])
+            continue
+        out.append(item)
+    return out, resume
+
+
+def _launch(overrides: list[str], multirun: bool, config_dir: str | None) -> None:
+    """Run hydra.main with our argv; restore argv and the environment whatever happens."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    saved_argv, saved_full = sys.argv, os.environ.get("HYDRA_FULL_ERROR")
+    sys.argv = [PROG, *(["-m"] if multirun else []), *(["--config-dir", config_dir] if config_dir else []),
+                *overrides]
+    os.environ["HYDRA_FULL_ERROR"] = "1"
+    try:
+        hydra_app()
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            raise YoloprofError(f"hydra stopped the sweep (exit {exc.code})") from exc
+    except YoloprofError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one line, never a traceback
+        raise YoloprofError(f"sweep stopped: {one_line(exc)}") from exc
+    finally:
+        sys.argv = saved_argv
+        if saved_full is None:
+            os.environ.pop("HYDRA_FULL_ERROR", None)
+        else:
+            os.environ["HYDRA_FULL_ERROR"] = saved_full
+        GlobalHydra.instance().clear()
+
+
+def _passthrough(argv: list[str]) -> int:
+    """--help, --cfg job, --info ...: Hydra prints, nothing runs."""
+    saved = sys.argv
+    sys.argv = [PROG, *argv]
+    try:
+        hydra_app()
+    except SystemExit as exc:
+        return int(exc.code or 0) if isinstance(exc.code, int) or exc.code is None else 2
+    finally:
+        sys.argv = saved
+    return 0
+
+
+def run_analysis(sweep_dir: Path, settings: dict[str, Any]) -> None:
+    """The analysis stages, when that module exists (it is optional for a sweep to be useful)."""
+    if not settings.get("enabled", True):
+        return
+    try:
+        from yoloprof.analysis.run import analyze_sweep
+    except ImportError:
+        print(f"{PROG}: analysis not available; rows are in {sweep_dir}", file=sys.stderr)
+        return
+    accepted = inspect.signature(analyze_sweep).parameters
+    kwargs = {k: v for k, v in settings.items() if k in accepted and k != "enabled"}
+    try:
+        analyze_sweep(sweep_dir, **kwargs)
+    except YoloprofError as exc:
+        print(f"{PROG}: analysis: {exc}", file=sys.stderr)
+
+
+def finish(sweep_dir: Path, total: int | None, analysis: dict[str, Any]) -> int:
+    """Consolidate, show every job, analyse; 1 if any job failed or a row is unreadable."""
+    import warnings
+
+    from yoloprof.sweep.progress import print_summary
+    from yoloprof.sweep.rows import CorruptRowsWarning, consolidate, read_rows
+
+    corrupt: list[Path] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CorruptRowsWarning)  # listed below instead
+        consolidate(sweep_dir, corrupt)
+        df = read_rows(sweep_dir)
+    print_summary(df, str(sweep_dir))
+    for path in corrupt:
+        print(f"{PROG}: warning: unreadable row skipped: {path}", file=sys.stderr)
+    if total is not None and len(df) + len(corrupt) < total:
+        print(f"{PROG}: warning: {total - len(df) - len(corrupt)} of {total} jobs wrote no row; "
+              f"rerun them with resume={sweep_dir}", file=sys.stderr)
+    failed = int((df["status"] == "failed").sum()) if len(df) else 0
+    if failed:
+        print(f"{PROG}: {failed} of {len(df)} jobs failed (tracebacks in <job dir>/yoloprof.log)",
+              file=sys.stderr)
+    run_analysis(sweep_dir, analysis)
+    return 1 if failed or corrupt else 0
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of `yoloprof sweep ...` and `python -m yoloprof.sweep ...`."""
+    args = _parse(list(argv))
+    if any(getattr(args, flag, None) for flag in _INFO_FLAGS):
+        return _passthrough(list(argv))
+    overrides, resume = normalise_overrides(list(args.overrides))
+    multirun, config_dir = bool(args.multirun), args.config_dir
+    if resume is not None:
+        manifest = read_manifest(resume)
+        if not overrides:  # `yoloprof sweep resume=DIR` alone: the sweep as it was started
+            overrides, multirun = list(manifest["overrides"]), bool(manifest["multirun"])
+            config_dir = config_dir or manifest.get("config_dir")
+        os.environ[SWEEP_ID_ENV] = resume.name
+    else:
+        os.environ[SWEEP_ID_ENV] = new_sweep_id()
+    if os.getcwd() not in sys.path:  # `_target_: mymodels.Net` from the user's project
+        sys.path.insert(0, os.getcwd())
+    pinned = dir_overrides(resume) if resume is not None else []
+    plan = plan_sweep(overrides + pinned, multirun_flag=multirun, config_dir=config_dir)
+    prepare_dir(plan, resume=resume is not None, manifest={
+        "schema": MANIFEST_SCHEMA, "sweep_name": plan.sweep_name, "sweep_id": plan.sweep_dir.name,
+        "overrides": overrides, "multirun": plan.multirun, "launcher": plan.launcher, "jobs": plan.total,
+        "config_dir": os.path.abspath(config_dir) if config_dir else None})
+    from yoloprof.sweep.progress import SweepProgress
+
+    with SweepProgress(plan.total):
+        _launch(overrides + dir_overrides(plan.sweep_dir), plan.multirun, config_dir)
+    return finish(plan.sweep_dir, plan.total, plan.analysis)

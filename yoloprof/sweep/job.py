@@ -1,0 +1,115 @@
+"""The Hydra task function: one job = one capture = one profile.json + one row.parquet.
+
+The task catches its own failures (any Exception: a model that does not build, CUDA OOM, too little
+data) and writes a `failed` row with the traceback in Hydra's job log, because Hydra callbacks
+swallow exceptions and an uncaught one would stop the whole sweep. Resume lives here too: a job
+whose existing row is `ok` for the same config hash is kept untouched and not rerun.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import platform
+import socket
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from yoloprof.capture.settings import CaptureSettings
+from yoloprof.sweep import progress
+from yoloprof.sweep.rows import (ROW_NAME, failed_row, overrides_json, read_row, row_from_profile,
+                                 utc_now, write_row)
+
+log = logging.getLogger("yoloprof.sweep")
+PROFILE_NAME = "profile.json"
+
+
+def _job_num(hydra_cfg: Any) -> int:
+    num = OmegaConf.select(hydra_cfg, "job.num", default=None, throw_on_missing=False)
+    return int(num) if isinstance(num, int) else 0
+
+
+def _is_cuda(device: str) -> bool:
+    return device.startswith("cuda") or device.isdigit()
+
+
+def identity_columns(settings: CaptureSettings) -> dict[str, Any]:
+    """Hashes and axes of the row, from the exact settings the capture receives."""
+    from yoloprof.config.translate import config_hash, group_hash
+
+    builtin = settings.model == "yolo"
+    return {
+        "config_hash": config_hash(settings), "group_hash": group_hash(settings),
+        "mode": settings.mode, "model": settings.model, "size": settings.size if builtin else None,
+        "data": settings.data, "amp_dtype": settings.amp_dtype, "device": settings.device,
+        "batch": settings.batch, "imgsz": settings.imgsz, "workers": settings.workers,
+        "warmup": settings.warmup, "steps": settings.steps, "runs": settings.runs,
+        "repeat": settings.repeat, "trial": settings.trial,
+        "amp": settings.amp if settings.amp is not None else _is_cuda(settings.device),
+    }
+
+
+def environment_columns(launcher: str) -> dict[str, Any]:
+    import torch
+
+    return {"torch_version": torch.__version__, "python_version": platform.python_version(),
+            "hostname": socket.gethostname(), "launcher": launcher, "threads": torch.get_num_threads()}
+
+
+def _release_memory() -> None:
+    """After a failed job (OOM above all) give the next job a clean device."""
+    gc.collect()
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except Exception:  # noqa: BLE001 - best effort only
+        pass
+
+
+def _kept(job_dir: Path, chash: str) -> bool:
+    old = read_row(job_dir / ROW_NAME)
+    return bool(old and old.get("status") == "ok" and old.get("config_hash") == chash)
+
+
+def run_job(cfg: DictConfig) -> str:
+    """Run one sweep job; never raises for a failed capture. Returns ok / failed / kept."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from yoloprof.capture.api import capture
+    from yoloprof.config.translate import settings_from_cfg
+
+    hc = HydraConfig.get()
+    job_dir = Path(hc.runtime.output_dir)
+    num, overrides = _job_num(hc), list(hc.overrides.task)
+    launcher = str(hc.runtime.choices.get("hydra/launcher") or "basic")
+    os.environ["YOLOPROF_LAUNCHER"] = launcher  # recorded in the profile's env by the capture
+    base: dict[str, Any] = {"sweep_name": str(cfg.sweep_name), "sweep_id": job_dir.parent.name,
+                            "job_num": num, "overrides": overrides_json(overrides),
+                            **environment_columns(launcher)}
+    progress.notify_start(num, overrides)
+    started, t0 = utc_now(), time.perf_counter()
+    try:
+        settings = settings_from_cfg(cfg)
+        base.update(identity_columns(settings))
+        if _kept(job_dir, base["config_hash"]):
+            log.info("job %d: kept the existing ok row (config %s)", num, base["config_hash"])
+            progress.notify_done(num, "kept")
+            return "kept"
+        profile = capture(settings, job_dir)
+        row = row_from_profile(profile, {**base, "started_at": started, "wall_s": time.perf_counter() - t0,
+                                         "profile_path": f"{job_dir.name}/{PROFILE_NAME}"})
+    except Exception as exc:  # noqa: BLE001 - a failed job is a row, not the end of the sweep
+        log.error("job %d failed: %s: %s", num, type(exc).__name__, exc)
+        log.debug("job %d traceback:\n%s", num, traceback.format_exc())
+        row = failed_row({**base, "started_at": started, "wall_s": time.perf_counter() - t0}, exc)
+        _release_memory()
+    write_row(job_dir / ROW_NAME, row)
+    progress.notify_done(num, row["status"])
+    return str(row["status"])

@@ -1,0 +1,114 @@
+"""Live sweep progress (rich, on stderr) and the end-of-sweep job table.
+
+With the basic launcher every job runs in the launching process, so the task function reports to
+the `ACTIVE` display directly; under submitit the jobs run elsewhere and the display stays quiet
+(the table at the end still lists every job). The table is computed (`summary_records`) apart from
+printing (`print_summary`).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any
+
+ACTIVE: "SweepProgress | None" = None
+# Headline metric per mode, for the one-number column of the table.
+HEADLINE = {"train": ("img_per_s", "img/s"), "infer": ("p50_ms", "p50 ms")}
+
+
+class SweepProgress:
+    """Which job runs, how many are done, failed and left."""
+
+    def __init__(self, total: int | None, enabled: bool = True) -> None:
+        self.total, self.enabled = total, enabled
+        self.done = self.failed = self.kept = 0
+        self._progress: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> "SweepProgress":
+        global ACTIVE
+        ACTIVE = self
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                      TextColumn("{task.fields[counts]}"), TimeElapsedColumn(),
+                                      console=Console(stderr=True), transient=False)
+            self._progress.start()
+            self._task = self._progress.add_task("sweep", total=self.total, counts=self._counts())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        global ACTIVE
+        ACTIVE = None
+        if self._progress is not None:
+            self._progress.stop()
+
+    def _counts(self) -> str:
+        left = "?" if self.total is None else str(max(0, self.total - self.done))
+        return f"done {self.done}  failed {self.failed}  kept {self.kept}  left {left}"
+
+    def job_started(self, num: int, overrides: list[str]) -> None:
+        if self._progress is not None:
+            text = " ".join(overrides) or "(defaults)"
+            self._progress.update(self._task, description=f"job {num}: {text}", counts=self._counts())
+
+    def job_done(self, num: int, status: str) -> None:
+        self.done += 1
+        self.failed += status == "failed"
+        self.kept += status == "kept"
+        if self._progress is not None:
+            self._progress.update(self._task, advance=1, counts=self._counts())
+
+
+def notify_start(num: int, overrides: list[str]) -> None:
+    if ACTIVE is not None:
+        ACTIVE.job_started(num, overrides)
+
+
+def notify_done(num: int, status: str) -> None:
+    if ACTIVE is not None:
+        ACTIVE.job_done(num, status)
+
+
+def _fmt(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def summary_records(df: Any) -> list[dict[str, str]]:
+    """One display record per job: number, status, its overrides, the mode's headline metric."""
+    import json
+
+    records = []
+    for row in df.to_dict("records"):
+        metric, label = HEADLINE.get(row.get("mode") or "train", HEADLINE["train"])
+        try:
+            overrides = " ".join(json.loads(row.get("overrides") or "[]"))
+        except ValueError:
+            overrides = str(row.get("overrides"))
+        records.append({"job": _fmt(row.get("job_num")), "status": str(row.get("status")),
+                        "overrides": overrides, "step ms": _fmt(row.get("step_ms")),
+                        "headline": f"{_fmt(row.get(metric))} {label}" if row.get(metric) is not None else "-",
+                        "error": (row.get("error") or "")[:80]})
+    return records
+
+
+def print_summary(df: Any, sweep_dir: str, file: Any = None) -> None:
+    """The end-of-sweep table (stdout by default: it is the sweep's result, not its chatter)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    records = summary_records(df)
+    table = Table(title=f"sweep {sweep_dir}", title_justify="left")
+    for column in ("job", "status", "overrides", "step ms", "headline", "error"):
+        table.add_column(column, justify="right" if column in ("job", "step ms") else "left",
+                         overflow="fold")
+    styles = {"ok": "green", "failed": "red", "skipped": "yellow"}
+    for rec in records:
+        table.add_row(*(rec[c] for c in ("job", "status", "overrides", "step ms", "headline", "error")),
+                      style=styles.get(rec["status"]))
+    Console(file=file or sys.stdout).print(table)

@@ -1,0 +1,196 @@
+"""The sweep rows store: one Parquet file per job, one fixed schema (docs/CONTRACTS.md, docs/sweeps.md).
+
+Why one file per job and never a shared file: jobs may run in other processes (submitit) or die
+with SIGKILL; a per-job file written with temp + `os.replace` is either complete or absent, so a
+killed sweep never leaves a half-written table behind. `results.parquet` is only a consolidation
+that can be rebuilt from the job files at any time.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any, Iterable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROW_NAME = "row.parquet"
+RESULTS_NAME = "results.parquet"
+STATUSES = ("ok", "failed", "skipped")
+METRICS = ("step_ms", "img_per_s", "peak_mem_mb", "p50_ms", "p99_ms", "device_util_pct",
+           "launches_per_step", "host_overhead_ms")
+AXES_STR = ("mode", "model", "size", "data", "amp_dtype", "device")
+AXES_INT = ("batch", "imgsz", "workers", "warmup", "steps", "runs", "repeat", "trial")
+ENV_STR = ("torch_version", "python_version", "device_name", "hostname", "launcher")
+
+ROW_SCHEMA = pa.schema(
+    [("sweep_name", pa.string()), ("sweep_id", pa.string()), ("job_num", pa.int32()),
+     ("config_hash", pa.string()), ("group_hash", pa.string()), ("status", pa.string()),
+     ("error", pa.string()), ("started_at", pa.timestamp("us", tz="UTC")), ("wall_s", pa.float64())]
+    + [(name, pa.string()) for name in AXES_STR]
+    + [(name, pa.int32()) for name in AXES_INT]
+    + [("amp", pa.bool_()), ("overrides", pa.string())]
+    + [(name, pa.float64()) for name in METRICS]
+    + [(f"{name}_samples", pa.list_(pa.float64())) for name in METRICS]
+    + [("verdict_bound", pa.string()), ("verdict_why", pa.string())]
+    + [(name, pa.string()) for name in ENV_STR]
+    + [("threads", pa.int32()), ("profile_path", pa.string())]
+)
+
+
+class CorruptRowsWarning(UserWarning):
+    """A job's row.parquet could not be read; it is listed, skipped, never silently dropped."""
+
+
+def empty_row() -> dict[str, Any]:
+    return {name: None for name in ROW_SCHEMA.names}
+
+
+def _metric_columns(profile: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    metrics = profile.get("metrics") or {}
+    for name in METRICS:
+        entry = metrics.get(name) or {}
+        value = entry.get("value")
+        out[name] = None if value is None else float(value)
+        samples = entry.get("samples")
+        out[f"{name}_samples"] = None if samples is None else [float(s) for s in samples]
+    return out
+
+
+def row_from_profile(profile: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
+    """An `ok` row: `base` (identity, axes, environment from the job) + the profile's headline
+    metrics, verdict and the resolved amp the capture actually used."""
+    row = {**empty_row(), **base, "status": "ok", "error": None}
+    row.update(_metric_columns(profile))
+    verdict = profile.get("verdict") or {}
+    row["verdict_bound"] = verdict.get("bound")
+    row["verdict_why"] = verdict.get("why")
+    config, env = profile.get("config") or {}, profile.get("env") or {}
+    if isinstance(config.get("amp"), bool):
+        row["amp"] = config["amp"]
+    if isinstance(config.get("batch"), int) and config["batch"] > 0:  # `batch=-1` resolved on GPU
+        row["batch"] = config["batch"]
+    row["device_name"] = env.get("device_name") or row.get("device_name")
+    return row
+
+
+def failed_row(base: dict[str, Any], error: BaseException | str) -> dict[str, Any]:
+    """A `failed` row with every column present: the error on one line, the traceback in the log."""
+    text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+    first = " ".join(text.split())[:500]
+    return {**empty_row(), **base, "status": "failed", "error": first}
+
+
+def _table(rows: Iterable[dict[str, Any]]) -> pa.Table:
+    clean = []
+    for row in rows:
+        unknown = set(row) - set(ROW_SCHEMA.names)
+        assert not unknown, f"row has columns outside ROW_SCHEMA: {sorted(unknown)}"
+        clean.append({**empty_row(), **row})
+    return pa.Table.from_pylist(clean, schema=ROW_SCHEMA)
+
+
+def _atomic_write_table(table: pa.Table, path: Path) -> None:
+    """temp file in the same directory + os.replace: readers see the old file or the new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        with_suppressed_unlink(tmp)
+        raise
+
+
+def with_suppressed_unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def write_row(path: str | Path, row: dict[str, Any]) -> None:
+    """Write one job's row atomically (the whole schema; missing columns are null)."""
+    _atomic_write_table(_table([row]), Path(path))
+
+
+def read_row(path: str | Path) -> dict[str, Any] | None:
+    """One job's row as a dict, or None when absent or unreadable (resume then reruns the job)."""
+    try:
+        rows = pq.read_table(path, schema=ROW_SCHEMA).to_pylist()
+    except (OSError, pa.ArrowException, ValueError):
+        return None
+    return rows[0] if rows else None
+
+
+def row_files(sweep_dir: str | Path) -> list[Path]:
+    """Every job's row file: job dirs are the sweep dir's direct children (`<sweep>/<job_num>/`)."""
+    return sorted(Path(sweep_dir).glob(f"*/{ROW_NAME}"),
+                  key=lambda p: (not p.parent.name.isdigit(), int(p.parent.name) if p.parent.name.isdigit() else 0,
+                                 p.parent.name))
+
+
+def read_table(sweep_dir: str | Path, corrupt: list[Path] | None = None) -> pa.Table:
+    """All job rows as one Arrow table; corrupt files are warned about, listed in `corrupt`, skipped."""
+    tables, bad = [], []
+    for path in row_files(sweep_dir):
+        try:
+            tables.append(pq.read_table(path, schema=ROW_SCHEMA))
+        except (OSError, pa.ArrowException, ValueError) as exc:
+            bad.append(path)
+            warnings.warn(f"skipping corrupt sweep row {path}: {exc}", CorruptRowsWarning, stacklevel=2)
+    if corrupt is not None:
+        corrupt.extend(bad)
+    if not tables:
+        return ROW_SCHEMA.empty_table()
+    return pa.concat_tables(tables).replace_schema_metadata(None)
+
+
+def to_pandas(table: pa.Table):
+    """Arrow -> pandas keeping int32/bool columns nullable-typed (no float/object fallback)."""
+    import pandas as pd
+
+    nullable = {pa.int32(): pd.Int32Dtype(), pa.bool_(): pd.BooleanDtype()}
+    return table.to_pandas(types_mapper=nullable.get)
+
+
+def read_rows(sweep_dir: str | Path, corrupt: list[Path] | None = None):
+    """Every job's row as a DataFrame (one row per job, ROW_SCHEMA columns, ordered by job number).
+
+    A corrupt row file is reported (CorruptRowsWarning, `corrupt` list, `df.attrs["corrupt_rows"]`)
+    and skipped - never silently dropped.
+    """
+    bad: list[Path] = []
+    df = to_pandas(read_table(sweep_dir, bad))
+    df.attrs["corrupt_rows"] = [str(p) for p in bad]
+    if corrupt is not None:
+        corrupt.extend(bad)
+    return df
+
+
+def consolidate(sweep_dir: str | Path, corrupt: list[Path] | None = None) -> Path:
+    """(Re)build `<sweep>/results.parquet` from the job files, atomically; returns its path.
+
+    Written from pandas so the file carries pandas metadata: `pandas.read_parquet` then gives the
+    same nullable Int32/boolean columns as `read_rows`.
+    """
+    df = read_rows(sweep_dir, corrupt)
+    table = pa.Table.from_pandas(df, schema=ROW_SCHEMA, preserve_index=False)
+    out = Path(sweep_dir) / RESULTS_NAME
+    _atomic_write_table(table, out)
+    return out
+
+
+def utc_now() -> _dt.datetime:
+    return _dt.datetime.now(_dt.timezone.utc)
+
+
+def overrides_json(overrides: Iterable[str]) -> str:
+    return json.dumps(list(overrides))
