@@ -1,0 +1,142 @@
+"""Stage 1, collect: the sweep's rows plus the profile.json of every ok job.
+
+Works on a sweep that is still running or partly failed: what is there is analysed, what is not is
+said (failed jobs with their error, job folders without a row yet, ok rows whose profile is gone).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from yoloprof.errors import ProfileError, UsageError
+
+ROW_FILE = "row.parquet"
+ENV_COLUMNS = ("device_name", "torch_version")
+
+
+@dataclass
+class Collected:
+    """Everything later stages need from disk. `ok` rows carry a `job_id` ("<sweep_id>/<job_num>")
+    that keys `profiles`; jobs from several sweep ids under one folder are pooled by group_hash."""
+
+    sweep_dir: Path
+    rows: pd.DataFrame
+    ok: pd.DataFrame
+    failed: pd.DataFrame
+    profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _read_rows_fallback(sweep_dir: Path) -> pd.DataFrame:
+    """Every `<job>/row.parquet` under the folder, concatenated (used when the sweep package's
+    own reader is not importable)."""
+    files = sorted(p for p in sweep_dir.rglob(ROW_FILE) if "analysis" not in p.relative_to(sweep_dir).parts)
+    frames = []
+    for f in files:
+        try:
+            frames.append(pd.read_parquet(f))
+        except Exception as exc:  # noqa: BLE001 - one bad row must not hide the others
+            raise ProfileError(f"{f}: unreadable row file ({exc})") from None
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def read_rows(sweep_dir: Path) -> pd.DataFrame:
+    try:
+        from yoloprof.sweep.rows import read_rows as sweep_read_rows
+    except ImportError:
+        return _read_rows_fallback(sweep_dir)
+    return sweep_read_rows(sweep_dir)
+
+
+def _job_ids(rows: pd.DataFrame) -> pd.Series:
+    sid = rows["sweep_id"].astype("string").fillna("") if "sweep_id" in rows else ""
+    return sid + "/" + rows["job_num"].astype("Int64").astype("string").fillna("?")
+
+
+def _profile_candidates(sweep_dir: Path, row: pd.Series) -> list[Path]:
+    """The row's profile_path is relative to its sweep-id folder; the user may have pointed us at
+    that folder or at the sweep-name folder above it."""
+    rel, sid, job = row.get("profile_path"), row.get("sweep_id"), row.get("job_num")
+    out: list[Path] = []
+    if isinstance(rel, str) and rel:
+        out += [sweep_dir / rel, sweep_dir / str(sid) / rel]
+    if pd.notna(job):
+        out += [sweep_dir / str(int(job)) / "profile.json", sweep_dir / str(sid) / str(int(job)) / "profile.json"]
+    return out
+
+
+def _load_profiles(sweep_dir: Path, ok: pd.DataFrame) -> tuple[dict[str, dict], list[str]]:
+    profiles: dict[str, dict] = {}
+    missing: list[str] = []
+    for _, row in ok.iterrows():
+        path = next((p for p in _profile_candidates(sweep_dir, row) if p.is_file()), None)
+        if path is None:
+            missing.append(f"job {row['job_id']}: profile.json not found (headline metrics from its row)")
+            continue
+        try:
+            profiles[row["job_id"]] = json.loads(path.read_bytes())
+        except (OSError, ValueError) as exc:
+            missing.append(f"job {row['job_id']}: {path.name} unreadable ({exc}); headline metrics from its row")
+    return profiles, missing
+
+
+def _jobs_without_rows(sweep_dir: Path, rows: pd.DataFrame) -> list[str]:
+    """Numbered job folders that have no row yet: still running, or killed before writing one."""
+    have = {str(int(j)) for j in rows["job_num"].dropna()} if "job_num" in rows else set()
+    dirs = [d for d in sweep_dir.rglob("*") if d.is_dir() and d.name.isdigit() and (d / ".hydra").is_dir()]
+    return sorted({d.name for d in dirs if not (d / ROW_FILE).exists() and d.name not in have}, key=int)
+
+
+def _env_warnings(ok: pd.DataFrame) -> list[str]:
+    out = []
+    for col in ENV_COLUMNS:
+        if col in ok:
+            vals = sorted(ok[col].dropna().astype(str).unique())
+            if len(vals) > 1:
+                out.append(f"jobs mix {col.replace('_', ' ')}s ({', '.join(vals)}): "
+                           "comparisons cross environments")
+    return out
+
+
+def collect(sweep_dir: str | Path, *, load_profiles: bool = True) -> Collected:
+    """Rows and profiles of a sweep folder. Missing folder = usage error; a folder with no rows or
+    no ok job = profile error (exit 1), naming what was found instead."""
+    sweep_dir = Path(sweep_dir)
+    if not sweep_dir.exists():
+        raise UsageError(f"no such sweep folder: {sweep_dir}")
+    if not sweep_dir.is_dir():
+        raise UsageError(f"{sweep_dir} is not a folder; give a sweep folder (<project>/sweeps/<name>/<id>)")
+    rows = read_rows(sweep_dir)
+    if rows.empty:
+        raise ProfileError(f"{sweep_dir}: not a sweep: no {ROW_FILE} files under it")
+    return collect_rows(rows, sweep_dir, load_profiles=load_profiles)
+
+
+def collect_rows(rows: pd.DataFrame, sweep_dir: Path, *, load_profiles: bool = True) -> Collected:
+    """The rest of collect on rows already in memory (the benchmark and tests enter here)."""
+    rows = rows.copy()
+    if "status" not in rows:
+        raise ProfileError(f"{sweep_dir}: rows have no 'status' column; not a yoloprof sweep")
+    rows["job_id"] = _job_ids(rows)
+    rows = rows.sort_values([c for c in ("sweep_id", "job_num") if c in rows], kind="stable", ignore_index=True)
+    ok = rows[rows["status"] == "ok"].reset_index(drop=True)
+    failed = rows[rows["status"] == "failed"].reset_index(drop=True)
+    notes = [f"job {r.job_id} failed: {r.error if isinstance(r.error, str) else 'no error recorded'}"
+             for r in failed.reindex(columns=["job_id", "error"]).itertuples()]
+    skipped = int((rows["status"] == "skipped").sum())
+    if skipped:
+        notes.append(f"{skipped} job(s) skipped")
+    if ok.empty:
+        listed = "; ".join(notes) or "no job has status ok"
+        raise ProfileError(f"{sweep_dir}: no ok job to analyse ({len(rows)} row(s)): {listed}")
+    pending = _jobs_without_rows(sweep_dir, rows) if sweep_dir.is_dir() else []
+    if pending:
+        notes.append(f"{len(pending)} job folder(s) without a row yet (running or killed): {', '.join(pending)}")
+    profiles, missing = _load_profiles(sweep_dir, ok) if load_profiles else ({}, [])
+    return Collected(sweep_dir, rows, ok, failed, profiles, notes + missing, _env_warnings(ok))

@@ -1,0 +1,136 @@
+"""Figures for the HTML report, as inline SVG strings (matplotlib, Agg backend, text kept as text
+so the report stays small and searchable). Only the report imports this module: matplotlib is
+slow to import and nothing else needs it.
+
+Large sweeps are capped (MAX_SERIES lines, MAX_BARS bars) so the report stays readable; the
+tables and parquet files always hold everything.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pandas as pd
+
+from yoloprof.analysis.configs import Configs, fmt_value
+
+MAX_SERIES = 10
+MAX_BARS = 40
+MAX_AXES = 4
+PALETTE = ["#2f6fb0", "#e07b39", "#3a9a5b", "#c44e52", "#8172b2", "#937860", "#da8bc3", "#8c8c8c",
+           "#ccb974", "#64b5cd", "#1f3b73", "#a1522a"]
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"svg.fonttype": "none", "font.family": "sans-serif", "font.size": 10,
+                         "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True,
+                         "grid.color": "#e3e6ea", "grid.linewidth": 0.8, "axes.edgecolor": "#9aa3ad",
+                         "axes.titleweight": "bold", "axes.titlesize": 11, "legend.frameon": False,
+                         "axes.prop_cycle": matplotlib.cycler(color=PALETTE)})
+    return plt
+
+
+def _svg(fig) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    _plt().close(fig)
+    text = buf.getvalue()
+    text = text[text.index("<svg"):]
+    # matplotlib gives fixed pt sizes; let CSS scale the figure to the column width
+    return re.sub(r'<svg([^>]*?) width="([^"]*)" height="[^"]*"', r'<svg\1 class="fig" style="max-width:\2"',
+                  text, count=1)
+
+
+def metric_vs_axes(gm: pd.DataFrame, cfg: Configs, metric: str, unit: str | None) -> str | None:
+    """One panel per swept axis: geometric mean with its CI, one line per combination of the
+    other swept axes."""
+    d = gm[gm["metric"] == metric].set_index("group_hash")
+    axes = cfg.varying[:MAX_AXES]
+    if d.empty or not axes:
+        return None
+    plt = _plt()
+    fig, panels = plt.subplots(1, len(axes), figsize=(4.2 * len(axes), 3.2), squeeze=False)
+    t = cfg.table.join(d[["gmean", "lo", "hi"]], how="inner")
+    for ax, axis in zip(panels[0], axes):
+        levels = [fmt_value(v) for v in cfg.levels(axis)]
+        others = [a for a in cfg.varying if a != axis]
+        keys = t[others].apply(lambda r: ", ".join(f"{a}={fmt_value(r[a])}" for a in others), axis=1) \
+            if others else pd.Series("", index=t.index)
+        for i, (series, sub) in enumerate(t.groupby(keys, sort=False)):
+            if i >= MAX_SERIES:
+                break
+            x = sub[axis].map(fmt_value).map(levels.index)
+            sub = sub.assign(x=x).sort_values("x")
+            err = [(sub["gmean"] - sub["lo"]).fillna(0), (sub["hi"] - sub["gmean"]).fillna(0)]
+            ax.errorbar(sub["x"], sub["gmean"], yerr=err, marker="o", ms=4, capsize=3, lw=1.6,
+                        label=series or None)
+        ax.set_xticks(range(len(levels)), levels)
+        ax.set_xlabel(axis)
+        ax.set_ylabel(f"{metric}" + (f" ({unit})" if unit else ""))
+        if others and ax is panels[0][0]:
+            ax.legend(fontsize=8, loc="best")
+    fig.suptitle(f"{metric} vs swept axes (geometric mean, {int(round(100 * 0.95))}% CI)", fontsize=11,
+                 fontweight="bold", x=0.01, ha="left")
+    fig.tight_layout()
+    return _svg(fig)
+
+
+def stacked_bars(df: pd.DataFrame, part: str, value: str, title: str, order: list[str]) -> str | None:
+    """Horizontal stacked bars per configuration (mean over its jobs), parts in a fixed order."""
+    if df.empty or part not in df or value not in df:
+        return None
+    wide = df.groupby(["config", part], sort=False)[value].mean().unstack(part).fillna(0)
+    wide = wide.reindex([c for c in order if c in wide.index])[:MAX_BARS]
+    wide = wide[wide.sum().sort_values(ascending=False).index]
+    if wide.empty or not (wide.to_numpy() > 0).any():
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(9, 0.9 + 0.34 * len(wide)))
+    left = pd.Series(0.0, index=wide.index)
+    for i, col in enumerate(wide.columns):
+        ax.barh(range(len(wide)), wide[col], left=left, color=PALETTE[i % len(PALETTE)], label=str(col), height=0.7)
+        left += wide[col]
+    ax.set_yticks(range(len(wide)), wide.index)
+    ax.invert_yaxis()
+    ax.grid(axis="y", visible=False)
+    ax.set_xlabel(value.replace("_", " "))
+    ax.set_title(title, loc="left")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.tight_layout()
+    return _svg(fig)
+
+
+def pareto_chart(p: pd.DataFrame) -> str | None:
+    """Throughput vs latency; marker area grows with memory; the Pareto set is highlighted."""
+    axes = p.attrs.get("axes") or []
+    if len(axes) < 2 or "pareto" not in p or len(p) < 2:
+        return None
+    lat = axes[1] if len(axes) > 1 and axes[1] != "peak_mem_mb" else None
+    xcol, ycol = (lat, axes[0]) if lat else (axes[1], axes[0])
+    d = p.dropna(subset=[xcol, ycol])
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    size = 40.0
+    if "peak_mem_mb" in d and d["peak_mem_mb"].notna().any() and xcol != "peak_mem_mb":
+        mem = d["peak_mem_mb"].fillna(d["peak_mem_mb"].min())
+        size = 30 + 300 * (mem - mem.min()) / max(mem.max() - mem.min(), 1e-9)
+    ax.scatter(d[xcol], d[ycol], s=size, color="#b8c2cc", edgecolor="#7d8790", label="dominated", zorder=2)
+    front = d[d["pareto"]].sort_values(xcol)
+    ax.scatter(front[xcol], front[ycol], s=size[front.index] if hasattr(size, "index") else size,
+               color="#2f6fb0", edgecolor="#1f3b73", label="Pareto set", zorder=3)
+    ax.plot(front[xcol], front[ycol], color="#2f6fb0", lw=1, alpha=0.6, zorder=1)
+    for _, r in front.head(MAX_BARS).iterrows():
+        ax.annotate(str(r["config"]), (r[xcol], r[ycol]), textcoords="offset points", xytext=(6, 4), fontsize=8)
+    ax.set_xlabel(f"{xcol} (lower is better)")
+    ax.set_ylabel(f"{ycol} (higher is better)")
+    extra = " - marker size = peak memory" if hasattr(size, "index") else ""
+    ax.set_title(f"Pareto set: {', '.join(axes)}{extra}", loc="left")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return _svg(fig)

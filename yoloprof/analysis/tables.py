@@ -1,0 +1,124 @@
+"""Stage 2, read: tidy long tables from every ok job (metrics, phases, categories, kernels, ops).
+
+Metrics come from the job's profile.json when it has them (every metric, with its `better`) and
+otherwise from the row's headline columns, so a sweep whose profiles were deleted still compares.
+One value per trial: a job with `repeat=N` contributes its N samples, a `trial` axis contributes
+one job per trial, and later stages pool both by group_hash.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from yoloprof.analysis.collect import Collected
+
+ROW_METRICS = ("step_ms", "img_per_s", "peak_mem_mb", "p50_ms", "p99_ms", "device_util_pct",
+               "launches_per_step", "host_overhead_ms")
+# Direction of the headline metrics when no profile says it (the profile's own `better` wins).
+BETTER = {"step_ms": "lower", "img_per_s": "higher", "peak_mem_mb": "lower", "p50_ms": "lower",
+          "p90_ms": "lower", "p99_ms": "lower", "device_util_pct": "higher",
+          "launches_per_step": "lower", "host_overhead_ms": "lower"}
+UNITS = {"step_ms": "ms", "img_per_s": "img/s", "peak_mem_mb": "MB", "p50_ms": "ms", "p90_ms": "ms",
+         "p99_ms": "ms", "device_util_pct": "%", "launches_per_step": "1/step", "host_overhead_ms": "ms"}
+TOP_N = 20
+METRIC_COLUMNS = ["job_id", "job_order", "group_hash", "metric", "trial", "value", "unit", "better", "source"]
+
+
+def _row_metrics(ok: pd.DataFrame) -> pd.DataFrame:
+    """Headline metrics from the rows, vectorised: `<m>_samples` exploded, else the value."""
+    frames = []
+    for m in ROW_METRICS:
+        if m not in ok:
+            continue
+        samples = ok[f"{m}_samples"] if f"{m}_samples" in ok else pd.Series([None] * len(ok), index=ok.index)
+        vals = [list(s) if s is not None and len(s) else ([v] if pd.notna(v) else [])
+                for s, v in zip(samples.tolist(), ok[m].tolist())]
+        df = pd.DataFrame({"job_id": ok["job_id"].values, "job_order": np.arange(len(ok)),
+                           "group_hash": ok["group_hash"].values, "value": vals})
+        df = df.explode("value").dropna(subset=["value"])
+        df["trial"] = df.groupby("job_id").cumcount()
+        df["metric"], df["unit"], df["better"], df["source"] = m, UNITS.get(m), BETTER.get(m), "row"
+        frames.append(df)
+    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=METRIC_COLUMNS)
+    return out.astype({"value": float})[METRIC_COLUMNS]
+
+
+def _profile_metrics(ok: pd.DataFrame, profiles: dict[str, dict]) -> pd.DataFrame:
+    recs: list[tuple] = []
+    groups = dict(zip(ok["job_id"], ok["group_hash"]))
+    order = {j: i for i, j in enumerate(ok["job_id"])}
+    for job_id, prof in profiles.items():
+        for name, entry in (prof.get("metrics") or {}).items():
+            if not isinstance(entry, dict):
+                continue
+            samples = entry.get("samples") or ([entry["value"]] if entry.get("value") is not None else [])
+            better = entry.get("better", BETTER.get(name))
+            for i, v in enumerate(samples):
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    recs.append((job_id, order[job_id], groups[job_id], name, i, float(v), entry.get("unit"), better, "profile"))
+    return pd.DataFrame.from_records(recs, columns=METRIC_COLUMNS)
+
+
+def metrics_table(c: Collected) -> pd.DataFrame:
+    """One row per (job, metric, trial). Profile values take precedence over row values."""
+    rows = _row_metrics(c.ok)
+    prof = _profile_metrics(c.ok, c.profiles)
+    if prof.empty:
+        return rows
+    have = pd.MultiIndex.from_frame(prof[["job_id", "metric"]].drop_duplicates())
+    keep = ~pd.MultiIndex.from_frame(rows[["job_id", "metric"]]).isin(have)
+    return pd.concat([prof, rows[keep]], ignore_index=True)
+
+
+def _section(c: Collected, key: str, sort_by: str | None = None, top: int | None = None) -> pd.DataFrame:
+    """A profile list section (phases, categories, kernels, ops) as one long table over all jobs."""
+    groups = dict(zip(c.ok["job_id"], c.ok["group_hash"]))
+    frames = []
+    for job_id, prof in c.profiles.items():
+        items: list[dict[str, Any]] = [x for x in (prof.get(key) or []) if isinstance(x, dict)]
+        if not items:
+            continue
+        df = pd.DataFrame(items)
+        if sort_by and sort_by in df:
+            df = df.sort_values(sort_by, ascending=False, kind="stable").head(top)
+        df.insert(0, "group_hash", groups[job_id])
+        df.insert(0, "job_id", job_id)
+        frames.append(df)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["job_id", "group_hash"])
+
+
+def read_tables(c: Collected) -> dict[str, pd.DataFrame]:
+    """All tidy tables of the read stage, keyed by the name of their parquet file."""
+    tables = {
+        "metrics": metrics_table(c),
+        "phases": _section(c, "phases"),
+        "categories": _section(c, "categories"),
+        "kernels": _section(c, "kernels", "ms_per_step", TOP_N),
+        "ops": _section(c, "ops", "self_ms_per_step", TOP_N),
+    }
+    for name in ("phases", "categories", "kernels", "ops"):
+        df = tables[name]
+        for col in df.columns:
+            if df[col].dtype == object and df[col].map(lambda v: isinstance(v, (dict, list))).any():
+                df[col] = df[col].map(lambda v: v if not isinstance(v, (dict, list)) else str(v))
+    return tables
+
+
+def pooled_samples(metrics: pd.DataFrame) -> dict[tuple[str, str], np.ndarray]:
+    """(group_hash, metric) -> every trial's value, in job then trial order (so a slow first
+    trial stays first)."""
+    m = metrics.sort_values(["group_hash", "metric", "job_order", "trial"], kind="stable")
+    return {k: g.to_numpy(float) for k, g in m.groupby(["group_hash", "metric"], sort=False)["value"]}
+
+
+def metric_meta(metrics: pd.DataFrame) -> dict[str, tuple[str | None, str | None]]:
+    """metric -> (better, unit), the first non-null seen, falling back to the headline table."""
+    out = {}
+    for name, g in metrics.groupby("metric", sort=False):
+        better = g["better"].dropna()
+        unit = g["unit"].dropna()
+        out[name] = (better.iloc[0] if len(better) else BETTER.get(name), unit.iloc[0] if len(unit) else UNITS.get(name))
+    return out

@@ -1,0 +1,88 @@
+"""Terminal rendering of an analysis: one rich table row per comparison, then best/Pareto/scaling
+and the warnings. When the console is not a terminal (piped, CI) or NO_COLOR is set, the same
+table prints without colour and with plain ASCII rules, so logs and diffs stay readable."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from yoloprof.analysis.fmt import (COMPARISON_HEADERS, VERDICT_STYLE, comparison_cells, fmt_num, fmt_p,
+                                   fmt_ratio)
+
+
+def _console(console: Any) -> Any:
+    if console is not None:
+        return console
+    from rich.console import Console
+
+    return Console()
+
+
+def _table(console: Any, title: str, headers: list[str], right: tuple[int, ...] = ()) -> Any:
+    from rich import box
+    from rich.table import Table
+
+    fancy = console.is_terminal and not console.no_color
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD if fancy else box.ASCII2,
+                  header_style="bold" if fancy else None, expand=False)
+    for i, h in enumerate(headers):
+        table.add_column(h, justify="right" if i in right else "left", overflow="fold")
+    return table
+
+
+def _comparisons(console: Any, result: Any) -> None:
+    cmp = result.comparisons
+    if cmp.empty:
+        console.print("no comparisons: " + result.baseline)
+        return
+    s = result.settings
+    t = _table(console, f"comparisons ({s['correction']} correction, alpha {s['alpha']}, noise {s['noise']:.0%})",
+               COMPARISON_HEADERS, right=(2, 3, 5, 6))
+    for _, row in cmp.iterrows():
+        cells = comparison_cells(row)
+        style = VERDICT_STYLE.get(row["verdict_code"], ("",))[0]
+        cells[-1] = f"[{style}]{cells[-1]}[/]" if style else cells[-1]
+        t.add_row(*cells[:-1], cells[-1])
+    console.print(t)
+
+
+def _best(console: Any, result: Any) -> None:
+    if result.best.empty:
+        return
+    t = _table(console, "best configuration per metric",
+               ["metric", "best", "value", "runner-up", "margin [CI]", "p"], right=(2, 5))
+    for _, b in result.best.iterrows():
+        t.add_row(b["metric"], str(b["best"]), fmt_num(b["value"]), str(b["runner_up"] or "-"),
+                  fmt_ratio(b["margin"], b["ci_low"], b["ci_high"]), fmt_p(b["p"]))
+    console.print(t)
+
+
+def _pareto_and_scaling(console: Any, result: Any) -> None:
+    p = result.pareto
+    if "pareto" in p and p["pareto"].any() and len(p) > 1:
+        axes = p.attrs.get("axes", [])
+        names = ", ".join(p.loc[p["pareto"], "config"].astype(str))
+        console.print(f"Pareto set over {', '.join(axes)}: {names}", markup=False, highlight=False)
+    for _, r in result.scaling.iterrows():
+        console.print(f"scaling {r['axis']} ({r['series']}): {r['note']}", markup=False, highlight=False)
+
+
+def print_analysis(result: Any, console: Any = None) -> None:
+    """Print the whole analysis on a rich Console (None = a new one on stdout)."""
+    console = _console(console)
+    console.print(f"sweep: {result.sweep_dir}", markup=False, highlight=False)
+    console.print(f"{result.baseline}; swept axes: {', '.join(result.varying) or 'none'}; jobs: "
+                  + ", ".join(f"{k} {v}" for k, v in result.jobs.items()), markup=False, highlight=False)
+    _comparisons(console, result)
+    _best(console, result)
+    _pareto_and_scaling(console, result)
+    for w in result.warnings:
+        console.print(f"warning: {w}", style="yellow", markup=False, highlight=False)
+    for n in result.notes:
+        console.print(f"note: {n}", markup=False, highlight=False)
+    cmp = result.comparisons
+    if not cmp.empty:
+        for _, r in cmp[cmp["warnings"].fillna("") != ""].iterrows():
+            console.print(f"note: {r['config']} / {r['metric']}: {r['warnings']}", markup=False, highlight=False)
+    if result.files:
+        console.print(f"wrote {len(result.files)} files to {result.out_dir}", markup=False, highlight=False)
