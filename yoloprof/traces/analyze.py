@@ -20,7 +20,7 @@ from yoloprof.traces.intervals import exclusive_contributions, overlap_by_label
 from yoloprof.traces.ops import self_times
 from yoloprof.traces.parse import CAT_CODE, HOST_API_CATS, Events, parse_trace_bytes
 from yoloprof.traces.phases import Timeline, build_timeline
-from yoloprof.traces.steps import Steps, find_steps, step_of
+from yoloprof.traces.steps import STEP_NAME, Steps, find_steps, step_of
 
 US_PER_MS = 1000.0
 
@@ -147,7 +147,8 @@ def _host_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnalys
     out.launch_us = count(j.launch_mask, ev.dur)
     out.sync_us = count(j.sync_mask, ev.dur)
     out.malloc_calls = count(j.malloc_mask)
-    ops = np.flatnonzero((ev.cat == CAT_CODE["cpu_op"]) & (host_step >= 0))
+    not_step = ~ev.names_matching(STEP_NAME)
+    ops = np.flatnonzero((ev.cat == CAT_CODE["cpu_op"]) & (host_step >= 0) & not_step)
     op_phase = tl.phase_at(ev.ts[ops])
     out.phase_ops = _per_step_label(host_step[ops], op_phase, S, P)
     sums = {"self": self_times(ev, ops), "total": ev.dur[ops]}

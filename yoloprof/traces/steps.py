@@ -35,8 +35,11 @@ class Steps:
 
 
 def _trace_end(ev: Events, skip: np.ndarray) -> float:
-    keep = ~skip & (ev.cat != CAT_CODE["trace"])
-    return float((ev.ts[keep] + ev.dur[keep]).max()) if keep.any() else 0.0
+    """End of the recorded window: the profiler's own span ("PyTorch Profiler (0)"), the last
+    event or the last `[memory]` instant, whichever is latest."""
+    keep = ~skip
+    end = float((ev.ts[keep] + ev.dur[keep]).max()) if keep.any() else -np.inf
+    return max(end, float(ev.memory.ts.max())) if len(ev.memory) else end
 
 
 def find_steps(ev: Events) -> Steps:

@@ -1,0 +1,172 @@
+"""Parsing: schema variants, odd-but-valid traces, and every kind of bad input -> ProfileError."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import trace_path
+from yoloprof.errors import ProfileError, UsageError
+from yoloprof.profiles.io import load_any
+from yoloprof.traces.analyze import analyze_trace_bytes
+from yoloprof.traces.parse import parse_trace_bytes
+
+
+def trace(events, **top) -> bytes:
+    return json.dumps({"schemaVersion": 1, "traceEvents": events, **top}).encode()
+
+
+def step(n, ts, dur):
+    return {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": 1, "tid": 1,
+            "ts": ts, "dur": dur}
+
+
+def launch(ts, corr, name="cudaLaunchKernel", dur=5):
+    return {"ph": "X", "cat": "cuda_runtime", "name": name, "pid": 1, "tid": 1, "ts": ts,
+            "dur": dur, "args": {"correlation": corr}}
+
+
+def kernel(ts, dur, corr, name="void gemm_kernel<1>(int)", stream=7):
+    return {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": ts, "dur": dur,
+            "args": {"correlation": corr, "device": 0, "stream": stream}}
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"", "empty"),
+    (b"   \n", "empty"),
+    (b'{"traceEvents": [{"ph": "X", "ts": 1', "JSON"),
+    (b"[1, 2, 3]", "array"),
+    (b'{"foo": 1}', "traceEvents"),
+    (b'{"schema": "other.thing/3", "rows": []}', "other.thing/3"),
+    (b'{"traceEvents": []}', "no events"),
+    (b"not json at all", "JSON"),
+    (b"42", "not a Kineto trace"),
+])
+def test_bad_inputs_are_profile_errors(data, message):
+    with pytest.raises(ProfileError, match=message):
+        parse_trace_bytes(data)
+
+
+def test_load_any_on_bad_files(tmp_path):
+    empty = tmp_path / "empty.json"
+    empty.write_bytes(b"")
+    with pytest.raises(ProfileError):
+        load_any(empty)
+    with pytest.raises(UsageError):
+        load_any(tmp_path / "missing.json")
+    trunc = tmp_path / "t.json.gz"
+    trunc.write_bytes(gzip.compress(trace([step(1, 0, 10)]))[:-12])
+    with pytest.raises(ProfileError):
+        load_any(trunc)
+
+
+def test_missing_and_negative_dur_are_counted():
+    ev = parse_trace_bytes(trace([step(1, 0, 100), {"ph": "X", "cat": "cpu_op", "name": "a", "ts": 5},
+                                  {"ph": "X", "cat": "cpu_op", "name": "b", "ts": 6, "dur": -3}]))
+    assert len(ev) == 2
+    assert ev.counts["missing_dur"] == 1 and ev.counts["negative_dur"] == 1
+    assert any("no 'dur'" in w for w in ev.warnings)
+    assert any("negative" in w for w in ev.warnings)
+
+
+def test_non_utf8_and_lone_surrogates_are_replaced():
+    raw = trace([step(1, 0, 100), {"ph": "X", "cat": "cpu_op", "name": "NAME", "ts": 5, "dur": 1}])
+    bad = raw.replace(b"NAME", b"op\xff\xfe")
+    ev = parse_trace_bytes(bad)
+    assert "op\ufffd\ufffd" in ev.strings
+    lone = raw.replace(b"NAME", b"x\\ud800y")
+    assert "x\ufffdy" in parse_trace_bytes(lone).strings
+    pair = raw.replace(b"NAME", b"\\ud83d\\ude00")
+    assert "\U0001F600" in parse_trace_bytes(pair).strings
+
+
+def test_string_pids_ints_floats_and_ns_display_unit():
+    events = [step(1, 1000, 100), launch(1010, 7), kernel(1020.5, 30.25, 7)]
+    events[1]["pid"] = "host"
+    events[1]["tid"] = "main thread"
+    data = trace(events, displayTimeUnit="ns")
+    a = analyze_trace_bytes(data, "x")
+    assert a.busy[0] == pytest.approx(30.25)  # still microseconds despite "ns"
+    assert a.launches[0] == 1
+
+
+def test_malformed_event_is_skipped_not_fatal():
+    events = [step(1, 0, 100), launch(10, 1), kernel(20, 10, 1), {"ph": "X", "name": 5, "ts": "x"}, 7]
+    ev = parse_trace_bytes(trace(events))
+    assert len(ev) == 3
+    assert any("malformed" in w for w in ev.warnings)
+
+
+def test_instant_flow_and_metadata_events_are_ignored():
+    events = [step(1, 0, 100), launch(10, 1), kernel(20, 10, 1),
+              {"ph": "s", "id": 1, "pid": 1, "tid": 1, "ts": 10, "cat": "ac2g", "name": "ac2g"},
+              {"ph": "f", "id": 1, "pid": 0, "tid": 7, "ts": 20, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+              {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "GPU 0"}},
+              {"ph": "i", "name": "Record Window End", "pid": "", "tid": "", "ts": 200}]
+    a = analyze_trace_bytes(trace(events), "x")
+    assert a.kernels.sum() == 1 and a.busy[0] == 10
+
+
+def test_integer_and_float_timestamps_give_same_result():
+    ints = [step(1, 1_000_000, 100), launch(1_000_010, 1), kernel(1_000_020, 10, 1)]
+    floats = [step(1, 1_000_000.0, 100.0), launch(1_000_010.0, 1), kernel(1_000_020.0, 10.0, 1)]
+    a, b = analyze_trace_bytes(trace(ints), "i"), analyze_trace_bytes(trace(floats), "f")
+    assert np.array_equal(a.busy, b.busy) and np.array_equal(a.step_wall, b.step_wall)
+
+
+SMALL = ["triton_example.json.gz", "mi250_minitoy_train_ROCm6_2_kineto.json.gz"]
+
+
+def _mutations():
+    key = st.sampled_from(["ph", "cat", "name", "pid", "tid", "ts", "dur", "args", "id"])
+    value = st.one_of(st.none(), st.integers(-10**20, 10**20), st.floats(allow_nan=True),
+                      st.text(max_size=5), st.lists(st.integers(), max_size=2),
+                      st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+    drop = st.tuples(st.just("drop"), st.integers(0, 10**6), key, st.none())
+    change = st.tuples(st.just("set"), st.integers(0, 10**6), key, value)
+    delete = st.tuples(st.just("delete"), st.integers(0, 10**6), st.none(), st.none())
+    args = st.tuples(st.just("args"), st.integers(0, 10**6),
+                     st.sampled_from(["correlation", "device", "stream", "Total Allocated"]), value)
+    return st.lists(st.one_of(drop, change, delete, args), min_size=1, max_size=6)
+
+
+def _apply(doc: dict, mutations) -> dict:
+    events = doc["traceEvents"]
+    for op, index, key, value in mutations:
+        if not events:
+            break
+        i = index % len(events)
+        ev = events[i]
+        if op == "delete":
+            events.pop(i)
+        elif not isinstance(ev, dict):
+            continue
+        elif op == "drop":
+            ev.pop(key, None)
+        elif op == "set":
+            ev[key] = value
+        elif op == "args" and isinstance(ev.get("args"), dict):
+            ev["args"][key] = value
+    return doc
+
+
+@pytest.mark.parametrize("name", SMALL)
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mutations=_mutations(), cut=st.one_of(st.none(), st.integers(0, 3000)))
+def test_mutated_traces_raise_only_project_errors(name, mutations, cut):
+    doc = json.loads(gzip.decompress(trace_path(name).read_bytes()))
+    data = json.dumps(_apply(doc, mutations)).encode()
+    if cut is not None:
+        data = data[:cut]
+    try:
+        from yoloprof.traces.to_profile import profile_from_trace_bytes
+        profile = profile_from_trace_bytes(data, name)
+    except (ProfileError, UsageError):
+        return
+    assert profile["kind"] == "trace"
+    json.dumps(profile, allow_nan=False)
