@@ -1,0 +1,125 @@
+"""Verdict rules (DESIGN.md section 6) on hand-built profiles, one per rule, plus fixtures."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+
+from tests.conftest import trace_path
+from yoloprof.metrics.verdict import THRESHOLDS, decide
+from yoloprof.profiles.model import empty_profile, metric
+from yoloprof.traces.to_profile import profile_from_trace_bytes
+
+
+def train(device="cuda", **values) -> dict:
+    p = empty_profile("train", config={"device": device}, env={"device_type": device})
+    for name, value in values.items():
+        p["metrics"][name] = metric(value, "x", None)
+    return p
+
+
+def infer(device="cuda", stages=(1.0, 5.0, 1.0), **values) -> dict:
+    p = train(device, **values)
+    p["kind"] = "infer"
+    total = sum(stages)
+    p["stages"] = [{"stage": s, "ms": ms, "share": ms / total}
+                   for s, ms in zip(("preprocess", "forward", "postprocess"), stages)]
+    return p
+
+
+GPU_OK = {"step_ms": 100.0, "device_util_pct": 90.0, "kernels_per_step": 500.0,
+          "launches_per_step": 500.0, "mean_kernel_us": 180.0}
+
+
+def test_memory_thrash_wins_over_everything():
+    v = decide(train(**GPU_OK, malloc_calls_per_step=4.0, dataload_wall_ms=50.0))
+    assert v["bound"] == "memory"
+    assert v["evidence"]["malloc_calls_per_step"] == 4.0
+
+
+def test_allocator_churn():
+    v = decide(train(**GPU_OK, alloc_calls_per_step=THRESHOLDS["alloc_calls_per_step"] * 2))
+    assert v["bound"] == "memory"
+
+
+def test_dataloader_at_twenty_percent():
+    v = decide(train(**GPU_OK, dataload_wall_ms=20.0))
+    assert v["bound"] == "dataloader"
+    assert v["evidence"]["share"] == pytest.approx(0.2)
+    assert decide(train(**GPU_OK, dataload_wall_ms=19.0))["bound"] == "device"
+
+
+def test_device_bound_names_top_category():
+    p = train(**GPU_OK)
+    p["categories"] = [{"category": "elementwise", "device_ms_per_step": 10.0, "pct": 20.0},
+                       {"category": "gemm/conv", "device_ms_per_step": 40.0, "pct": 80.0}]
+    v = decide(p)
+    assert v["bound"] == "device" and v["evidence"]["top_category"] == "gemm/conv"
+    assert "gemm/conv" in v["why"]
+
+
+def test_host_bound_below_eighty():
+    v = decide(train(**{**GPU_OK, "device_util_pct": 79.9, "mean_kernel_us": 6.0}))
+    assert v["bound"] == "host"
+    assert v["evidence"]["launches_per_step"] == 500.0 and v["evidence"]["mean_kernel_us"] == 6.0
+    assert "launch-bound" in v["why"]
+
+
+def test_gpu_without_kernels_is_unknown():
+    v = decide(train(step_ms=100.0, kernels_per_step=0.0))
+    assert v["bound"] == "unknown"
+    assert decide(train(step_ms=100.0))["bound"] == "unknown"
+
+
+def test_inference_postprocess_dominates():
+    v = decide(infer(stages=(1.0, 3.0, 4.0), **GPU_OK))
+    assert v["bound"] == "postprocess"
+    assert v["evidence"]["share"] == pytest.approx(0.5)
+    # Longer than forward but under 35% of the call: falls through to the device rule.
+    assert decide(infer(stages=(0.5, 2.0, 2.1), **{**GPU_OK, "step_ms": 10.0}))["bound"] in {"postprocess", "device"}
+    assert decide(infer(stages=(1.0, 8.0, 1.5), **GPU_OK))["bound"] == "device"
+
+
+def test_inference_preprocess_dominates():
+    assert decide(infer(stages=(5.0, 4.0, 1.0), **GPU_OK))["bound"] == "preprocess"
+
+
+def test_cpu_rules():
+    cpu = train("cpu", step_ms=50.0)
+    cpu["ops"] = [{"name": "aten::add", "phase": "forward", "self_ms_per_step": 0.02,
+                   "total_ms_per_step": 0.02, "count_per_step": 4.0}]
+    v = decide(cpu)
+    assert v["bound"] == "framework-overhead" and v["evidence"]["mean_op_self_us"] == 5.0
+    cpu["ops"][0]["self_ms_per_step"] = 40.0
+    assert decide(cpu)["bound"] == "compute"
+    cpu["metrics"]["dataload_wall_ms"] = metric(30.0, "ms", "lower")
+    assert decide(cpu)["bound"] == "dataloader"
+    assert decide(infer("cpu", stages=(1.0, 2.0, 6.0), step_ms=9.0))["bound"] == "postprocess"
+
+
+def test_no_timing_gives_none():
+    assert decide(empty_profile("train")) is None
+
+
+@pytest.mark.parametrize("name, bound", [
+    ("rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", "device"),
+    ("nccl_data.json.gz", "host"),
+    ("mi250_minitoy_train_ROCm6_2_kineto.json.gz", "host"),
+])
+def test_fixture_verdicts(name, bound):
+    profile = profile_from_trace_bytes(gzip.decompress(trace_path(name).read_bytes()), name)
+    v = profile["verdict"]
+    assert v["bound"] == bound
+    util = profile["metrics"]["device_util_pct"]["value"]
+    assert v["evidence"]["device_util_pct"] == pytest.approx(util, abs=1e-3)
+
+
+def test_gpu_trace_without_kernels_fixture_is_unknown():
+    import json
+    doc = json.loads(gzip.decompress(trace_path("nccl_data.json.gz").read_bytes()))
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset")]
+    profile = profile_from_trace_bytes(json.dumps(doc).encode(), "no-kernels")
+    assert profile["verdict"]["bound"] == "unknown"
+    assert any("did not attach" in w for w in profile["warnings"])
+    assert profile["metrics"]["device_util_pct"]["value"] is None
