@@ -1,0 +1,144 @@
+"""The rows store: schema = the documented contract, atomic writes, corrupt files reported."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+
+from yoloprof.profiles.model import metric
+from yoloprof.sweep.rows import (METRICS, RESULTS_NAME, ROW_NAME, ROW_SCHEMA, CorruptRowsWarning,
+                                 consolidate, failed_row, read_rows, row_files, row_from_profile,
+                                 write_row)
+
+CONTRACTS = Path(__file__).resolve().parents[1] / "docs" / "CONTRACTS.md"
+TYPE_NAMES = {"string": pa.string(), "int32": pa.int32(), "float64": pa.float64(), "bool": pa.bool_(),
+              "timestamp[us, UTC]": pa.timestamp("us", tz="UTC"), "list<float64>": pa.list_(pa.float64())}
+
+
+def contract_columns() -> dict[str, pa.DataType]:
+    """Parse the row-columns table of docs/CONTRACTS.md: the schema must be exactly that."""
+    lines = CONTRACTS.read_text(encoding="utf-8").split("### Row columns", 1)[1].splitlines()[1:]
+    table = []
+    for line in lines:
+        if not line.startswith("|"):
+            break
+        table.append(line)
+    columns: dict[str, pa.DataType] = {}
+    for line in table[2:]:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 2 or not cells[0]:
+            continue
+        names, type_name = cells[0], cells[1]
+        if names == "<each metric above>_samples":
+            names = ", ".join(f"{m}_samples" for m in METRICS)
+        for name in re.split(r",\s*", names):
+            columns[name] = TYPE_NAMES[type_name]
+    return columns
+
+
+def test_schema_is_exactly_the_contract():
+    want = contract_columns()
+    assert set(ROW_SCHEMA.names) == set(want)
+    for name, type_ in want.items():
+        assert ROW_SCHEMA.field(name).type == type_, name
+
+
+def base(job: int, **extra) -> dict:
+    return {"sweep_name": "t", "sweep_id": "id1", "job_num": job, "config_hash": f"c{job}",
+            "group_hash": "g", "mode": "train", "batch": 2 + job, "trial": job, "amp": False,
+            "started_at": dt.datetime(2024, 5, 1, 12, 0, job, tzinfo=dt.timezone.utc), "wall_s": 1.5,
+            "launcher": "basic", "threads": 2, **extra}
+
+
+def profile(samples: list[float]) -> dict:
+    return {"metrics": {"step_ms": metric(samples, "ms", "lower"),
+                        "img_per_s": metric([2000 / s for s in samples], "img/s", "higher")},
+            "verdict": {"bound": "compute", "why": "w"}, "config": {"amp": True, "batch": 8},
+            "env": {"device_name": "dev"}}
+
+
+def make_sweep(tmp_path: Path, n: int = 3) -> Path:
+    for job in range(n):
+        samples = [10.0 + job, 12.0 + job, 11.0 + job]
+        write_row(tmp_path / str(job) / ROW_NAME, row_from_profile(profile(samples), base(job)))
+    return tmp_path
+
+
+def test_ok_row_round_trip(tmp_path):
+    make_sweep(tmp_path, 3)
+    df = read_rows(tmp_path)
+    assert list(df.columns) == ROW_SCHEMA.names
+    assert list(df["job_num"]) == [0, 1, 2]
+    for job in range(3):
+        samples = [10.0 + job, 12.0 + job, 11.0 + job]
+        row = df.iloc[job]
+        assert row["step_ms"] == pytest.approx(sum(samples) / 3)
+        assert list(row["step_ms_samples"]) == samples
+        assert row["img_per_s"] == pytest.approx(sum(2000 / s for s in samples) / 3)
+        assert row["status"] == "ok" and row["verdict_bound"] == "compute"
+        assert bool(row["amp"]) is True and row["batch"] == 8  # resolved values from the profile
+        assert row["device_name"] == "dev"
+    assert pd.isna(df.iloc[0]["p50_ms"])  # a train profile has no latency percentiles
+
+
+def test_failed_row_has_every_column(tmp_path):
+    write_row(tmp_path / "0" / ROW_NAME, failed_row(base(0), ValueError("boom\nsecond line")))
+    table = pq.read_table(tmp_path / "0" / ROW_NAME)
+    assert table.schema.remove_metadata() == ROW_SCHEMA
+    row = table.to_pylist()[0]
+    assert row["status"] == "failed" and row["error"] == "ValueError: boom second line"
+    assert row["step_ms"] is None and row["step_ms_samples"] is None and row["batch"] == 2
+
+
+def test_write_is_atomic_and_leaves_no_temp_files(tmp_path):
+    path = tmp_path / "0" / ROW_NAME
+    write_row(path, base(0, status="ok"))
+    write_row(path, base(0, status="failed", error="x"))
+    assert [p.name for p in path.parent.iterdir()] == [ROW_NAME]
+    assert pq.read_table(path).to_pylist()[0]["status"] == "failed"
+
+
+def test_unknown_column_is_a_bug_not_a_silent_drop(tmp_path):
+    with pytest.raises(AssertionError):
+        write_row(tmp_path / ROW_NAME, {"no_such_column": 1})
+
+
+def test_corrupt_row_is_reported_and_skipped(tmp_path):
+    make_sweep(tmp_path, 3)
+    (tmp_path / "1" / ROW_NAME).write_bytes(b"PAR1 this is not parquet")
+    corrupt: list[Path] = []
+    with pytest.warns(CorruptRowsWarning, match="1"):
+        out = consolidate(tmp_path, corrupt)
+    assert corrupt == [tmp_path / "1" / ROW_NAME]
+    assert list(pd.read_parquet(out)["job_num"]) == [0, 2]
+    with pytest.warns(CorruptRowsWarning):
+        df = read_rows(tmp_path)
+    assert df.attrs["corrupt_rows"] == [str(tmp_path / "1" / ROW_NAME)]
+
+
+def test_results_parquet_and_dataset_have_the_documented_types(tmp_path):
+    make_sweep(tmp_path, 2)
+    write_row(tmp_path / "2" / ROW_NAME, failed_row(base(2), "RuntimeError: x"))
+    out = consolidate(tmp_path)
+    assert out == tmp_path / RESULTS_NAME
+    df = pd.read_parquet(out)
+    assert len(df) == 3 and list(df.columns) == ROW_SCHEMA.names
+    assert str(df["job_num"].dtype) == "Int32" and str(df["batch"].dtype) == "Int32"
+    assert str(df["amp"].dtype) == "boolean" and df["step_ms"].dtype == "float64"
+    assert str(df["started_at"].dtype) == "datetime64[us, UTC]"
+    assert pq.read_schema(out).remove_metadata() == ROW_SCHEMA
+    dataset = ds.dataset([str(p) for p in row_files(tmp_path)], format="parquet")
+    assert dataset.schema.remove_metadata() == ROW_SCHEMA
+    assert sorted(dataset.to_table().column("job_num").to_pylist()) == [0, 1, 2]
+
+
+def test_empty_sweep_reads_as_empty_frame_with_columns(tmp_path):
+    df = read_rows(tmp_path)
+    assert len(df) == 0 and list(df.columns) == ROW_SCHEMA.names

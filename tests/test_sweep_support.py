@@ -1,0 +1,74 @@
+"""Helpers shared by the sweep tests (no tests here): a fake capture whose numbers the tests can
+recompute from the job's settings, and a driver script that runs `yoloprof sweep` in a subprocess
+with that fake in place.
+
+Why a fake: the sweep's logic (grid order, rows, resume, failures, kills) does not depend on what a
+capture measures, and a real capture costs seconds per job on 2 cores; the real capture is still
+exercised by the smoke tests marked slow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from yoloprof.profiles.model import metric
+
+
+def fake_step_ms(batch: int, imgsz: int, trial: int, rep: int) -> float:
+    """The fake's step time for one timing trial: tests recompute it independently."""
+    return 10.0 * batch + imgsz / 32.0 + trial + 0.5 * rep
+
+
+def fake_capture(settings, out_dir, *, progress: bool = False) -> dict:
+    """Stand-in for yoloprof.capture.api.capture: writes a profile.json, returns the profile.
+
+    FAKE_SLEEP (seconds per job) lets kill tests catch a sweep mid-job; FAKE_FAIL_BATCH makes the
+    jobs with that batch raise, as a model that does not build would.
+    """
+    if str(settings.batch) == os.environ.get("FAKE_FAIL_BATCH"):
+        raise RuntimeError(f"fake failure for batch {settings.batch}")
+    time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
+    steps = [fake_step_ms(settings.batch, settings.imgsz, settings.trial, r) for r in range(settings.repeat)]
+    profile = {
+        "schema": "yoloprof.profile/1", "kind": settings.mode,
+        "config": {**settings.to_dict(), "amp": bool(settings.amp)},
+        "env": {"device_name": "fake-cpu"},
+        "metrics": {"step_ms": metric(steps, "ms", "lower"),
+                    "img_per_s": metric([settings.batch * 1000.0 / s for s in steps], "img/s", "higher")},
+        "verdict": {"bound": "compute", "why": "fake", "evidence": {}},
+    }
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "profile.json").write_text(json.dumps(profile), encoding="utf-8")
+    return profile
+
+
+DRIVER = """
+import sys
+sys.path.insert(0, {tests!r})
+import yoloprof.capture.api as api
+from test_sweep_support import fake_capture
+api.capture = fake_capture
+from yoloprof.cli import main
+raise SystemExit(main(["sweep", *sys.argv[1:]]))
+"""
+
+
+def write_driver(tmp_path: Path) -> Path:
+    """A script that runs `yoloprof sweep ARGS` with the fake capture, for subprocess tests."""
+    path = tmp_path / "fake_sweep.py"
+    path.write_text(DRIVER.format(tests=str(Path(__file__).parent)), encoding="utf-8")
+    return path
+
+
+def driver_cmd(driver: Path, *args: str) -> list[str]:
+    return [sys.executable, str(driver), *args]
+
+
+# Tiny real-capture settings (about a second per job on an idle 2-core CPU).
+TINY = ["device=cpu", "size=n", "imgsz=64", "workers=0", "capture.warmup=1", "capture.steps=2",
+        "capture.runs=2", "analysis.enabled=false"]
