@@ -24,6 +24,7 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would hide results from the user's group
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
@@ -36,6 +37,12 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
             pass
         raise
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def dumps_profile(profile: dict[str, Any]) -> bytes:
