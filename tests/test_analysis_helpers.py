@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from yoloprof.profiles.model import SCHEMA
+from yoloprof.sweep.rows import write_row
 
 BASE_CONFIG = {"mode": "train", "model": "yolo", "size": "n", "data": "synthetic", "device": "cpu",
                "batch": 4, "imgsz": 320, "amp": False, "amp_dtype": "float16", "workers": 0,
@@ -64,9 +65,9 @@ def write_job(sweep: Path, job_num: int, config: dict[str, Any], metrics: dict[s
                            "profile_path": f"{job_num}/profile.json" if status == "ok" and profile else None, **env}
     for m in ("step_ms", "img_per_s", "peak_mem_mb", "p50_ms"):
         vals = (metrics or {}).get(m)
-        row[m] = float(np.mean(vals)) if vals else math.nan
-        row[f"{m}_samples"] = [float(v) for v in vals] if vals else []
-    pd.DataFrame([row]).to_parquet(job / "row.parquet", index=False)
+        row[m] = float(np.mean(vals)) if vals else None
+        row[f"{m}_samples"] = [float(v) for v in vals] if vals else None
+    write_row(job / "row.parquet", row)
     if status == "ok" and profile:
         (job / "profile.json").write_text(json.dumps(_profile(cfg, metrics or {}, env)))
     return job

@@ -21,13 +21,12 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def run_analyze(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from yoloprof.analysis.run import analyze_sweep
+    from yoloprof.render.analysis_terminal import make_console
 
     _check(args)
     as_json = bool(getattr(args, "json", False))
-    console = Console(stderr=True, quiet=True) if as_json else Console()
+    console = make_console(stderr=True, quiet=True) if as_json else make_console()
     result = analyze_sweep(args.sweep_dir, baseline=args.baseline, vary=args.vary, metrics=args.metric,
                            alpha=args.alpha, noise=args.noise, correction=args.correction,
                            html=args.html, console=console)

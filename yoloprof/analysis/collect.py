@@ -7,6 +7,7 @@ said (failed jobs with their error, job folders without a row yet, ok rows whose
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,12 +47,16 @@ def _read_rows_fallback(sweep_dir: Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def read_rows(sweep_dir: Path) -> pd.DataFrame:
+def read_rows(sweep_dir: Path) -> tuple[pd.DataFrame, list[str]]:
+    """(rows, notes about row files that could not be read: listed, never silently dropped)."""
     try:
         from yoloprof.sweep.rows import read_rows as sweep_read_rows
     except ImportError:
-        return _read_rows_fallback(sweep_dir)
-    return sweep_read_rows(sweep_dir)
+        return _read_rows_fallback(sweep_dir), []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the corrupt files come back in attrs; we report them below
+        rows = sweep_read_rows(sweep_dir)
+    return rows, [f"unreadable row file skipped: {p}" for p in rows.attrs.get("corrupt_rows", [])]
 
 
 def _job_ids(rows: pd.DataFrame) -> pd.Series:
@@ -112,10 +117,13 @@ def collect(sweep_dir: str | Path, *, load_profiles: bool = True) -> Collected:
         raise UsageError(f"no such sweep folder: {sweep_dir}")
     if not sweep_dir.is_dir():
         raise UsageError(f"{sweep_dir} is not a folder; give a sweep folder (<project>/sweeps/<name>/<id>)")
-    rows = read_rows(sweep_dir)
+    rows, corrupt = read_rows(sweep_dir)
     if rows.empty:
-        raise ProfileError(f"{sweep_dir}: not a sweep: no {ROW_FILE} files under it")
-    return collect_rows(rows, sweep_dir, load_profiles=load_profiles)
+        extra = f" ({len(corrupt)} unreadable)" if corrupt else ""
+        raise ProfileError(f"{sweep_dir}: not a sweep: no readable {ROW_FILE} files in its job folders{extra}")
+    c = collect_rows(rows, sweep_dir, load_profiles=load_profiles)
+    c.notes[:0] = corrupt
+    return c
 
 
 def collect_rows(rows: pd.DataFrame, sweep_dir: Path, *, load_profiles: bool = True) -> Collected:

@@ -139,6 +139,9 @@ def analyze_sweep(sweep_dir: str | Path, *, baseline: list[str] | None = None, v
     """Run every stage over a sweep folder, write `<sweep_dir>/analysis/`, print the table on
     `console` (a rich Console; None = a new one on stdout). Raises yoloprof.errors types."""
     c = collect(sweep_dir)
+    # the sweep app passes its Hydra config values (ListConfig, "" or [] for "not set")
+    baseline = [str(b) for b in baseline] if baseline else None
+    metrics = [str(m) for m in metrics] if metrics else None
     result = analyze_collected(c, baseline=baseline, vary=vary, metrics=metrics, alpha=alpha,
                                noise=noise, correction=correction)
     write_outputs(result, html=html)

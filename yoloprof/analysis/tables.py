@@ -74,20 +74,18 @@ def metrics_table(c: Collected) -> pd.DataFrame:
 
 
 def _section(c: Collected, key: str, sort_by: str | None = None, top: int | None = None) -> pd.DataFrame:
-    """A profile list section (phases, categories, kernels, ops) as one long table over all jobs."""
+    """A profile list section (phases, categories, kernels, ops) as one long table over all jobs;
+    with `sort_by`, only each job's `top` largest entries (the parquet stays small on big sweeps)."""
     groups = dict(zip(c.ok["job_id"], c.ok["group_hash"]))
-    frames = []
+    recs: list[dict[str, Any]] = []
     for job_id, prof in c.profiles.items():
-        items: list[dict[str, Any]] = [x for x in (prof.get(key) or []) if isinstance(x, dict)]
-        if not items:
-            continue
-        df = pd.DataFrame(items)
-        if sort_by and sort_by in df:
-            df = df.sort_values(sort_by, ascending=False, kind="stable").head(top)
-        df.insert(0, "group_hash", groups[job_id])
-        df.insert(0, "job_id", job_id)
-        frames.append(df)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["job_id", "group_hash"])
+        recs += [{"job_id": job_id, "group_hash": groups[job_id], **x}
+                 for x in (prof.get(key) or []) if isinstance(x, dict)]
+    df = pd.DataFrame.from_records(recs) if recs else pd.DataFrame(columns=["job_id", "group_hash"])
+    if sort_by and sort_by in df and top:
+        df = df.sort_values(["job_id", sort_by], ascending=[True, False], kind="stable")
+        df = df.groupby("job_id", sort=False).head(top).reset_index(drop=True)
+    return df
 
 
 def read_tables(c: Collected) -> dict[str, pd.DataFrame]:

@@ -4,18 +4,29 @@ table prints without colour and with plain ASCII rules, so logs and diffs stay r
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from yoloprof.analysis.fmt import (COMPARISON_HEADERS, VERDICT_STYLE, comparison_cells, fmt_num, fmt_p,
                                    fmt_ratio)
 
 
-def _console(console: Any) -> Any:
-    if console is not None:
-        return console
+PLAIN_WIDTH = 200
+
+
+def make_console(*, stderr: bool = False, quiet: bool = False) -> Any:
+    """A rich Console; when piped and COLUMNS is unset, wide enough that the comparison table is
+    not folded into 80 columns (logs and CI output are read in wide viewers)."""
     from rich.console import Console
 
-    return Console()
+    console = Console(stderr=stderr, quiet=quiet)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(stderr=stderr, quiet=quiet, width=PLAIN_WIDTH)
+    return console
+
+
+def _console(console: Any) -> Any:
+    return make_console() if console is None else console
 
 
 def _table(console: Any, title: str, headers: list[str], right: tuple[int, ...] = ()) -> Any:

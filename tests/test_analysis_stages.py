@@ -1,0 +1,202 @@
+"""The analysis stages on synthetic sweeps whose truth is known, checked against scipy and
+hand-written rules computed here from the same rows."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from test_analysis_helpers import BASE_CONFIG, batch_truth, lognormal, make_sweep, write_job
+from yoloprof.analysis.collect import collect
+from yoloprof.analysis.run import analyze_collected, write_outputs
+from yoloprof.errors import ProfileError, UsageError
+
+
+def _analyze(sweep: Path, **kw):
+    return analyze_collected(collect(sweep), **kw)
+
+
+def workers_truth(c: dict, rng: np.random.Generator) -> dict[str, list[float]]:
+    """workers=2 is 10% faster than workers=0 (2% noise); workers=4 is identical to workers=0."""
+    step = {0: 50.0, 2: 50.0 / 1.10, 4: 50.0}[c["workers"]]
+    s = lognormal(rng, step, 0.02, 1)
+    return {"step_ms": s, "img_per_s": [c["batch"] * 1000 / x for x in s], "peak_mem_mb": [500.0]}
+
+
+@pytest.fixture(scope="module")
+def workers_sweep(tmp_path_factory) -> Path:
+    return make_sweep(tmp_path_factory.mktemp("w"), [{"workers": w} for w in (0, 2, 4)], workers_truth, trials=8)
+
+
+def test_known_truth_verdicts_and_numbers_match_scipy(workers_sweep: Path) -> None:
+    res = _analyze(workers_sweep)
+    assert res.varying == ["workers"] and "workers=0" in res.baseline
+    cmp = res.comparisons.set_index(["config", "metric"])
+    assert cmp.loc[("workers=2", "step_ms"), "verdict_code"] == "improved"
+    assert cmp.loc[("workers=4", "step_ms"), "verdict_code"] in ("equivalent", "inconclusive")
+    rows = pd.concat([pd.read_parquet(p) for p in workers_sweep.glob("*/row.parquet")])
+    base = rows[rows.workers == 0].sort_values("job_num")["step_ms"].to_numpy()
+    fast = rows[rows.workers == 2].sort_values("job_num")["step_ms"].to_numpy()
+    t = sps.ttest_ind(np.log(fast), np.log(base), equal_var=False)
+    row = cmp.loc[("workers=2", "step_ms")]
+    assert row["p"] == pytest.approx(t.pvalue, rel=1e-9)
+    assert row["ratio"] == pytest.approx(sps.gmean(base) / sps.gmean(fast), rel=1e-9)
+    assert row["n"] == row["n_baseline"] == 8
+    # memory is identical everywhere: equivalent, exactly 1
+    assert cmp.loc[("workers=2", "peak_mem_mb"), "verdict_code"] == "equivalent"
+
+
+def _holm(p: list[float]) -> list[float]:
+    order = sorted(range(len(p)), key=lambda i: p[i])
+    out, running = [0.0] * len(p), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p) - rank) * p[i]))
+        out[i] = running
+    return out
+
+
+def test_correction_across_all_comparisons(workers_sweep: Path) -> None:
+    res = _analyze(workers_sweep)
+    p = res.comparisons["p"].tolist()
+    assert res.comparisons["p_adj"].tolist() == pytest.approx(_holm(p))
+    bh = _analyze(workers_sweep, correction="bh").comparisons
+    assert bh["p_adj"].tolist() == pytest.approx(list(sps.false_discovery_control(p)))
+    none = _analyze(workers_sweep, correction="none").comparisons
+    assert none["p_adj"].tolist() == pytest.approx(p)
+
+
+def test_repeat_samples_and_trial_jobs_pool_the_same_way(tmp_path: Path) -> None:
+    rep = make_sweep(tmp_path / "a", [{"batch": 4}, {"batch": 8}], lambda c, r: batch_truth(c, r, n=6),
+                     trials=6, repeat_samples=True)
+    res = _analyze(rep, metrics=["img_per_s"])
+    (row,) = res.comparisons.itertuples()
+    assert (row.n, row.n_baseline) == (6, 6) and row.verdict_code == "improved"
+    trials = make_sweep(tmp_path / "b", [{"batch": 4}, {"batch": 8}], batch_truth, trials=6)
+    (row,) = _analyze(trials, metrics=["img_per_s"]).comparisons.itertuples()
+    assert (row.n, row.n_baseline) == (6, 6)
+
+
+@pytest.fixture(scope="module")
+def grid_sweep(tmp_path_factory) -> Path:
+    cfgs = [{"batch": b, "imgsz": i} for b in (4, 8, 16) for i in (320, 640)]
+    return make_sweep(tmp_path_factory.mktemp("g"), cfgs, lambda c, r: batch_truth(c, r, n=4),
+                      trials=4, repeat_samples=True)
+
+
+def test_baseline_plans(grid_sweep: Path) -> None:
+    default = _analyze(grid_sweep, metrics=["img_per_s"])
+    assert "first job's configuration" in default.baseline
+    assert set(default.comparisons["baseline_config"]) == {"batch=4, imgsz=320"}
+    per_imgsz = _analyze(grid_sweep, baseline=["batch=4"], metrics=["img_per_s"]).comparisons
+    pairs = {(r.config, r.baseline_config) for r in per_imgsz.itertuples()}
+    assert ("batch=16, imgsz=640", "batch=4, imgsz=640") in pairs and len(pairs) == 4
+    vary = _analyze(grid_sweep, vary="imgsz", metrics=["img_per_s"]).comparisons
+    assert {(r.config, r.baseline_config) for r in vary.itertuples()} == {
+        (f"batch={b}, imgsz=640", f"batch={b}, imgsz=320") for b in (4, 8, 16)}
+
+
+@pytest.mark.parametrize("kw, words", [
+    ({"baseline": ["batch=3"]}, ["matches no ok job", "4, 8, 16"]),
+    ({"baseline": ["colour=red"]}, ["unknown axis", "batch"]),
+    ({"baseline": ["batch"]}, ["KEY=VALUE"]),
+    ({"vary": "size"}, ["does not vary", "batch, imgsz"]),
+    ({"metrics": ["nope_ms"]}, ["nope_ms", "img_per_s"]),
+])
+def test_bad_choices_are_usage_errors(grid_sweep: Path, kw: dict, words: list[str]) -> None:
+    with pytest.raises(UsageError) as exc:
+        _analyze(grid_sweep, **kw)
+    assert all(w in str(exc.value) for w in words)
+
+
+def test_single_trial_gives_point_ratio_never_a_verdict(tmp_path: Path) -> None:
+    sweep = make_sweep(tmp_path, [{"batch": 4}, {"batch": 8}], batch_truth, trials=1)
+    cmp = _analyze(sweep).comparisons
+    assert set(cmp["verdict"]) == {"needs at least 3 trials per side"}
+    assert cmp["ratio"].notna().all() and cmp["p"].isna().all()
+
+
+def test_partly_failed_and_unfinished_sweep(tmp_path: Path) -> None:
+    sweep = make_sweep(tmp_path, [{"batch": 4}, {"batch": 8}], batch_truth, trials=3)
+    write_job(sweep, 6, {**BASE_CONFIG, "batch": 16}, None, status="failed", error="CUDA out of memory")
+    (sweep / "7" / ".hydra").mkdir(parents=True)  # started, no row yet
+    (sweep / "1" / "profile.json").unlink()
+    res = _analyze(sweep)
+    text = " ".join(res.notes)
+    assert "CUDA out of memory" in text and "without a row yet" in text and ": 7" in text
+    assert "job 20240101-000000-abcd/1: profile.json not found" in text
+    assert res.jobs == {"total": 7, "ok": 6, "failed": 1}
+    assert (res.comparisons["n"] == 3).all()  # job 1's samples still come from its row
+
+
+def test_no_ok_jobs_lists_failures(tmp_path: Path) -> None:
+    sweep = tmp_path / "s"
+    write_job(sweep, 0, BASE_CONFIG, None, status="failed", error="boom one")
+    write_job(sweep, 1, BASE_CONFIG, None, status="failed", error="boom two")
+    with pytest.raises(ProfileError, match="boom one.*boom two"):
+        collect(sweep)
+
+
+def test_not_a_sweep(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="no such sweep folder"):
+        collect(tmp_path / "missing")
+    with pytest.raises(ProfileError, match="not a sweep"):
+        collect(tmp_path)
+
+
+def test_metric_missing_in_some_configs_and_mixed_environments(tmp_path: Path) -> None:
+    sweep = tmp_path / "s"
+    rng = np.random.default_rng(3)
+    for j, (batch, infer) in enumerate([(4, True), (4, True), (4, True), (8, False), (8, False), (8, False)]):
+        m = {"step_ms": lognormal(rng, 10 * batch, 0.02, 1), "img_per_s": lognormal(rng, 100, 0.02, 1)}
+        if infer:
+            m["p50_ms"] = lognormal(rng, 9, 0.02, 1)
+        write_job(sweep, j, {**BASE_CONFIG, "batch": batch}, m, trial=j % 3,
+                  env={"device_name": "A100" if j < 3 else "H100"})
+    res = _analyze(sweep, metrics=["p50_ms", "step_ms"])
+    cmp = res.comparisons.set_index("metric")
+    assert cmp.loc["p50_ms", "verdict"] == "missing in this configuration"
+    assert cmp.loc["step_ms", "verdict_code"] == "regressed"
+    assert any("device names (A100, H100)" in w for w in res.warnings)
+
+
+def test_pareto_and_best_and_scaling(grid_sweep: Path) -> None:
+    res = _analyze(grid_sweep)
+    gm = res.gmeans.pivot_table(index="config", columns="metric", values="gmean")
+    pts = {c: (r.img_per_s, -r.step_ms, -r.peak_mem_mb) for c, r in gm.iterrows()}
+    front = {c for c, x in pts.items()
+             if not any(all(a >= b for a, b in zip(y, x)) and y != x for y in pts.values())}
+    assert set(res.pareto.loc[res.pareto["pareto"], "config"]) == front
+    best = res.best.set_index("metric")
+    assert best.loc["img_per_s", "value"] == pytest.approx(gm["img_per_s"].max())
+    assert best.loc["step_ms", "best"] == gm["step_ms"].idxmin()
+    sc = res.scaling[res.scaling["axis"] == "batch"]
+    assert len(sc) == 2
+    for r in sc.itertuples():
+        vals = r.img_per_s
+        gains = [b / a - 1 for a, b in zip(vals, vals[1:])]
+        expected = next((lvl for lvl, g in zip(r.levels, gains) if g <= 0.02), None)
+        assert r.knee == expected
+
+
+def test_outputs_written_and_readable(grid_sweep: Path) -> None:
+    res = _analyze(grid_sweep)
+    files = write_outputs(res, html=False)
+    out = grid_sweep / "analysis"
+    assert {p.name for p in out.iterdir()} == set(files)
+    csv = pd.read_csv(out / "comparison.csv")
+    assert len(csv) == len(res.comparisons)
+    assert csv["ratio"].to_numpy() == pytest.approx(res.comparisons["ratio"].to_numpy(float), rel=1e-5)
+    md = (out / "comparison.md").read_text()
+    assert all(c in md for c in res.comparisons["config"])
+    for name in ("metrics", "phases", "categories", "kernels", "ops", "comparisons", "pareto"):
+        df = pd.read_parquet(out / f"{name}.parquet")
+        assert len(df) > 0, name
+    assert not list(out.glob("*.tmp"))
+    doc = json.loads(json.dumps(res.to_json(), default=str))
+    assert len(doc["comparisons"]) == len(res.comparisons) and math.isfinite(doc["comparisons"][0]["ratio"])
