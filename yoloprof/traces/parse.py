@@ -41,7 +41,7 @@ META_KEYS = ("schemaVersion", "deviceProperties", "distributedInfo", "displayTim
 _NO_RAW = msgspec.Raw(b"")
 
 
-class _Event(msgspec.Struct):
+class _Event(msgspec.Struct, gc=False):
     ph: str = ""
     cat: str = ""
     name: str = ""
@@ -78,13 +78,13 @@ class _LooseTrace(msgspec.Struct):
     traceEvents: list[msgspec.Raw] | None = None
 
 
-class _GpuArgs(msgspec.Struct):
+class _GpuArgs(msgspec.Struct, gc=False):
     correlation: int | None = None
     device: int | str | None = None
     stream: int | str | None = None
 
 
-class _MemArgs(msgspec.Struct):
+class _MemArgs(msgspec.Struct, gc=False):
     device_type: int | None = msgspec.field(default=None, name="Device Type")
     device_id: int | None = msgspec.field(default=None, name="Device Id")
     nbytes: float | None = msgspec.field(default=None, name="Bytes")
