@@ -156,7 +156,7 @@ def _apply(doc: dict, mutations) -> dict:
 
 
 @pytest.mark.parametrize("name", SMALL)
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(mutations=_mutations(), cut=st.one_of(st.none(), st.integers(0, 3000)))
 def test_mutated_traces_raise_only_project_errors(name, mutations, cut):
     doc = json.loads(gzip.decompress(trace_path(name).read_bytes()))

@@ -188,7 +188,7 @@ def decide(profile: dict[str, Any]) -> Verdict | None:
     cpu = f.device_type == "cpu"
     rules: list[Rule]
     if cpu:
-        rules = [rule_stages if f.is_infer else rule_dataloader, rule_dataloader, rule_cpu]
+        rules = [rule_stages, rule_dataloader, rule_cpu] if f.is_infer else [rule_dataloader, rule_cpu]
     elif f.is_infer:
         rules = [rule_no_kernels, rule_stages, rule_device_or_host]
     else:

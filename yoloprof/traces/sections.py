@@ -5,6 +5,27 @@ Why means and single samples: a trace is one trial, so each metric's value is th
 analysed steps and it carries that one value as its only sample; per-step values go to
 `trace.per_step` (used by `compare` on two raw traces), never into `samples`. Device figures of a
 CPU-only trace are null, not 0: "no GPU" is not "an idle GPU".
+
+Definitions (all per analysed step, averaged over steps):
+- step_ms: wall time of the `ProfilerStep#N` span (CPU side).
+- device_busy_ms: union of the kernel/memcpy/memset intervals *launched* in the step, per device
+  (averaged over devices), so concurrent streams count once.
+- device_util_pct: busy over wall, where wall adds the GPU tail after the last step (work a CPU
+  running ahead queued); capped at 100.
+- <phase>_device_ms: the busy time split exclusively among phases (each interval is credited
+  with the time it adds to the union beyond intervals that started earlier), so the phases add
+  up to device_busy_ms exactly; equal to the union within each phase when phases do not overlap.
+- launches_per_step: kernel-launch API calls (cudaLaunchKernel, cuLaunchKernel, cudaGraphLaunch,
+  hipLaunchKernel, ...); kernels_per_step: kernels run (a graph launch runs many).
+- host_overhead_ms: CPU time inside those launch calls. Async memcpy calls are left out on
+  purpose: a device-to-host copy blocks until the GPU catches up, which is waiting, not overhead.
+- host_sync_ms: CPU time inside explicit synchronisation calls (Device/Stream/Event Synchronize).
+- malloc_calls_per_step: cudaMalloc/cudaFree (hip*, cuMem*) calls: non-zero in steady state
+  means the caching allocator is missing its pool.
+- alloc_calls_per_step / peak_mem_mb: `[memory]` events (profile_memory=True); peak is the largest
+  "Total Allocated" on a device (the CPU when the trace has no device), in MiB.
+- orphan_kernels: kernels per step with no launch event in the trace (placed by GPU start).
+- <phase>_wall_ms: CPU time covered by the phase's annotations ("other" = the rest of the step).
 """
 
 from __future__ import annotations
