@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-import time
 
 import pytest
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from yoloprof.workloads.boxes import cxcywh_to_xyxy, giou, pairwise_iou
 from yoloprof.workloads.loss import DetectionLoss, assign, pack_targets
@@ -158,22 +158,20 @@ def test_loss_decreases_training_on_a_fixed_batch():
 
 
 @pytest.mark.slow
-def test_n_training_step_is_fast_on_cpu():
+def test_n_training_step_costs_about_what_yolov8n_costs():
+    """The "well under a second per step on CPU" budget, asserted as FLOPs: wall time on a shared
+    2-core CI machine varies tenfold, the work does not (about 0.4 s per step on idle cores)."""
     model = build_yolo("n")
-    loss_fn = DetectionLoss(80)
-    images, targets = collate([SyntheticDetection(4, 320, seed=1)[i] for i in range(4)])
-    x = images.float() / 255
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    times = []
-    for _ in range(3):
-        start = time.perf_counter()
-        loss, _ = loss_fn(model(x), targets)
-        opt.zero_grad()
+    x = torch.rand(4, 3, 320, 320)
+    with FlopCounterMode(display=False) as forward:
+        model(x)
+    with FlopCounterMode(display=False) as train:
+        loss, _ = DetectionLoss(80)(model(x), torch.tensor([[0, 1, 0.5, 0.5, 0.2, 0.2]]))
         loss.backward()
-        opt.step()
-        times.append(time.perf_counter() - start)
-    # About 0.45 s on 2 idle cores; the bound leaves room for a busy CI machine.
-    assert min(times[1:]) < 2.0
+    per_image_at_640 = forward.get_total_flops() / 4 * (640 / 320) ** 2
+    assert 4e9 < per_image_at_640 < 12e9  # YOLOv8n: 8.7 GFLOPs at 640
+    assert 2.5 < train.get_total_flops() / forward.get_total_flops() < 3.5  # backward ~ 2x forward
+    assert train.get_total_flops() < 30e9
 
 
 def test_cxcywh_to_xyxy():
