@@ -9,11 +9,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from yoloprof.errors import RegressionError, UsageError
+from yoloprof.errors import ProfileError, RegressionError, UsageError
 
 
 def _check(args: argparse.Namespace) -> None:
+    """Flag and folder checks before pandas/scipy are imported, so mistakes fail fast."""
+    folder = Path(args.sweep_dir)
+    if not folder.is_dir():
+        raise UsageError(f"no such sweep folder: {folder}" if not folder.exists() else
+                         f"{folder} is not a folder; give a sweep folder (<project>/sweeps/<name>/<id>)")
+    if not any(folder.glob("*/row.parquet")):
+        raise ProfileError(f"{folder}: not a sweep: no row.parquet files in its job folders")
     if not 0 < args.alpha < 1:
         raise UsageError(f"--alpha must be between 0 and 1, not {args.alpha}")
     if not 0 <= args.noise < 1:
@@ -21,10 +29,10 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def run_analyze(args: argparse.Namespace) -> int:
+    _check(args)
     from yoloprof.analysis.run import analyze_sweep
     from yoloprof.render.analysis_terminal import make_console
 
-    _check(args)
     as_json = bool(getattr(args, "json", False))
     console = make_console(stderr=True, quiet=True) if as_json else make_console()
     result = analyze_sweep(args.sweep_dir, baseline=args.baseline, vary=args.vary, metrics=args.metric,
