@@ -61,6 +61,11 @@ def test_preprocess_letterboxes_and_normalises():
     assert x[0, :, 2, 32].tolist() == pytest.approx([PAD_VALUE / 255] * 3)  # padded band on top
     assert meta[0].ratio == pytest.approx(0.64) and meta[0].pad_y == 16 and meta[0].pad_x == 0
     assert meta[1].pad_x == 24 and meta[1].pad_y == 0 and (meta[1].orig_w, meta[1].orig_h) == (20, 80)
+    from_bytes, _ = preprocess([sample_image_path().read_bytes()], 64)
+    from_path, _ = preprocess([sample_image_path()], 64)
+    assert torch.equal(from_bytes, from_path)
+    with pytest.raises(UsageError, match="cannot decode image from memory"):
+        preprocess([b"not an image"], 64)
     half, _ = preprocess([sample_image_path()], 64, dtype=torch.float16)
     assert half.dtype == torch.float16 and 0 <= half.min() and half.max() <= 1
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import torch
@@ -45,14 +46,15 @@ def to_rgb(image: Image.Image) -> Image.Image:
     return image.convert("RGB")
 
 
-def load_rgb(path: Path | str) -> Image.Image:
-    """Fully decode an image file to RGB; raises UsageError naming the file when it is corrupt."""
+def load_rgb(path: Path | str | BinaryIO) -> Image.Image:
+    """Fully decode an image file (or file object) to RGB; UsageError naming it when it is corrupt."""
     try:
         with Image.open(path) as im:
             im.load()
             return to_rgb(im)
     except DECODE_ERRORS as exc:
-        raise UsageError(f"cannot decode image {path}: {exc}") from None
+        name = path if isinstance(path, (str, Path)) else "from memory"
+        raise UsageError(f"cannot decode image {name}: {exc}") from None
 
 
 def is_readable_image(path: Path) -> bool:

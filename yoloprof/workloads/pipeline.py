@@ -12,6 +12,7 @@ stage rather than a made-up one.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Sequence
 from itertools import cycle, islice
 from pathlib import Path
@@ -29,7 +30,7 @@ from yoloprof.workloads.yolo import STRIDES, decode_outputs
 
 MAX_NMS = 30_000  # candidates handed to NMS at most (highest scores first), as Ultralytics does
 
-ImageSource = Image.Image | Path | str
+ImageSource = Image.Image | Path | str | bytes  # bytes = an encoded file (JPEG/PNG/...) in memory
 
 
 def load_sources(source: str | Path | None) -> list[Path]:
@@ -58,12 +59,17 @@ def batch_sources(sources: Sequence[ImageSource], batch: int) -> list[ImageSourc
 
 
 def _decode(item: ImageSource) -> Image.Image:
-    return to_rgb(item) if isinstance(item, Image.Image) else load_rgb(item)
+    if isinstance(item, Image.Image):
+        return to_rgb(item)
+    if isinstance(item, (bytes, bytearray, memoryview)):
+        return load_rgb(io.BytesIO(item))
+    return load_rgb(item)
 
 
 def preprocess(images: Sequence[ImageSource], imgsz: int, device: torch.device | str = "cpu",
                dtype: torch.dtype = torch.float32, non_blocking: bool = True) -> tuple[torch.Tensor, list[Letterbox]]:
-    """Images (PIL or paths) -> ([B, 3, imgsz, imgsz] `dtype` tensor on `device`, letterbox meta).
+    """Images (PIL images, paths or encoded bytes) -> ([B, 3, imgsz, imgsz] `dtype` tensor on
+    `device`, letterbox meta).
 
     The uint8 batch crosses to the device and is converted there (4x fewer bytes moved than float).
     """
