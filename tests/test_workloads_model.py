@@ -9,7 +9,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from yoloprof.workloads.boxes import cxcywh_to_xyxy, giou, pairwise_iou
-from yoloprof.workloads.loss import DetectionLoss, assign, pack_targets
+from yoloprof.workloads.loss import DetectionLoss, assign, target_boxes
 from yoloprof.workloads.synthetic import SyntheticDetection
 from yoloprof.workloads.data import collate
 from yoloprof.workloads.yolo import SIZE_SCALES, STRIDES, build_yolo, decode_outputs, make_anchors
@@ -73,13 +73,13 @@ def test_giou_and_iou_hand_values():
     assert giou(a, a).item() == pytest.approx(1.0)
 
 
-def test_pack_targets_pads_per_image():
-    t = torch.tensor([[1, 2, 0.5, 0.5, 0.5, 0.25], [0, 1, 0.25, 0.25, 0.5, 0.5], [1, 0, 0.5, 0.5, 1, 1]])
-    boxes, cls, valid = pack_targets(t, batch=3, width=100, height=200)
-    assert boxes.shape == (3, 2, 4) and valid.tolist() == [[True, False], [True, True], [False, False]]
-    assert boxes[0, 0].tolist() == pytest.approx([0, 0, 50, 100])
-    assert boxes[1, 0].tolist() == pytest.approx([25, 75, 75, 125]) and cls[1].tolist() == [2, 0]
-    assert pack_targets(torch.zeros((0, 6)), 2, 64, 64)[0].shape == (2, 0, 4)
+def test_target_boxes_scale_to_pixels():
+    t = torch.tensor([[1, 2, 0.5, 0.5, 0.5, 0.25], [0, 1, 0.25, 0.25, 0.5, 0.5]])
+    image, cls, boxes = target_boxes(t, width=100, height=200)
+    assert image.tolist() == [1, 0] and cls.tolist() == [2, 1]
+    assert boxes.tolist() == [[25, 75, 75, 125], [0, 0, 50, 100]]
+    with pytest.raises(ValueError, match=r"\[M, 6\]"):
+        target_boxes(torch.zeros(3, 5), 10, 10)
 
 
 def reference_positives(box: list[float], imgsz: int, radius: float) -> set[tuple[int, int, int]]:
@@ -104,7 +104,7 @@ def test_assignment_matches_reference_rule(box):
     imgsz = 64
     outs = [torch.zeros(1, 6, imgsz // s, imgsz // s) for s in STRIDES]
     points, stride = make_anchors(outs)
-    pos, best = assign(points, stride, torch.tensor([[box]]), torch.tensor([[True]]), radius=2.5)
+    pos, best = assign(points, stride, torch.tensor([box]), torch.tensor([0]), 1, radius=2.5)
     flat_index, offset = {}, 0
     for level, s in enumerate(STRIDES):
         n = imgsz // s
@@ -121,11 +121,30 @@ def test_assignment_prefers_the_smaller_box():
     big, small = [0.0, 0, 40, 40], [16.0, 16, 24, 24]
     outs = [torch.zeros(1, 6, 64 // s, 64 // s) for s in STRIDES]
     points, stride = make_anchors(outs)
-    pos, best = assign(points, stride, torch.tensor([[big, small]]), torch.tensor([[True, True]]), 2.5)
+    pos, best = assign(points, stride, torch.tensor([big, small]), torch.tensor([0, 0]), 1, 2.5)
     cell = 2 * 8 + 2  # level 0, (y=2, x=2): centre (20, 20) lies in both boxes
     assert pos[0, cell] and best[0, cell].item() == 1
     corner = 0  # (4, 4) lies only in the big box
     assert pos[0, corner] and best[0, corner].item() == 0
+
+
+def test_assignment_keeps_images_apart_and_breaks_equal_areas_by_index():
+    outs = [torch.zeros(3, 6, 64 // s, 64 // s) for s in STRIDES]
+    points, stride = make_anchors(outs)
+    a, b = [16.0, 16, 24, 24], [10.0, 30, 50, 60]
+    same_area = [17.0, 16, 25, 24]  # as large as a, shifted by one pixel: shares a's cells
+    boxes = torch.tensor([b, a, same_area, a])
+    image = torch.tensor([1, 0, 0, 2])
+    pos, best = assign(points, stride, boxes, image, 3, 2.5)
+    alone_a, _ = assign(points, stride, torch.tensor([a]), torch.tensor([0]), 1, 2.5)
+    alone_b, _ = assign(points, stride, torch.tensor([b]), torch.tensor([0]), 1, 2.5)
+    assert torch.equal(pos[1], alone_b[0]) and torch.all(best[1][pos[1]] == 0)
+    assert torch.equal(pos[2], alone_a[0]) and torch.all(best[2][pos[2]] == 3)
+    shared = alone_a[0] & pos[0]
+    assert torch.all(best[0][shared & alone_a[0]] <= 2)
+    cell = 2 * 8 + 2  # centre (20, 20): inside both equal-area boxes of image 0 -> lower index 1
+    assert pos[0, cell] and best[0, cell].item() == 1
+    assert torch.all(best[~pos] == 0)
 
 
 def test_loss_finite_with_zero_targets_and_backpropagates():

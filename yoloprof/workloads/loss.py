@@ -9,10 +9,9 @@ contain that work. The assignment is the simple centre-sampling rule of FCOS/YOL
   centre (so every box, however small, gets at least one positive on each level);
 * a cell claimed by several boxes goes to the smallest one.
 
-The loss is written without boolean indexing and without `.item()` so it adds no device
-synchronisation of its own; the one host read left is the largest box count per image, taken on
-the targets' device. Pass the targets on the CPU (as the data loader yields them) and the loss
-never waits for the GPU.
+The loss is written without boolean indexing, `.item()` or any other host read of device values,
+so it adds no device synchronisation of its own: a profile of the step shows the model's syncs,
+not the loss's. The targets may be on the CPU (they are then moved, non-blocking) or the device.
 """
 
 from __future__ import annotations
@@ -24,48 +23,42 @@ from yoloprof.workloads.boxes import box_area, cxcywh_to_xyxy, giou
 from yoloprof.workloads.yolo import NUM_BOX, STRIDES, distances_to_boxes, flatten_outputs, make_anchors
 
 
-def pack_targets(targets: torch.Tensor, batch: int, width: int, height: int) -> tuple[torch.Tensor, ...]:
-    """[M, 6] rows (image, cls, cx, cy, w, h) normalised -> per-image padded tensors.
-
-    Returns xyxy pixel boxes [B, G, 4], classes [B, G] (long) and a validity mask [B, G], where G is
-    the largest number of boxes in one image (0 when there are none).
-    """
+def target_boxes(targets: torch.Tensor, width: int, height: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """[M, 6] rows (image, cls, cx, cy, w, h) normalised -> (image [M] long, cls [M] long,
+    xyxy pixel boxes [M, 4])."""
     if targets.ndim != 2 or targets.shape[1] != 6:
         raise ValueError(f"targets must have shape [M, 6], got {list(targets.shape)}")
-    img = targets[:, 0].long()
-    counts = torch.bincount(img, minlength=batch)
-    g = int(counts.max()) if targets.shape[0] else 0
-    boxes = targets.new_zeros((batch, g, 4))
-    classes = torch.zeros((batch, g), dtype=torch.long, device=targets.device)
-    valid = torch.zeros((batch, g), dtype=torch.bool, device=targets.device)
-    if g:
-        order = torch.argsort(img, stable=True)
-        img_sorted = img[order]
-        starts = torch.cumsum(counts, 0) - counts
-        slot = torch.arange(len(order), device=targets.device) - starts[img_sorted]
-        scale = targets.new_tensor([width, height, width, height])
-        boxes[img_sorted, slot] = cxcywh_to_xyxy(targets[order, 2:6] * scale)
-        classes[img_sorted, slot] = targets[order, 1].long()
-        valid[img_sorted, slot] = True
-    return boxes, classes, valid
+    cxcywh = targets[:, 2:6].clone()
+    cxcywh[:, 0::2] *= width  # python scalars: no host-to-device copy when targets are on a GPU
+    cxcywh[:, 1::2] *= height
+    return targets[:, 0].long(), targets[:, 1].long(), cxcywh_to_xyxy(cxcywh)
 
 
-def assign(points: torch.Tensor, stride: torch.Tensor, gt_boxes: torch.Tensor, valid: torch.Tensor,
+def assign(points: torch.Tensor, stride: torch.Tensor, boxes: torch.Tensor, image: torch.Tensor, batch: int,
            radius: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Centre-based assignment; returns (positive mask [B, A], assigned box index [B, A])."""
-    pts = points[None, None]  # [1, 1, A, 2]
-    s = stride[None, None, :, 0]  # [1, 1, A]
-    box = gt_boxes[:, :, None]  # [B, G, 1, 4]
-    centre = (box[..., :2] + box[..., 2:]) / 2
-    delta = (pts - centre).abs()  # [B, G, A, 2]
+    """Centre-based assignment of M boxes (of images `image`) to the A cells of every image.
+
+    Returns (positive mask [B, A], index into the M boxes [B, A]; 0 where not positive). Works on
+    the flat box list with scatter-reductions, so no per-image padding and no host-side count.
+    """
+    pts, s = points[None], stride[None, :, 0]  # [1, A, 2], [1, A]
+    box = boxes[:, None]  # [M, 1, 4]
+    delta = (pts - (box[..., :2] + box[..., 2:]) / 2).abs()  # [M, A, 2]
     inside = ((pts > box[..., :2]) & (pts < box[..., 2:])).all(-1)
     near = (delta < radius * s[..., None]).all(-1)
     holds_centre = (delta <= s[..., None] / 2).all(-1)
-    cand = ((inside & near) | holds_centre) & valid[:, :, None]
-    area = box_area(gt_boxes)[:, :, None].expand_as(cand)
-    area = torch.where(cand, area, torch.full_like(area, float("inf")))
-    best = area.argmin(1)  # [B, A]: the smallest candidate box wins ties
-    return cand.any(1), best
+    cand = (inside & near) | holds_centre  # [M, A]
+    key = box_area(boxes)[:, None].expand_as(cand).masked_fill(~cand, float("inf"))  # smallest box wins
+    rows = image[:, None].expand_as(key)
+    best = torch.full((batch, key.shape[1]), float("inf"), device=boxes.device)
+    best = best.scatter_reduce(0, rows, key, "amin")
+    winner = cand & (key == best[image])
+    m_index = torch.arange(len(boxes), device=boxes.device)[:, None].expand_as(key)
+    none = torch.full_like(m_index, len(boxes))
+    first = torch.full((batch, key.shape[1]), len(boxes), dtype=torch.long, device=boxes.device)
+    first = first.scatter_reduce(0, rows, torch.where(winner, m_index, none), "amin")  # ties: lower index
+    pos = first < len(boxes)
+    return pos, torch.where(pos, first, torch.zeros_like(first))
 
 
 class DetectionLoss:
@@ -84,21 +77,22 @@ class DetectionLoss:
         batch, dev = flat.shape[0], flat.device
         height, width = (d * self.strides[0] for d in outputs[0].shape[-2:])
         points, stride = make_anchors(outputs, self.strides)
-        gt_boxes, gt_cls, valid = (t.to(dev, non_blocking=True) for t in pack_targets(targets, batch, width, height))
+        image, gt_cls, gt_boxes = (t.to(dev, non_blocking=True) for t in target_boxes(targets, width, height))
         obj_logit = flat[..., NUM_BOX]
-        if gt_boxes.shape[1] == 0:
+        if gt_boxes.shape[0] == 0:  # a shape, known on the host: no sync to find out
             # No boxes anywhere: every cell is background; keep the box/cls graph alive with zeros.
             zero = flat[..., :NUM_BOX].sum() * 0.0 + flat[..., NUM_BOX + 1:].sum() * 0.0
             lobj = F.binary_cross_entropy_with_logits(obj_logit, torch.zeros_like(obj_logit))
             return self._total(zero, lobj, zero.clone())
-        pos, best = assign(points, stride, gt_boxes, valid, self.radius)
+        pos, best = assign(points, stride, gt_boxes.float(), image, batch, self.radius)
         posf = pos.float()
         npos = posf.sum().clamp(min=1.0)
         pred_boxes = distances_to_boxes(flat[..., :NUM_BOX], points, stride)
-        matched = torch.gather(gt_boxes, 1, best[..., None].expand(-1, -1, 4))
+        matched = gt_boxes.float()[best]  # [B, A, 4]
         lbox = ((1.0 - giou(pred_boxes, matched)) * posf).sum() / npos
         lobj = F.binary_cross_entropy_with_logits(obj_logit, posf)
-        cls_target = F.one_hot(torch.gather(gt_cls, 1, best), self.nc).float()
+        classes = torch.arange(self.nc, device=dev)
+        cls_target = (gt_cls[best][..., None] == classes).float()  # one-hot without one_hot's range check
         bce = F.binary_cross_entropy_with_logits(flat[..., NUM_BOX + 1:], cls_target, reduction="none")
         lcls = (bce.sum(-1) * posf).sum() / npos
         return self._total(lbox, lobj, lcls)
