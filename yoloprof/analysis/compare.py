@@ -16,7 +16,7 @@ import pandas as pd
 from yoloprof.analysis.configs import Configs, Plan
 from yoloprof.analysis.tables import metric_meta, pooled_samples
 from yoloprof.errors import UsageError
-from yoloprof.metrics.stats import adjust_pvalues, compare_batch
+from yoloprof.metrics.stats import adjust_pvalues, compare_batch, detectable_change
 
 DEFAULT_METRICS = ("step_ms", "img_per_s", "peak_mem_mb")
 INFER_METRICS = ("p50_ms",)
@@ -82,8 +82,13 @@ def compare_configs(metrics: pd.DataFrame, cfg: Configs, plan: Plan, names: list
         if not row:
             g, base, m = next(jobs_it)
             rows[i] = _result_row(cfg, g, base, m, meta[m], next(results))
-    df = pd.DataFrame(rows, columns=COLUMNS)
-    return _adjust(df, alpha, correction)
+    df = _adjust(pd.DataFrame(rows, columns=COLUMNS), alpha, correction)
+    # verdicts the correction made inconclusive still say what it would take to decide
+    for i in np.flatnonzero(((df["verdict_code"] == "inconclusive") & df["mde_pct"].isna()).to_numpy()):
+        g, base, m = df.at[i, "group_hash"], df.at[i, "baseline_hash"], df.at[i, "metric"]
+        df.at[i, "mde_pct"], df.at[i, "trials_needed"] = detectable_change(
+            samples[(base, m)], samples[(g, m)], alpha=alpha, noise=noise)
+    return df
 
 
 def _adjust(df: pd.DataFrame, alpha: float, correction: str) -> pd.DataFrame:

@@ -54,7 +54,9 @@ class Configs:
     varying: list[str]           # axes with more than one value
 
     def label(self, group_hash: str) -> str:
-        return str(self.table.loc[group_hash, "config"])
+        if "_labels" not in self.__dict__:
+            self.__dict__["_labels"] = dict(zip(self.table.index, self.table["config"].astype(str)))
+        return self.__dict__["_labels"][group_hash]
 
     def levels(self, axis: str) -> list[object]:
         """Levels of an axis: numbers ascending, anything else in order of first appearance."""

@@ -226,8 +226,12 @@ def _compare_group(B: np.ndarray, A: np.ndarray, betters: list[str | None], drop
         LB, LA = np.log(B), np.log(A)
         p, lo, hi, df = _welch(LB, LA, alpha)
         p_mw = _mannwhitney(B, A)
-        mde, need = _power(LB, LA, df, alpha, noise)
         lo, hi = np.sort(np.exp(sign[:, None] * np.stack([lo, hi], axis=1)), axis=1).T
+        # power figures only where the verdict will be inconclusive (the noncentral t is costly)
+        mde, need = np.full(len(betters), np.nan), np.full(len(betters), np.nan)
+        incon = ~((lo > 1 + noise) | (hi < 1 - noise) | ((lo >= 1 - noise) & (hi <= 1 + noise)) | (p < alpha))
+        if incon.any():
+            mde[incon], need[incon] = _power(LB[incon], LA[incon], df[incon], alpha, noise)
     out = []
     for i, better in enumerate(betters):
         notes = (_side_warnings("before", B[i], sb["cv"][i], sb["outliers"][i], sb["slow_first"][i], dropped[i][0])
@@ -288,6 +292,19 @@ def compare_batch(pairs: Sequence[tuple[Iterable[float], Iterable[float], str | 
         for i, r in zip(idx, rows):
             results[i] = r
     return results
+
+
+def detectable_change(before: Iterable[float], after: Iterable[float], *, alpha: float = 0.05,
+                      noise: float = 0.02) -> tuple[float | None, int | None]:
+    """(smallest change in % detectable at these trial counts, trials per side needed to detect a
+    change of `noise`) with 80% power; None when either side has fewer than 3 usable trials."""
+    (b, _), (a, _) = _clean(before), _clean(after)
+    if min(b.size, a.size) < MIN_TRIALS:
+        return None, None
+    lb, la = np.log(b)[None, :], np.log(a)[None, :]
+    df = np.array([_welch(lb, la, alpha)[3][0]])
+    mde, need = _power(lb, la, df, alpha, noise)
+    return _opt(float(mde[0])), int(need[0]) if math.isfinite(need[0]) else None
 
 
 def compare_samples(before: Iterable[float], after: Iterable[float], *, better: str | None = "lower",

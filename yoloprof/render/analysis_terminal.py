@@ -49,7 +49,7 @@ def _comparisons(console: Any, result: Any) -> None:
     s = result.settings
     t = _table(console, f"comparisons ({s['correction']} correction, alpha {s['alpha']}, noise {s['noise']:.0%})",
                COMPARISON_HEADERS, right=(2, 3, 5, 6))
-    for _, row in cmp.iterrows():
+    for row in cmp.to_dict("records"):
         cells = comparison_cells(row)
         style = VERDICT_STYLE.get(row["verdict_code"], ("",))[0]
         cells[-1] = f"[{style}]{cells[-1]}[/]" if style else cells[-1]

@@ -59,7 +59,7 @@ def _table(headers: list[str], rows: list[list[str]], numeric: set[int] = frozen
 
 def _comparison_rows(cmp: pd.DataFrame) -> list[list[str]]:
     out = []
-    for _, r in cmp.iterrows():
+    for r in cmp.to_dict("records"):
         cells = [escape(c) for c in comparison_cells(r)]
         verdict = _badge(r["verdict_code"], str(r["verdict"]))
         detail = comparison_cells(r)[-1][len(str(r["verdict"])):].strip()

@@ -43,7 +43,7 @@ def comparison_markdown(result: Any) -> str:
     if cmp.empty:
         parts.append("No comparisons (one configuration only, or no baseline pairs).")
     else:
-        parts.append(md_table(COMPARISON_HEADERS, [comparison_cells(r) for _, r in cmp.iterrows()]))
+        parts.append(md_table(COMPARISON_HEADERS, [comparison_cells(r) for r in cmp.to_dict("records")]))
     if not result.best.empty:
         parts += ["", "## Best configuration per metric", "",
                   md_table(["metric", "best", "value", "runner-up", "margin [CI]", "p", "significant"],
@@ -59,5 +59,5 @@ def comparison_markdown(result: Any) -> str:
     if result.warnings or result.notes or not warned.empty:
         parts += ["", "## Warnings and notes", ""]
         parts += [f"- **warning:** {w}" for w in result.warnings] + [f"- {n}" for n in result.notes]
-        parts += [f"- {r['config']} / {r['metric']}: {r['warnings']}" for _, r in warned.iterrows()]
+        parts += [f"- {r['config']} / {r['metric']}: {r['warnings']}" for r in warned.to_dict("records")]
     return "\n".join(parts) + "\n"
