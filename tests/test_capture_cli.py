@@ -1,0 +1,208 @@
+"""`yoloprof run` and `yoloprof infer` as a user runs them: subprocess, exit codes, files, schema."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from importlib.resources import files
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from conftest import run_cli
+
+SCHEMA = json.loads(files("yoloprof.profiles").joinpath("profile.schema.json").read_text())
+TINY_TRAIN = ("--device", "cpu", "--batch", "2", "--imgsz", "64", "--steps", "3", "--warmup", "1",
+              "--workers", "0")
+TINY_INFER = ("--device", "cpu", "--imgsz", "64", "--runs", "6", "--warmup", "2")
+
+
+def load_valid(path: Path) -> dict:
+    profile = json.loads(path.read_text())
+    jsonschema.validate(profile, SCHEMA)
+    return profile
+
+
+@pytest.fixture(scope="module")
+def train_profile(tmp_path_factory) -> tuple[dict, subprocess.CompletedProcess, Path]:
+    project = tmp_path_factory.mktemp("train")
+    proc = run_cli("run", "synthetic", *TINY_TRAIN, "--repeat", "3", "--project", project)
+    assert proc.returncode == 0, proc.stderr
+    return load_valid(project / "train" / "profile.json"), proc, project
+
+
+@pytest.fixture(scope="module")
+def infer_profile(tmp_path_factory) -> tuple[dict, subprocess.CompletedProcess, Path]:
+    project = tmp_path_factory.mktemp("infer")
+    proc = run_cli("infer", *TINY_INFER, "--repeat", "2", "--project", project, "--json")
+    assert proc.returncode == 0, proc.stderr
+    return load_valid(project / "infer" / "profile.json"), proc, project
+
+
+def test_run_writes_profile_and_trace(train_profile):
+    profile, proc, project = train_profile
+    assert (project / "train" / "profile_trace.json").stat().st_size > 1000
+    assert profile["kind"] == "train" and profile["config"]["batch"] == 2
+    assert profile["env"]["device_type"] == "cpu" and profile["env"]["threads"] >= 1
+    assert "step time" in proc.stdout  # the short summary at the end
+
+
+def test_repeat_keeps_one_sample_per_trial(train_profile):
+    metrics = train_profile[0]["metrics"]
+    step = metrics["step_ms"]
+    assert step["n"] == 3 and len(step["samples"]) == 3
+    assert step["value"] == pytest.approx(sum(step["samples"]) / 3)
+    # throughput is derived per trial from the same samples, not from the mean
+    for ms, ips in zip(step["samples"], metrics["img_per_s"]["samples"]):
+        assert ips == pytest.approx(2 * 1000.0 / ms)
+
+
+def test_phase_wall_times_add_up_to_the_step(train_profile):
+    metrics = train_profile[0]["metrics"]
+    phases = ("dataload", "to_device", "forward", "backward", "optimizer")
+    for trial in range(3):
+        parts = sum(metrics[f"{p}_wall_ms"]["samples"][trial] for p in phases)
+        assert parts == pytest.approx(metrics["step_ms"]["samples"][trial], rel=1e-6)
+    by_phase = {row["phase"]: row for row in train_profile[0]["phases"]}
+    assert set(phases) <= set(by_phase)
+    assert by_phase["forward"]["ops_per_step"] > 0  # filled from the trace pass
+
+
+def test_flops_and_memory_are_real(train_profile):
+    metrics = train_profile[0]["metrics"]
+    assert metrics["gflops_per_step"]["value"] > 0
+    assert metrics["peak_rss_mb"]["n"] == 3 and metrics["peak_rss_mb"]["value"] > 50
+    assert metrics["peak_mem_mb"]["value"] > 0  # CPU allocator peak from the trace pass
+    assert train_profile[0]["verdict"]["bound"]
+
+
+def test_infer_json_is_the_profile_and_only_that(infer_profile):
+    profile, proc, _ = infer_profile
+    assert json.loads(proc.stdout) == profile
+
+
+def test_infer_latency_and_stages(infer_profile):
+    profile = infer_profile[0]
+    lat = profile["latency"]
+    assert lat["n"] == 12  # 6 runs x 2 trials
+    assert lat["min_ms"] <= lat["p50_ms"] <= lat["p90_ms"] <= lat["p99_ms"] <= lat["max_ms"]
+    assert sum(s["share"] for s in profile["stages"]) == pytest.approx(1.0)
+    assert [s["stage"] for s in profile["stages"]] == ["preprocess", "forward", "postprocess"]
+    assert profile["metrics"]["p50_ms"]["n"] == 2
+    assert math.isclose(profile["metrics"]["img_per_s"]["samples"][0],
+                        1000.0 / profile["metrics"]["step_ms"]["samples"][0])
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_cpu_autocast_train_and_infer(tmp_path, dtype):
+    proc = run_cli("run", *TINY_TRAIN, "--amp", "--amp-dtype", dtype, "--no-trace", "--project", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    profile = load_valid(tmp_path / "train" / "profile.json")
+    assert profile["config"]["amp"] is True and profile["config"]["amp_dtype"] == dtype
+    proc = run_cli("infer", *TINY_INFER, "--half", "--amp-dtype", dtype, "--no-trace", "--project", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert load_valid(tmp_path / "infer" / "profile.json")["config"]["amp"] is True
+
+
+BAD_ARGS = [
+    (("run", "--steps", "0"), 2, "--steps must be >= 1"),
+    (("run", "--warmup", "-1"), 2, "--warmup must be >= 0"),
+    (("run", "--amp-dtype", "float32"), 2, "float16, bfloat16"),
+    (("run", "--size", "x"), 2, "n, t, s, m, l"),
+    (("run", "nosuchdata"), 2, "nosuchdata"),
+    (("infer", "--batch", "-1"), 2, "needs a CUDA device"),
+]
+
+
+@pytest.mark.parametrize("args,code,text", BAD_ARGS, ids=[" ".join(a[0]) for a in BAD_ARGS])
+def test_bad_input_one_line_error(tmp_path, args, code, text):
+    full = [*args, "--device", "cpu", "--imgsz", "64", "--project", str(tmp_path)]
+    proc = run_cli(*full)
+    assert proc.returncode == code, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("yoloprof: error:") and text in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "train" / "profile.json").exists()
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_device_without_cuda_suggests_cpu(tmp_path):
+    proc = run_cli("run", "--device", "0", "--project", tmp_path)
+    assert proc.returncode == 2 and "--device cpu" in proc.stderr
+
+
+def test_dataset_too_small_exits_3_before_measuring(tmp_path):
+    data = tmp_path / "ds"
+    (data / "images").mkdir(parents=True)
+    from PIL import Image
+
+    for i in range(5):
+        Image.new("RGB", (48, 40), (i * 40, 90, 20)).save(data / "images" / f"{i}.jpg")
+    proc = run_cli("run", data, "--device", "cpu", "--batch", "2", "--imgsz", "64", "--steps", "3",
+                   "--warmup", "1", "--workers", "0", "--project", tmp_path / "out")
+    assert proc.returncode == 3, proc.stderr
+    msg = proc.stderr.strip()
+    for way in ("larger dataset", "fewer --steps", "smaller --batch"):
+        assert way in msg
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("profile.json"))
+
+
+def test_weights_that_do_not_match_exit_2_naming_the_key(tmp_path):
+    import torch
+
+    torch.save({"model.0.conv.weight": torch.zeros(3)}, tmp_path / "bad.pt")
+    proc = run_cli("run", *TINY_TRAIN, "--weights", tmp_path / "bad.pt", "--project", tmp_path)
+    assert proc.returncode == 2 and "yoloprof: error:" in proc.stderr
+    torch.save([1, 2, 3], tmp_path / "notdict.pt")
+    proc = run_cli("infer", *TINY_INFER, "--weights", tmp_path / "notdict.pt", "--project", tmp_path)
+    assert proc.returncode == 2 and "state dict" in proc.stderr
+
+
+USER_MODEL = '''
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self, width: int = 8):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(3, width, 3, 2, 1), nn.ReLU(), nn.Conv2d(width, 4, 3, 2, 1))
+
+    def forward(self, x):
+        return self.body(x)
+'''
+
+
+def test_user_model_from_the_current_directory_in_both_modes(tmp_path):
+    (tmp_path / "mymodels.py").write_text(USER_MODEL)
+    proc = run_cli("run", *TINY_TRAIN, "--model", "mymodels.Net", "--project", "out", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    train = load_valid(tmp_path / "out" / "train" / "profile.json")
+    assert train["config"]["model"] == "mymodels.Net" and train["metrics"]["step_ms"]["value"] > 0
+    proc = run_cli("infer", *TINY_INFER, "--model", "mymodels.Net", "--project", "out", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    infer = load_valid(tmp_path / "out" / "infer" / "profile.json")
+    assert infer["latency"]["n"] == 6
+
+
+def test_ctrl_c_leaves_the_previous_profile_intact(tmp_path):
+    out = tmp_path / "train"
+    out.mkdir()
+    before = b'{"schema": "yoloprof.profile/1", "marker": "previous run"}\n'
+    (out / "profile.json").write_bytes(before)
+    env = {**os.environ, "NO_COLOR": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "yoloprof", "run", "--device", "cpu", "--batch", "2",
+                             "--imgsz", "64", "--steps", "400", "--warmup", "1", "--workers", "0",
+                             "--project", str(tmp_path)], stderr=subprocess.PIPE, env=env)
+    time.sleep(12)  # past torch's import and into the measured steps
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert (out / "profile.json").read_bytes() == before
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temp files left behind
