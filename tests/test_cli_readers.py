@@ -86,7 +86,9 @@ def test_summary_on_trace(name: str) -> None:
     assert s["kind"] == "trace"
     assert s["trace"]["steps_analyzed"] == max(len(steps), 1)
     step = next(f for f in s["headline"] if f["name"] == "step_ms")
-    if steps:
+    last_end = max(float(e["ts"]) + float(e.get("dur") or 0) for e in _events(name)
+                   if e.get("ph") == "X" and e.get("cat") not in ("Trace", "user_annotation"))
+    if steps and steps[-1][1] <= last_end:  # a step cut by the end of the recording is not compared
         mean_ms = sum(b - a for a, b in steps) / len(steps) / 1000.0
         assert step["value"] == pytest.approx(mean_ms, rel=0.01)
     text = run_cli("summary", str(path))
@@ -142,7 +144,7 @@ def test_compare_two_raw_traces() -> None:
 
 @pytest.mark.parametrize("name", ["nccl_data.json.gz", "mi250_minitoy_train_ROCm6_2_kineto.json.gz"])
 def test_what_if_on_gpu_trace(name: str) -> None:
-    r = _json("what-if", str(trace_path(name)), "--remove-launches", "10")
+    r = _json("what-if", str(trace_path(name)), "--remove-launches", "2")
     assert r["predicted_step_ms"] <= r["step_ms"]
     assert r["predicted_step_ms"] >= max(r["host_ms_after"], r["device_ms_after"]) - 1e-9
     cat = _json("summary", str(trace_path(name)))["categories"][0]["category"]

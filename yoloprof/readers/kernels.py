@@ -29,6 +29,24 @@ def known_categories() -> list[str]:
     return list(CATEGORIES)
 
 
+def by_name(rows: list[dict]) -> list[dict]:
+    """One row per kernel name: the engine keeps a row per (name, phase), which would show the
+    same kernel several times in a top list. Phases are joined ("forward,backward")."""
+    merged: dict[str, dict] = {}
+    for k in rows:
+        m = merged.get(k.get("name"))
+        if m is None:
+            merged[k.get("name")] = m = {key: k.get(key) for key in KEYS}
+            m["ms_per_step"], m["pct"], m["count_per_step"], m["phases"] = 0.0, 0.0, 0.0, []
+        for key in ("ms_per_step", "pct", "count_per_step"):
+            m[key] += finite(k.get(key)) or 0.0
+        if k.get("phase") and k["phase"] not in m["phases"]:
+            m["phases"].append(k["phase"])
+    for m in merged.values():
+        m["phase"] = ",".join(m.pop("phases")) or None
+    return list(merged.values())
+
+
 def compile_grep(pattern: str | None) -> re.Pattern[str] | None:
     """`--grep` as a case-insensitive regex (kernel names mix cases: `sm80_xmma_gemm`, `Kernel2`)."""
     if pattern is None:
@@ -60,6 +78,8 @@ def compute_kernels(profile: dict, *, top: int = 20, category: str | None = None
             and (phase is None or k.get("phase") == phase)
             and (not tensorcore or k.get("tensorcore"))
             and (rx is None or rx.search(str(k.get("name", ""))) or rx.search(str(k.get("short_name", ""))))]
+    if phase is None:
+        rows = by_name(rows)
     key, desc = SORTS[sort]
     rows.sort(key=lambda k: (_sort_value(k.get(key)), str(k.get("name"))), reverse=desc)
     if sort == "name":

@@ -76,7 +76,9 @@ def _categories(profile: dict) -> list[dict[str, Any]]:
 
 
 def _top_kernels(profile: dict) -> list[dict[str, Any]]:
-    kernels = [k for k in profile.get("kernels") or [] if finite(k.get("ms_per_step")) is not None]
+    from yoloprof.readers.kernels import by_name
+
+    kernels = by_name([k for k in profile.get("kernels") or [] if finite(k.get("ms_per_step")) is not None])
     kernels.sort(key=lambda k: -k["ms_per_step"])
     keys = ("short_name", "name", "category", "tensorcore", "phase", "ms_per_step", "pct", "count_per_step")
     return [{k: kern.get(k) for k in keys} for kern in kernels[:TOP_KERNELS]]

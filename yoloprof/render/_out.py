@@ -38,7 +38,7 @@ def fmt_num(v: Any, digits: int = 3) -> str:
 
 def fmt_val(v: Any, unit: str = "") -> str:
     s = fmt_num(v)
-    if s == NA or not unit:
+    if s == NA or not unit or unit == "count":
         return s
     return f"{s}{unit}" if unit == "%" else f"{s} {unit}"
 

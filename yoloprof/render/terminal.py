@@ -108,7 +108,8 @@ def render_phases(result: dict[str, Any], out: Out | None = None) -> None:
                      fmt_num(t.get("kernels_per_step")), fmt_num(t.get("ops_per_step"))])
         out.table(["phase", "wall ms", "of step", "device ms", "kernels", "ops"], rows,
                   title=f"phases per step (step {fmt_val(result.get('step_ms'), 'ms')})", right=(1, 2, 3, 4, 5))
-    if result.get("unattributed_wall_ms") is not None and result["unattributed_wall_ms"] > 0:
+    other, step = result.get("unattributed_wall_ms"), result.get("step_ms")
+    if other is not None and step and other > 0.005 * step:
         out.note(f"{fmt_num(result['unattributed_wall_ms'])} ms of the step is in no phase")
     _warnings(out, result.get("warnings"))
 
