@@ -55,11 +55,11 @@ class AnalysisResult:
     def to_json(self) -> dict[str, Any]:
         """The `--json` document: the comparison table plus the context needed to read it."""
         cmp = self.comparisons.drop(columns=["group_hash", "baseline_hash"], errors="ignore")
+        front = self.pareto[self.pareto["pareto"]] if "pareto" in self.pareto else self.pareto.iloc[0:0]
         return {"sweep_dir": str(self.sweep_dir), "baseline": self.baseline, "varying_axes": self.varying,
                 "metrics": self.metrics_compared, "settings": self.settings, "jobs": self.jobs,
                 "comparisons": _records(cmp), "best": _records(self.best),
-                "pareto": _records(self.pareto[self.pareto.get("pareto", False) == True])  # noqa: E712
-                if "pareto" in self.pareto else [],
+                "pareto": _records(front.drop(columns=["group_hash"], errors="ignore")),
                 "scaling": _records(self.scaling), "warnings": self.warnings, "notes": self.notes}
 
 
