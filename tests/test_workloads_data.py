@@ -212,3 +212,23 @@ def test_bad_label_line_names_file_and_line(tmp_path, line, match):
     with pytest.raises(UsageError, match=match) as err:
         build_dataset(str(tmp_path), 32, 3)
     assert f"a.txt:2" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_yolo_dataset_through_a_worker_loader(tmp_path):
+    write_dataset(tmp_path)
+    ds = build_dataset(str(tmp_path), 64, 3)
+    batches = list(make_loader(ds, batch=2, workers=2))
+    assert len(batches) == 2
+    images = torch.cat([b[0] for b in batches])
+    assert torch.equal(images, torch.stack([ds[i][0] for i in range(4)]))
+    targets = [b[1] for b in batches]
+    assert sum(len(t) for t in targets) == 4  # 2 + 1 + 1 + 0 boxes
+    assert all(torch.all((t[:, 2:] >= 0) & (t[:, 2:] <= 1)) for t in targets)
+
+
+def test_yaml_train_as_an_image_list(tmp_path):
+    write_dataset(tmp_path)
+    (tmp_path / "train.txt").write_text("images/train/a.jpg\n\nimages/train/b.png\n")
+    (tmp_path / "data.yaml").write_text("train: train.txt\nnames: [a, b, c]\n")
+    ds = build_dataset(str(tmp_path / "data.yaml"), 32, 3)
+    assert [p.name for p in ds.files] == ["a.jpg", "b.png"] and len(ds.labels[0]) == 2
