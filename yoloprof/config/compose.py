@@ -46,13 +46,20 @@ def hydra_session(config_dir: str | None = None) -> Iterator[object]:
         GlobalHydra.instance().clear()
 
 
+def normalise_overrides(overrides: list[str]) -> list[str]:
+    """`+sweep=X` and `sweep=X` both select an experiment file: the group's default is null (DESIGN.md
+    section 8), which Hydra only lets the plain form replace."""
+    return [item[1:] if item.startswith("+sweep=") else item for item in overrides]
+
+
 def compose_job(overrides: list[str] | None = None, config_dir: str | None = None) -> DictConfig:
     """One job's config (no sweep expansion), with the `hydra` node: the test fixture's compose."""
     from hydra.types import RunMode
 
     with hydra_session(config_dir) as hydra:
         try:
-            return hydra.compose_config(CONFIG_NAME, list(overrides or []), run_mode=RunMode.RUN,
+            return hydra.compose_config(CONFIG_NAME, normalise_overrides(list(overrides or [])),
+                                        run_mode=RunMode.RUN,
                                         with_log_configuration=False)
         except Exception as exc:  # noqa: BLE001 - turned into one line for the user
             raise UsageError(one_line(exc)) from exc
@@ -64,7 +71,8 @@ def sweep_options(hydra: object, group: str = "sweep") -> list[str]:
 
 
 def _yaml_error(exc: BaseException) -> str | None:
-    """A YAML syntax error as 'file line N: problem' (Hydra's own message drops the line)."""
+    """A YAML syntax error as 'file, line N: problem' from the parser's marks (Hydra's message
+    buries them in a chain)."""
     import yaml
 
     seen: set[int] = set()
@@ -72,8 +80,11 @@ def _yaml_error(exc: BaseException) -> str | None:
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         if isinstance(current, yaml.MarkedYAMLError) and current.problem_mark is not None:
-            mark = current.problem_mark
-            return f"line {mark.line + 1}, column {mark.column + 1}: {current.problem}"
+            mark, context = current.problem_mark, ""
+            if current.context and current.context_mark is not None:
+                context = f" ({current.context} from line {current.context_mark.line + 1})"
+            return (f"YAML syntax error in {mark.name}, line {mark.line + 1}, column {mark.column + 1}: "
+                    f"{current.problem}{context}")
         current = current.__cause__ or current.__context__
     return None
 
@@ -83,6 +94,9 @@ def one_line(exc: BaseException) -> str:
     line that keeps what matters: the key, the value and the valid values."""
     from omegaconf.errors import OmegaConfBaseException
 
+    yaml_where = _yaml_error(exc)
+    if yaml_where:
+        return yaml_where
     parts: list[str] = []
     seen: set[int] = set()
     current: BaseException | None = exc
@@ -98,7 +112,4 @@ def one_line(exc: BaseException) -> str:
             if not any(chunk in p for p in parts):
                 parts.append(chunk)
         current = current.__cause__
-    yaml_where = _yaml_error(exc)
-    if yaml_where:
-        parts.append(f"YAML syntax error at {yaml_where}")
     return ": ".join(parts) or type(exc).__name__

@@ -105,10 +105,10 @@ def group_hash(settings: CaptureSettings) -> str:
 
 def check_target(target: str) -> None:
     """Fail before the first job when a model `_target_` does not import, naming it and why."""
-    from hydra.utils import get_object
+    from hydra._internal.utils import _locate  # hydra.utils.get_object also logs an error
 
     try:
-        get_object(target)
+        _locate(target)
     except Exception as exc:  # noqa: BLE001 - any import failure is the user's to see
         cause = exc.__cause__ or exc
         raise UsageError(f"model _target_ {target!r} does not import: "

@@ -21,10 +21,11 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig
 
-from yoloprof.config.compose import one_line
+from yoloprof.config.compose import normalise_overrides, one_line
 from yoloprof.config.schema import SWEEP_ID_ENV, new_sweep_id, register
 from yoloprof.errors import UsageError, YoloprofError
-from yoloprof.sweep.plan import MANIFEST_SCHEMA, dir_overrides, plan_sweep, prepare_dir, read_manifest
+from yoloprof.sweep.plan import (MANIFEST_SCHEMA, dir_overrides, discard_if_unused, plan_sweep, prepare_dir,
+                                 read_manifest)
 
 register()
 PROG = "yoloprof sweep"
@@ -43,18 +44,16 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     from hydra._internal.utils import get_args_parser
 
     try:
-        return get_args_parser().parse_args(argv)
+        # intermixed: `yoloprof sweep batch=1,2 -m` works as well as `-m batch=1,2`
+        return get_args_parser().parse_intermixed_args(argv)
     except SystemExit as exc:  # argparse already printed the usage line
         raise UsageError(f"invalid arguments for {PROG}: {' '.join(argv)}") from exc
 
 
-def normalise_overrides(overrides: list[str]) -> tuple[list[str], Path | None]:
-    """`+sweep=X` and `sweep=X` both select an experiment file (the group defaults to null, which
-    Hydra only lets `sweep=X` replace); `resume=DIR` is ours, not a config key."""
+def split_resume(overrides: list[str]) -> tuple[list[str], Path | None]:
+    """Split off `resume=DIR` (ours, not a config key); `+sweep=X` becomes `sweep=X`."""
     out, resume = [], None
-    for item in overrides:
-        if item.startswith("+sweep="):
-            item = item[1:]
+    for item in normalise_overrides(overrides):
         if item.startswith("resume="):
             resume = Path(item.split("=", 1)[1])
             continue
@@ -70,8 +69,11 @@ def _launch(overrides: list[str], multirun: bool, config_dir: str | None) -> Non
     sys.argv = [PROG, *(["-m"] if multirun else []), *(["--config-dir", config_dir] if config_dir else []),
                 *overrides]
     os.environ["HYDRA_FULL_ERROR"] = "1"
+    from yoloprof.sweep.sweeper import validating_basic_sweeper
+
     try:
-        hydra_app()
+        with validating_basic_sweeper():
+            hydra_app()
     except SystemExit as exc:
         if exc.code not in (0, None):
             raise YoloprofError(f"hydra stopped the sweep (exit {exc.code})") from exc
@@ -149,7 +151,7 @@ def main(argv: list[str]) -> int:
     args = _parse(list(argv))
     if any(getattr(args, flag, None) for flag in _INFO_FLAGS):
         return _passthrough(list(argv))
-    overrides, resume = normalise_overrides(list(args.overrides))
+    overrides, resume = split_resume(list(args.overrides))
     multirun, config_dir = bool(args.multirun), args.config_dir
     if resume is not None:
         manifest = read_manifest(resume)
@@ -169,6 +171,11 @@ def main(argv: list[str]) -> int:
         "config_dir": os.path.abspath(config_dir) if config_dir else None})
     from yoloprof.sweep.progress import SweepProgress
 
-    with SweepProgress(plan.total):
-        _launch(overrides + dir_overrides(plan.sweep_dir), plan.multirun, config_dir)
+    try:
+        with SweepProgress(plan.total):
+            _launch(overrides + dir_overrides(plan.sweep_dir), plan.multirun, config_dir)
+    except UsageError:
+        if resume is None:
+            discard_if_unused(plan.sweep_dir)
+        raise
     return finish(plan.sweep_dir, plan.total, plan.analysis)

@@ -1,10 +1,10 @@
-"""The sweep's pre-flight: expand the grid as Hydra's BasicSweeper will, compose and validate every
-job, check the launcher and the sweep dir - all before the first capture starts.
+"""The sweep's pre-flight: compose the sweep once, expand its grid as Hydra's BasicSweeper will,
+check the launcher and create the sweep dir - before the first capture starts.
 
-Why duplicate the sweeper's expansion: the basic launcher composes a job's config only when the job
-starts, so without this a typo in the last grid point would surface after hours of captures. The
-expansion uses the sweeper's own `split_arguments`, so order and count match what Hydra runs, and it
-gives the live progress display its total.
+The per-job checks of a grid run inside Hydra's own pre-launch composition (sweep/sweeper.py, which
+calls `validate_job_configs`), so each job is composed twice (check, run), not three times. The
+expansion here uses the sweeper's own `split_arguments`, so order and count match what Hydra runs;
+it gives the progress display its total and the joblib check each job's device.
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from omegaconf import DictConfig, OmegaConf
 
 from yoloprof.capture.settings import CaptureSettings
-from yoloprof.config.compose import CONFIG_NAME, hydra_session, one_line, sweep_options
+from yoloprof.config.compose import (CONFIG_NAME, hydra_session, normalise_overrides, one_line,
+                                      sweep_options)
 from yoloprof.config.translate import check_target, job_values, settings_from_cfg
 from yoloprof.errors import UsageError
 
@@ -93,11 +94,14 @@ def check_launcher(launcher: str, launcher_cfg: dict[str, Any], devices: list[st
                          "submitit launcher for GPU sweeps, or hydra.launcher.n_jobs=1")
 
 
-def _validate_jobs(hydra: Any, cfg: DictConfig, jobs: list[list[str]], multirun: bool) -> list[CaptureSettings]:
+def validate_job_configs(jobs: list[list[str]], compose: Callable[[list[str]], DictConfig]
+                         ) -> list[CaptureSettings]:
+    """Compose (via `compose`) and validate every job; the first problem raises one UsageError line
+    naming the job. Model targets are imported once each."""
     settings, targets = [], set()
     for num, job in enumerate(jobs):
         try:
-            job_cfg = hydra.config_loader.load_sweep_config(cfg, list(job)) if multirun else cfg
+            job_cfg = compose(list(job))
             settings.append(settings_from_cfg(job_cfg))
             targets.add(OmegaConf.select(job_cfg, "model._target_"))
         except UsageError as exc:
@@ -107,6 +111,17 @@ def _validate_jobs(hydra: Any, cfg: DictConfig, jobs: list[list[str]], multirun:
     for target in sorted(t for t in targets if t):
         check_target(target)
     return settings
+
+
+def job_devices(cfg: DictConfig, jobs: list[list[str]]) -> list[str]:
+    """Each job's device without composing it: `device` is a plain top-level key, so a job's value
+    is its `device=` override or the composed sweep config's."""
+    default = str(cfg.device)
+    out = []
+    for job in jobs:
+        values = [item.split("=", 1)[1] for item in job if item.lstrip("+").startswith("device=")]
+        out.append(values[-1] if values else default)
+    return out
 
 
 def _sweep_dir(cfg: DictConfig, multirun: bool) -> Path:
@@ -119,6 +134,7 @@ def plan_sweep(overrides: list[str], *, multirun_flag: bool, config_dir: str | N
     """Compose and validate the whole sweep; raise UsageError (one line) on the first problem."""
     from hydra.types import RunMode
 
+    overrides = normalise_overrides(overrides)
     with hydra_session(config_dir) as hydra:
         check_sweep_name(hydra, overrides)
         try:
@@ -128,10 +144,12 @@ def plan_sweep(overrides: list[str], *, multirun_flag: bool, config_dir: str | N
             jobs = expand_jobs(hydra, cfg) if multirun else [list(cfg.hydra.overrides.task)]
         except Exception as exc:  # noqa: BLE001 - any composition problem is the user's input
             raise UsageError(one_line(exc)) from exc
-        settings = _validate_jobs(hydra, cfg, jobs or [[]], multirun and jobs is not None)
         launcher = str(OmegaConf.select(cfg, "hydra.runtime.choices.hydra/launcher") or "basic")
         launcher_cfg = OmegaConf.to_container(cfg.hydra.launcher, resolve=False)
-        check_launcher(launcher, launcher_cfg, [s.device for s in settings])
+        check_launcher(launcher, launcher_cfg, job_devices(cfg, jobs or []))
+        settings = []
+        if not multirun:  # a grid is validated inside Hydra's own pre-launch pass (sweep/sweeper.py)
+            settings = validate_job_configs(jobs, lambda job: cfg)
         values = job_values(cfg)
         return SweepPlan(multirun=multirun, sweep_dir=_sweep_dir(cfg, multirun),
                          sweep_name=str(values["sweep_name"]), launcher=launcher, jobs=jobs,
@@ -151,6 +169,14 @@ def prepare_dir(plan: SweepPlan, *, resume: bool, manifest: dict[str, Any]) -> N
                          f"resume={plan.sweep_dir}") from exc
     except OSError as exc:
         raise UsageError(f"cannot write the sweep dir {plan.sweep_dir}: {exc.strerror or exc}") from exc
+
+
+def discard_if_unused(sweep_dir: Path) -> None:
+    """Remove a new sweep dir that a failed validation left without any job in it."""
+    import shutil
+
+    if sweep_dir.is_dir() and not any(p.is_dir() for p in sweep_dir.iterdir()):
+        shutil.rmtree(sweep_dir, ignore_errors=True)
 
 
 def read_manifest(sweep_dir: Path) -> dict[str, Any]:

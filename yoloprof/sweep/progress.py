@@ -29,7 +29,11 @@ class SweepProgress:
     def __enter__(self) -> "SweepProgress":
         global ACTIVE
         ACTIVE = self
-        if self.enabled:
+        return self
+
+    def _start(self) -> None:
+        """Shown from the first job on: a sweep refused in validation prints only its error."""
+        if self.enabled and self._progress is None:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -38,7 +42,6 @@ class SweepProgress:
                                       console=Console(stderr=True), transient=False)
             self._progress.start()
             self._task = self._progress.add_task("sweep", total=self.total, counts=self._counts())
-        return self
 
     def __exit__(self, *exc: object) -> None:
         global ACTIVE
@@ -51,6 +54,7 @@ class SweepProgress:
         return f"done {self.done}  failed {self.failed}  kept {self.kept}  left {left}"
 
     def job_started(self, num: int, overrides: list[str]) -> None:
+        self._start()
         if self._progress is not None:
             text = " ".join(overrides) or "(defaults)"
             self._progress.update(self._task, description=f"job {num}: {text}", counts=self._counts())
@@ -63,6 +67,14 @@ class SweepProgress:
             self._progress.update(self._task, advance=1, counts=self._counts())
 
 
+def set_total(total: int) -> None:
+    """The sweeper knows the grid size once it has expanded it."""
+    if ACTIVE is not None:
+        ACTIVE.total = total
+        if ACTIVE._progress is not None:
+            ACTIVE._progress.update(ACTIVE._task, total=total, counts=ACTIVE._counts())
+
+
 def notify_start(num: int, overrides: list[str]) -> None:
     if ACTIVE is not None:
         ACTIVE.job_started(num, overrides)
@@ -73,8 +85,15 @@ def notify_done(num: int, status: str) -> None:
         ACTIVE.job_done(num, status)
 
 
-def _fmt(value: Any) -> str:
+def _missing(value: Any) -> bool:
+    """None, NaN or pandas' NA: what an absent value looks like after a trip through pandas."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
+        return True
+    return type(value).__name__ in ("NAType", "NaTType")
+
+
+def _fmt(value: Any) -> str:
+    if _missing(value):
         return "-"
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
@@ -84,7 +103,9 @@ def summary_records(df: Any) -> list[dict[str, str]]:
     import json
 
     records = []
-    for row in df.to_dict("records"):
+    for raw in df.to_dict("records"):
+        row = {key: None if _missing(value) else value for key, value in raw.items()
+               if not isinstance(value, (list, tuple)) and not hasattr(value, "__len__") or isinstance(value, str)}
         metric, label = HEADLINE.get(row.get("mode") or "train", HEADLINE["train"])
         try:
             overrides = " ".join(json.loads(row.get("overrides") or "[]"))

@@ -1,0 +1,198 @@
+"""`yoloprof sweep` in-process with a fake capture: grid, rows, failures, resume, bad input."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.dataset as ds
+import pytest
+
+import yoloprof.capture.api as capture_api
+from test_sweep_support import fake_capture, fake_step_ms
+from yoloprof.errors import UsageError
+from yoloprof.sweep.app import main
+from yoloprof.sweep.rows import RESULTS_NAME, ROW_NAME, ROW_SCHEMA, read_rows, row_files
+
+CONF = Path(__file__).resolve().parents[1] / "yoloprof" / "conf"
+QUIET = ["device=cpu", "workers=0", "analysis.enabled=false"]
+
+
+@pytest.fixture
+def sweep_env(tmp_path, monkeypatch):
+    """Run sweeps in tmp_path with the fake capture; returns a function giving the sweep dirs."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(capture_api, "capture", fake_capture)
+    for var in ("YOLOPROF_SWEEP_ID", "YOLOPROF_LAUNCHER", "FAKE_FAIL_BATCH", "FAKE_SLEEP"):
+        monkeypatch.delenv(var, raising=False)
+
+    def sweep_dirs(name: str = "adhoc") -> list[Path]:
+        return sorted((tmp_path / "runs" / "profile" / "sweeps" / name).iterdir())
+    return sweep_dirs
+
+
+def test_multirun_grid_writes_profile_and_row_per_job(sweep_env, capsys):
+    assert main(["-m", "batch=1,2", "imgsz=64,128", *QUIET]) == 0
+    [sweep] = sweep_env()
+    df = read_rows(sweep)
+    assert len(df) == 4 and set(df["status"]) == {"ok"}
+    # Hydra's basic sweeper: the first axis is the outermost
+    assert [(r.batch, r.imgsz) for r in df.itertuples()] == [(1, 64), (1, 128), (2, 64), (2, 128)]
+    for r in df.itertuples():
+        assert r.step_ms == pytest.approx(fake_step_ms(r.batch, r.imgsz, 0, 0))
+        assert (sweep / r.profile_path).is_file()
+        assert (sweep / str(r.job_num) / ".hydra" / "config.yaml").is_file()
+        assert r.launcher == "basic" and r.threads >= 1 and r.sweep_id == sweep.name
+        assert json.loads(r.overrides)[:2] == [f"batch={r.batch}", f"imgsz={r.imgsz}"]
+    results = pd.read_parquet(sweep / RESULTS_NAME)
+    assert len(results) == 4 and list(results.columns) == ROW_SCHEMA.names
+    dataset = ds.dataset([str(p) for p in row_files(sweep)], format="parquet")
+    assert dataset.schema.remove_metadata() == ROW_SCHEMA and dataset.count_rows() == 4
+    out = capsys.readouterr().out
+    assert out.count(" ok ") >= 4 or out.count("ok") >= 4
+
+
+def test_failed_job_writes_failed_row_and_traceback_and_exit_1(sweep_env, monkeypatch, capsys):
+    monkeypatch.setenv("FAKE_FAIL_BATCH", "2")
+    assert main(["-m", "batch=1,2,3", *QUIET]) == 1
+    [sweep] = sweep_env()
+    df = read_rows(sweep)
+    assert list(df["status"]) == ["ok", "failed", "ok"]
+    assert df.iloc[1]["error"] == "RuntimeError: fake failure for batch 2"
+    log = (sweep / "1" / "yoloprof.log").read_text()
+    assert "Traceback (most recent call last)" in log and "fake failure for batch 2" in log
+    assert "1 of 3 jobs failed" in capsys.readouterr().err
+
+
+def test_packaged_sweep_files_expand_to_their_grids(sweep_env):
+    """Every file in conf/sweep/ runs with the fake capture (cluster_example: composed below)."""
+    import yaml
+
+    for path in sorted((CONF / "sweep").glob("*.yaml")):
+        text = path.read_text()
+        assert text.startswith("# @package _global_"), path.name
+        spec = yaml.safe_load(text)
+        assert spec["hydra"]["mode"] == "MULTIRUN" and spec["sweep_name"] == path.stem
+        if path.stem == "cluster_example":
+            continue
+        assert main([f"+sweep={path.stem}", *QUIET]) == 0, path.stem
+        expected = 1
+        for value in spec["hydra"]["sweeper"]["params"].values():
+            value = str(value)
+            expected *= len(range(*map(int, value[6:-1].split(",")))) if value.startswith("range(") \
+                else len(value.split(","))
+        [sweep] = sweep_env(path.stem)
+        df = read_rows(sweep)
+        assert len(df) == expected and set(df["status"]) == {"ok"}, path.stem
+
+
+def test_cluster_example_targets_slurm_one_gpu_per_job():
+    from yoloprof.config.compose import compose_job
+    from yoloprof.sweep.plan import plan_sweep
+
+    cfg = compose_job(["+sweep=cluster_example"])
+    assert cfg.hydra.runtime.choices["hydra/launcher"] == "submitit_slurm"
+    assert "SlurmLauncher" in cfg.hydra.launcher._target_
+    assert cfg.hydra.launcher.gpus_per_node == 1 and cfg.hydra.launcher.tasks_per_node == 1
+    plan = plan_sweep(["+sweep=cluster_example"], multirun_flag=False, config_dir=None)
+    assert plan.launcher == "submitit_slurm" and plan.total == 6
+
+
+def test_interleaved_trials_alternate(sweep_env):
+    assert main(["+sweep=interleaved", *QUIET]) == 0
+    [sweep] = sweep_env("interleaved")
+    df = read_rows(sweep)
+    assert [(r.trial, bool(r.amp)) for r in df.itertuples()] == \
+        [(0, False), (0, True), (1, False), (1, True), (2, False), (2, True)]
+    # trials of one side pool: equal group_hash, distinct config_hash
+    assert df.groupby("amp")["group_hash"].nunique().tolist() == [1, 1]
+    assert df["config_hash"].nunique() == 6
+
+
+def test_resume_keeps_ok_rows_and_reruns_the_rest(sweep_env, monkeypatch):
+    monkeypatch.setenv("FAKE_FAIL_BATCH", "2")
+    assert main(["-m", "batch=1,2,3", *QUIET]) == 1
+    [sweep] = sweep_env()
+    (sweep / "2" / ROW_NAME).unlink()  # as if killed before job 2 wrote its row
+    kept = (sweep / "0" / ROW_NAME).read_bytes()
+    monkeypatch.delenv("FAKE_FAIL_BATCH")
+    assert main([f"resume={sweep}"]) == 0
+    assert sweep_env() == [sweep]  # same dir, no new sweep
+    assert (sweep / "0" / ROW_NAME).read_bytes() == kept
+    df = read_rows(sweep)
+    assert list(df["status"]) == ["ok"] * 3 and list(df["batch"]) == [1, 2, 3]
+
+
+@pytest.mark.parametrize("args, words", [
+    (["+sweep=nope"], ["unknown sweep 'nope'", "demo", "batch_scaling", "interleaved"]),
+    (["-m", "bacth=1,2"], ["bacth"]),
+    (["-m", "amp_dtype=float16,float32"], ["amp_dtype", "float32", "bfloat16"]),
+    (["-m", "batch=1,-4"], ["job 1", "batch"]),
+    (["model._target_=no_such_pkg.Net"], ["no_such_pkg.Net", "does not import"]),
+])
+def test_bad_input_fails_before_the_first_job(sweep_env, tmp_path, args, words):
+    with pytest.raises(UsageError) as err:
+        main([*args, *QUIET])
+    message = str(err.value)
+    assert "\n" not in message
+    for word in words:
+        assert word in message
+    assert not list(tmp_path.glob("runs/profile/sweeps/*/*"))  # nothing ran, no sweep dir left
+
+
+def test_yaml_syntax_error_names_file_and_line(sweep_env, tmp_path):
+    conf = tmp_path / "myconf" / "sweep"
+    conf.mkdir(parents=True)
+    (conf / "broken.yaml").write_text("# @package _global_\nbatch: 2\nhydra:\n  mode: [MULTIRUN\n")
+    with pytest.raises(UsageError) as err:
+        main(["--config-dir", str(tmp_path / "myconf"), "+sweep=broken", *QUIET])
+    assert "broken" in str(err.value) and "line" in str(err.value)
+
+
+def test_user_sweep_and_model_from_config_dir(sweep_env, tmp_path):
+    (tmp_path / "mymodels.py").write_text(textwrap.dedent("""
+        import torch
+        def Net(width=4):
+            return torch.nn.Conv2d(3, width, 3)
+    """))
+    conf = tmp_path / "myconf"
+    (conf / "sweep").mkdir(parents=True)
+    (conf / "model").mkdir()
+    (conf / "model" / "mynet.yaml").write_text("_target_: mymodels.Net\nwidth: 8\n")
+    (conf / "sweep" / "mine.yaml").write_text(textwrap.dedent("""\
+        # @package _global_
+        defaults:
+          - override /model: mynet
+        sweep_name: mine
+        hydra:
+          mode: MULTIRUN
+          sweeper:
+            params:
+              batch: 1,2
+    """))
+    assert main(["--config-dir", str(conf), "+sweep=mine", *QUIET]) == 0
+    [sweep] = sweep_env("mine")
+    df = read_rows(sweep)
+    assert list(df["model"]) == ["mymodels.Net"] * 2 and df["size"].isna().all()
+    profile = json.loads((sweep / "0" / "profile.json").read_text())
+    assert profile["config"]["model_kwargs"] == {"width": 8}
+
+
+def test_sweep_dir_that_cannot_be_written(sweep_env, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a dir")
+    with pytest.raises(UsageError, match="cannot write the sweep dir"):
+        main(["batch=1", f"project={blocker}/runs", *QUIET])
+
+
+def test_joblib_with_gpu_device_is_refused(sweep_env, tmp_path):
+    launcher = tmp_path / "myconf" / "hydra" / "launcher"
+    launcher.mkdir(parents=True)
+    # the plugin need not be installed: the refusal comes before Hydra instantiates the launcher
+    (launcher / "joblib.yaml").write_text("_target_: hydra_plugins.hydra_joblib_launcher.joblib_launcher."
+                                          "JoblibLauncher\nn_jobs: 2\n")
+    with pytest.raises(UsageError, match="several captures on one GPU"):
+        main(["--config-dir", str(tmp_path / "myconf"), "hydra/launcher=joblib", "-m", "batch=1,2",
+              "device=cuda", "workers=0"])
