@@ -232,3 +232,19 @@ def test_yaml_train_as_an_image_list(tmp_path):
     (tmp_path / "data.yaml").write_text("train: train.txt\nnames: [a, b, c]\n")
     ds = build_dataset(str(tmp_path / "data.yaml"), 32, 3)
     assert [p.name for p in ds.files] == ["a.jpg", "b.png"] and len(ds.labels[0]) == 2
+
+
+def test_truncated_jpeg_is_caught_up_front_and_trailing_bytes_are_not(tmp_path):
+    write_dataset(tmp_path)
+    folder = tmp_path / "images" / "train"
+    noisy = Image.effect_noise((64, 64), 40).convert("RGB")
+    noisy.save(folder / "full.jpg", quality=90)
+    data = (folder / "full.jpg").read_bytes()
+    (folder / "trailing.jpg").write_bytes(data + b"\x00" * 16)  # valid image, extra bytes after EOI
+    (folder / "truncated.jpg").write_bytes(data[: len(data) // 2])
+    with pytest.warns(UserWarning, match="truncated.jpg"):
+        ds = build_dataset(str(tmp_path), 32, 3)
+    names = [p.name for p in ds.files]
+    assert "truncated.jpg" not in names and {"full.jpg", "trailing.jpg"} <= set(names)
+    assert ds.skipped == 1
+    assert all(ds[i][0].shape == (3, 32, 32) for i in range(len(ds)))

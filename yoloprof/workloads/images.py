@@ -57,11 +57,27 @@ def load_rgb(path: Path | str | BinaryIO) -> Image.Image:
         raise UsageError(f"cannot decode image {name}: {exc}") from None
 
 
+def _jpeg_complete(path: Path) -> bool:
+    """Whether a JPEG ends with its end-of-image marker; a truncated file does not."""
+    with open(path, "rb") as fh:
+        fh.seek(-2, 2)
+        return fh.read(2) == b"\xff\xd9"
+
+
 def is_readable_image(path: Path) -> bool:
-    """Cheap header + structure check (Pillow's verify) used to skip corrupt files up front."""
+    """Cheap check used to skip corrupt files up front, in the main process.
+
+    Pillow's verify() reads the whole structure of a PNG but only the header of a JPEG, so a
+    truncated JPEG would pass it and fail later inside a loader worker; a JPEG without its
+    end-of-image marker is therefore decoded fully here (JPEGs with trailing bytes still load).
+    """
     try:
         with Image.open(path) as im:
+            fmt = im.format
             im.verify()
+        if fmt == "JPEG" and not _jpeg_complete(path):
+            with Image.open(path) as im:
+                im.load()
         return True
     except DECODE_ERRORS:
         return False
