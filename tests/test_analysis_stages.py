@@ -200,3 +200,18 @@ def test_outputs_written_and_readable(grid_sweep: Path) -> None:
     assert not list(out.glob("*.tmp"))
     doc = json.loads(json.dumps(res.to_json(), default=str))
     assert len(doc["comparisons"]) == len(res.comparisons) and math.isfinite(doc["comparisons"][0]["ratio"])
+
+
+def test_called_like_the_sweep_app(grid_sweep: Path) -> None:
+    """The sweep app passes its Hydra analysis config: ListConfig values, [] for 'not set'."""
+    from omegaconf import OmegaConf
+    from rich.console import Console
+
+    from yoloprof.analysis.run import analyze_sweep
+
+    conf = OmegaConf.create({"baseline": ["batch=4"], "metrics": ["img_per_s"], "vary": None,
+                             "alpha": 0.05, "noise": 0.02, "correction": "holm", "html": False})
+    res = analyze_sweep(grid_sweep, **{k: conf[k] for k in conf}, console=Console(quiet=True))
+    assert set(res.comparisons["metric"]) == {"img_per_s"} and len(res.comparisons) == 4
+    empty = analyze_sweep(grid_sweep, baseline=OmegaConf.create([]), html=False, console=Console(quiet=True))
+    assert "first job's configuration" in empty.baseline

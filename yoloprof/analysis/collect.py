@@ -91,11 +91,10 @@ def _load_profiles(sweep_dir: Path, ok: pd.DataFrame) -> tuple[dict[str, dict], 
     return profiles, missing
 
 
-def _jobs_without_rows(sweep_dir: Path, rows: pd.DataFrame) -> list[str]:
+def _jobs_without_rows(sweep_dir: Path) -> list[str]:
     """Numbered job folders that have no row yet: still running, or killed before writing one."""
-    have = {str(int(j)) for j in rows["job_num"].dropna()} if "job_num" in rows else set()
-    dirs = [d for d in sweep_dir.rglob("*") if d.is_dir() and d.name.isdigit() and (d / ".hydra").is_dir()]
-    return sorted({d.name for d in dirs if not (d / ROW_FILE).exists() and d.name not in have}, key=int)
+    dirs = [d for d in sweep_dir.iterdir() if d.is_dir() and d.name.isdigit()]
+    return sorted((d.name for d in dirs if not (d / ROW_FILE).exists()), key=int)
 
 
 def _env_warnings(ok: pd.DataFrame) -> list[str]:
@@ -143,7 +142,7 @@ def collect_rows(rows: pd.DataFrame, sweep_dir: Path, *, load_profiles: bool = T
     if ok.empty:
         listed = "; ".join(notes) or "no job has status ok"
         raise ProfileError(f"{sweep_dir}: no ok job to analyse ({len(rows)} row(s)): {listed}")
-    pending = _jobs_without_rows(sweep_dir, rows) if sweep_dir.is_dir() else []
+    pending = _jobs_without_rows(sweep_dir) if sweep_dir.is_dir() else []
     if pending:
         notes.append(f"{len(pending)} job folder(s) without a row yet (running or killed): {', '.join(pending)}")
     profiles, missing = _load_profiles(sweep_dir, ok) if load_profiles else ({}, [])
