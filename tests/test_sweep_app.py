@@ -66,6 +66,7 @@ def test_failed_job_writes_failed_row_and_traceback_and_exit_1(sweep_env, monkey
     assert "1 of 3 jobs failed" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_packaged_sweep_files_expand_to_their_grids(sweep_env):
     """Every file in conf/sweep/ runs with the fake capture (cluster_example: composed below)."""
     import yaml
