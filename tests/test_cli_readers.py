@@ -46,7 +46,8 @@ def _steps(events: list[dict]) -> list[tuple[float, float]]:
 
 def _kernel_ms_by_name(events: list[dict]) -> tuple[dict[str, float], int]:
     """Total kernel ms per name over the analysed steps (a kernel belongs to the step its launch is
-    in), and the number of steps; a trace without ProfilerStep is one step."""
+    in; one without a launch event in the trace, by its own start), and the number of steps; a
+    trace without ProfilerStep is one step."""
     steps = _steps(events)
     launch_ts = {e["args"]["correlation"]: float(e["ts"]) for e in events
                  if e.get("cat") in LAUNCH_CATS and "correlation" in (e.get("args") or {})}
@@ -54,8 +55,8 @@ def _kernel_ms_by_name(events: list[dict]) -> tuple[dict[str, float], int]:
     for e in events:
         if e.get("cat") != "kernel":
             continue
-        ts = launch_ts.get((e.get("args") or {}).get("correlation"))
-        if steps and (ts is None or not any(a <= ts <= b for a, b in steps)):
+        ts = launch_ts.get((e.get("args") or {}).get("correlation"), float(e["ts"]))
+        if steps and not any(a <= ts <= b for a, b in steps):
             continue
         total[e["name"]] += float(e["dur"]) / 1000.0
     return dict(total), max(len(steps), 1)
