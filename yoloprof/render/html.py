@@ -113,10 +113,23 @@ def _figures(result: Any) -> list[tuple[str, str]]:
     order = list(result.configs["config"])
     figs.append(("phases", plots.stacked_bars(result.tables["phases"], "phase", "wall_ms_per_step",
                                               "phase wall time per step (ms)", order)))
-    figs.append(("kernel categories", plots.stacked_bars(result.tables["categories"], "category",
-                                                         "device_ms_per_step", "device time by kernel category (ms/step)", order)))
+    cats = plots.stacked_bars(result.tables["categories"], "category", "device_ms_per_step",
+                              "device time by kernel category (ms/step)", order)
+    if cats is None:  # CPU sweeps have no device kernels: show where host time goes instead
+        cats = plots.stacked_bars(_top_ops(result.tables["ops"]), "name", "self_ms_per_step",
+                                  "CPU self time of the top ops (ms/step)", order)
+    figs.append(("kernel categories or top ops", cats))
     figs.append(("pareto", plots.pareto_chart(result.pareto)))
     return [(t, s) for t, s in figs if s]
+
+
+def _top_ops(ops: pd.DataFrame, n: int = 8) -> pd.DataFrame:
+    """The n ops with the most self time over the sweep; everything else summed as "other"."""
+    if ops.empty or "self_ms_per_step" not in ops or "name" not in ops:
+        return ops
+    top = ops.groupby("name")["self_ms_per_step"].sum().nlargest(n).index
+    ops = ops.assign(name=ops["name"].where(ops["name"].isin(top), "other"))
+    return ops.groupby(["config", "job_id", "name"], as_index=False)["self_ms_per_step"].sum()
 
 
 def _notes(result: Any) -> str:
