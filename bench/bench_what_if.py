@@ -119,6 +119,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     result["what_if"] = {"removed_ops": removed, "cost_per_op_us": wi["cost_per_launch_us"],
                          "predicted_step_ms": wi["predicted_step_ms"], "measured_step_ms": measured,
                          "predicted_over_measured": wi["predicted_step_ms"] / measured,
+                         "predicted_if_cheapest_ms": wi["predicted_step_ms_if_cheapest"],
+                         "cheapest_over_measured": wi["predicted_step_ms_if_cheapest"] / measured,
                          "assumptions": wi["assumptions"]}
     return result
 
@@ -138,6 +140,8 @@ def report(r: dict[str, Any]) -> None:
           f"(cost per op {w['cost_per_op_us']:.1f} us):")
     print(f"    predicted {w['predicted_step_ms']:.2f} ms, measured {w['measured_step_ms']:.2f} ms, "
           f"predicted/measured = {w['predicted_over_measured']:.3f}")
+    print(f"    conservative (the cheapest ops removed): {w['predicted_if_cheapest_ms']:.2f} ms, "
+          f"/measured = {w['cheapest_over_measured']:.3f}")
     for a in w["assumptions"]:
         print(f"    - {a}")
 

@@ -102,6 +102,8 @@ def test_what_if_cpu_profile() -> None:
     r = compute_what_if(p, remove_launches=100)
     assert r["mode"] == "cpu"
     assert r["predicted_step_ms"] == pytest.approx(50.0 - 100 * self_ms / ops)
+    # the 100 cheapest calls per call: conv2d (60 x 1/60 ms) then add (40 x 2/40 ms)
+    assert r["predicted_step_ms_if_cheapest"] == pytest.approx(50.0 - (1.0 + 2.0))
     with pytest.raises(UsageError) as exc:
         compute_what_if(p, remove_category="elementwise")
     assert "no device kernels" in str(exc.value)

@@ -37,8 +37,6 @@ COMPARE_DEFAULT: tuple[str, ...] = (
 DEVICE_ONLY = frozenset({"device_util_pct", "tensorcore_pct", "launches_per_step",
                          "kernels_per_step", "host_overhead_ms", "mfu_pct"})
 
-# Allocator calls per step above which step times mostly measure the caching allocator.
-THRASH_ALLOC_CALLS_PER_STEP = 1000.0
 THRASH_WORDS = ("thrash", "memory pressure")
 
 
@@ -147,18 +145,27 @@ def per_step(profile: dict) -> list[dict]:
 
 
 def thrash_mark(profile: dict) -> dict[str, Any] | None:
-    """A reason when memory thrashing makes the timings unreliable, else None. Evidence is either
-    the allocator-call rate or a warning from the engine / verdict naming memory pressure."""
-    calls = metric_value(profile, "alloc_calls_per_step")
-    if calls is not None and calls >= THRASH_ALLOC_CALLS_PER_STEP:
-        return {"why": f"{calls:.0f} allocator calls per step (>= {THRASH_ALLOC_CALLS_PER_STEP:.0f}): "
-                       "step times largely measure the memory allocator",
-                "alloc_calls_per_step": calls}
+    """A reason when memory thrashing makes the timings unreliable, else None.
+
+    Same evidence and thresholds as the verdict's memory rule (yoloprof.metrics.verdict): driver
+    allocations (cudaMalloc/cudaFree) in steady-state steps, or extreme allocator churn; or a
+    warning of the engine naming thrashing/memory pressure."""
+    from yoloprof.metrics.verdict import THRESHOLDS
+
     verdict = profile.get("verdict") or {}
-    if "memory" in str(verdict.get("bound", "")).lower():
-        return {"why": f"verdict is {verdict.get('bound')}: {verdict.get('why', '')}".strip(": ")}
+    if str(verdict.get("bound", "")).lower() == "memory":
+        return {"why": str(verdict.get("why") or "memory-bound verdict"),
+                "evidence": dict(verdict.get("evidence") or {})}
+    mallocs = metric_value(profile, "malloc_calls_per_step")
+    if mallocs is not None and mallocs >= THRESHOLDS["malloc_calls_per_step"] \
+            and not (profile.get("trace") or {}).get("whole_trace"):
+        return {"why": f"{mallocs:.1f} cudaMalloc/cudaFree calls per step: the caching allocator is "
+                       "thrashing", "evidence": {"malloc_calls_per_step": mallocs}}
+    calls = metric_value(profile, "alloc_calls_per_step")
+    if calls is not None and calls >= THRESHOLDS["alloc_calls_per_step"]:
+        return {"why": f"{calls:.0f} allocator calls per step: step times largely measure "
+                       "allocation churn", "evidence": {"alloc_calls_per_step": calls}}
     for w in profile.get("warnings") or []:
-        low = str(w).lower()
-        if any(word in low for word in THRASH_WORDS):
-            return {"why": str(w)}
+        if any(word in str(w).lower() for word in THRASH_WORDS):
+            return {"why": str(w), "evidence": {}}
     return None

@@ -32,6 +32,8 @@ def compute_phases(profile: dict) -> dict[str, Any]:
         if not device:
             row["device_ms_per_step"] = None  # no device: "n/a", never 0
             row["kernels_per_step"] = None
+        if not any(row[f] for f in FIELDS):
+            continue  # an empty catch-all phase ("other" with nothing in it) is noise
         wall = row["wall_ms_per_step"]
         row["wall_share"] = wall / step_ms if wall is not None and step_ms else None
         rows.append(row)

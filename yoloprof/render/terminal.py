@@ -221,7 +221,9 @@ def render_what_if(result: dict[str, Any], out: Out | None = None) -> None:
                                   f"({result.get('bound_now')}-bound)"),
             ("host / device after", f"{fmt_num(result.get('host_ms_after'))} / "
                                     f"{fmt_num(result.get('device_ms_after'))} ms ({result.get('bound_after')}-bound)"),
-            ("cost per launch", fmt_val(result.get("cost_per_launch_us"), "us"))])
+            ("cost per launch", fmt_val(result.get("cost_per_launch_us"), "us"))]
+           + ([("if cheapest ops", fmt_val(result["predicted_step_ms_if_cheapest"], "ms"))]
+              if result.get("predicted_step_ms_if_cheapest") is not None else []))
     out.line("assumptions:")
     for a in result.get("assumptions", []):
         out.line(f"  - {a}")
