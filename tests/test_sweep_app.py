@@ -166,7 +166,6 @@ def test_user_sweep_and_model_from_config_dir(sweep_env, tmp_path):
         # @package _global_
         defaults:
           - override /model: mynet
-        sweep_name: mine
         hydra:
           mode: MULTIRUN
           sweeper:
@@ -174,7 +173,7 @@ def test_user_sweep_and_model_from_config_dir(sweep_env, tmp_path):
               batch: 1,2
     """))
     assert main(["--config-dir", str(conf), "+sweep=mine", *QUIET]) == 0
-    [sweep] = sweep_env("mine")
+    [sweep] = sweep_env("mine")  # no sweep_name in the file: the file's name is used
     df = read_rows(sweep)
     assert list(df["model"]) == ["mymodels.Net"] * 2 and df["size"].isna().all()
     profile = json.loads((sweep / "0" / "profile.json").read_text())

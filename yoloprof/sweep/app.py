@@ -93,7 +93,7 @@ def _launch(overrides: list[str], multirun: bool, config_dir: str | None) -> Non
 def _passthrough(argv: list[str]) -> int:
     """--help, --cfg job, --info ...: Hydra prints, nothing runs."""
     saved = sys.argv
-    sys.argv = [PROG, *argv]
+    sys.argv = [PROG, *normalise_overrides(argv)]
     try:
         hydra_app()
     except SystemExit as exc:
@@ -165,6 +165,10 @@ def main(argv: list[str]) -> int:
         sys.path.insert(0, os.getcwd())
     pinned = dir_overrides(resume) if resume is not None else []
     plan = plan_sweep(overrides + pinned, multirun_flag=multirun, config_dir=config_dir)
+    choice = next((o.split("=", 1)[1] for o in overrides if o.startswith("sweep=")), None)
+    if plan.sweep_name == "adhoc" and choice and choice != "null":  # a user file without sweep_name
+        overrides.append(f"sweep_name={choice.replace('/', '_')}")
+        plan = plan_sweep(overrides + pinned, multirun_flag=multirun, config_dir=config_dir)
     prepare_dir(plan, resume=resume is not None, manifest={
         "schema": MANIFEST_SCHEMA, "sweep_name": plan.sweep_name, "sweep_id": plan.sweep_dir.name,
         "overrides": overrides, "multirun": plan.multirun, "launcher": plan.launcher, "jobs": plan.total,
