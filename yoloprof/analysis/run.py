@@ -44,6 +44,13 @@ class AnalysisResult:
     notes: list[str] = field(default_factory=list)
     jobs: dict[str, int] = field(default_factory=dict)
     files: dict[str, Path] = field(default_factory=dict)
+    sweep_name: str = ""
+
+    @property
+    def title(self) -> str:
+        """`<sweep name> / <sweep id folder>` (just the folder when rows carry no name)."""
+        name = self.sweep_name if self.sweep_name and self.sweep_name != self.sweep_dir.name else ""
+        return f"{name} / {self.sweep_dir.name}" if name else self.sweep_dir.name
 
     @property
     def out_dir(self) -> Path:
@@ -97,6 +104,8 @@ def analyze_collected(c: Collected, *, baseline: list[str] | None = None, vary: 
         settings={"alpha": alpha, "noise": noise, "correction": correction},
         warnings=list(c.warnings), notes=notes,
         jobs={"total": int(len(c.rows)), **{str(k): int(v) for k, v in status.items()}},
+        sweep_name=str(c.ok["sweep_name"].dropna().iloc[0]) if c.ok.get("sweep_name") is not None
+        and c.ok["sweep_name"].notna().any() else "",
     )
 
 

@@ -72,7 +72,7 @@ def _pareto_and_scaling(console: Any, result: Any) -> None:
     p = result.pareto
     if "pareto" in p and p["pareto"].any() and len(p) > 1:
         axes = p.attrs.get("axes", [])
-        names = ", ".join(p.loc[p["pareto"], "config"].astype(str))
+        names = "; ".join(p.loc[p["pareto"], "config"].astype(str))
         console.print(f"Pareto set over {', '.join(axes)}: {names}", markup=False, highlight=False)
     for _, r in result.scaling.iterrows():
         console.print(f"scaling {r['axis']} ({r['series']}): {r['note']}", markup=False, highlight=False)

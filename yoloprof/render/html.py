@@ -143,7 +143,7 @@ def render_report(result: Any) -> str:
     s = result.settings
     cmp = result.comparisons
     figs = _figures(result)
-    parts = [f"<h1>Sweep analysis: {escape(result.sweep_dir.name)}</h1>",
+    parts = [f"<h1>Sweep analysis: {escape(result.title)}</h1>",
              f'<p class="sub">{escape(result.baseline)}. Swept axes: {escape(", ".join(result.varying) or "none")}. '
              f"alpha {s['alpha']}, noise threshold {s['noise']:.0%}, {escape(s['correction'])} correction; "
              "ratio &gt; 1 means better.</p>", _cards(result), "<h2>Comparisons</h2>"]
@@ -167,5 +167,5 @@ def render_report(result: Any) -> str:
                  + escape(", ".join(f"{k} {v}" for k, v in result.jobs.items())) + "</footer>")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>yoloprof sweep analysis: {escape(result.sweep_dir.name)}</title><style>{CSS}</style>"
+            f"<title>yoloprof sweep analysis: {escape(result.title)}</title><style>{CSS}</style>"
             f"</head><body><main>{''.join(parts)}</main></body></html>\n")

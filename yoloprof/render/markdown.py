@@ -32,7 +32,7 @@ def _best_rows(best: pd.DataFrame) -> list[list[str]]:
 def comparison_markdown(result: Any) -> str:
     """The whole Markdown document for an AnalysisResult."""
     s = result.settings
-    parts = [f"# Sweep analysis: {result.sweep_dir.name}", "",
+    parts = [f"# Sweep analysis: {result.title}", "",
              f"- {result.baseline}",
              f"- swept axes: {', '.join(result.varying) or 'none'}",
              f"- jobs: " + ", ".join(f"{k} {v}" for k, v in result.jobs.items()),
