@@ -99,26 +99,43 @@ class Out:
                 self._plain(f"  {line}")
 
     def table(self, headers: Sequence[str], rows: Sequence[Sequence[Any]], *, title: str | None = None,
-              right: Sequence[int] = ()) -> None:
-        """A table; `right` lists the columns to right-align (numbers)."""
+              right: Sequence[int] = (), shrink: int = 0) -> None:
+        """A table; `right` lists the columns to right-align (numbers), `shrink` the one column
+        that gives way (cut with an ellipsis) when the terminal is narrow. Columns empty in every
+        row are left out."""
         srows = [[str(c) for c in r] for r in rows]
+        keep = [i for i in range(len(headers)) if not srows or any(r[i] for r in srows)]
+        headers = [headers[i] for i in keep]
+        srows = [[r[i] for i in keep] for r in srows]
+        right = [keep.index(i) for i in right if i in keep]
+        shrink = keep.index(shrink) if shrink in keep else 0
+        widths = [max([len(h)] + [len(r[i]) for r in srows]) for i, h in enumerate(headers)]
         if self._console:
-            from rich.table import Table
-
-            t = Table(title=title, title_justify="left", header_style="bold")
-            for i, h in enumerate(headers):
-                t.add_column(h, justify="right" if i in right else "left",
-                             overflow="ellipsis", no_wrap=(i not in right))
-            for r in srows:
-                t.add_row(*(_esc(c) for c in r))
-            self._console.print(t)
+            self._rich_table(headers, srows, widths, title, right, shrink)
             return
         if title:
             self._plain(f"{title}:")
-        widths = [max([len(h)] + [len(r[i]) for r in srows]) for i, h in enumerate(headers)]
         for r in [list(headers)] + srows:
             cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
             self._plain(("  " + "  ".join(cells)).rstrip())
+
+    def _rich_table(self, headers: Sequence[str], rows: list[list[str]], widths: list[int],
+                    title: str | None, right: Sequence[int], shrink: int) -> None:
+        from rich import box
+        from rich.table import Table
+
+        # SIMPLE_HEAD: no vertical rules (a column costs its width + 3): width-friendly
+        t = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD)
+        others = sum(w + 3 for i, w in enumerate(widths) if i != shrink) + 6
+        room = max(8, self._console.width - others)
+        for i, h in enumerate(headers):
+            fixed = i != shrink
+            t.add_column(h, justify="right" if i in right else "left", overflow="ellipsis", no_wrap=True,
+                         min_width=widths[i] if fixed else None,
+                         max_width=None if fixed else min(widths[i], room))
+        for r in rows:
+            t.add_row(*(_esc(c) for c in r))
+        self._console.print(t)
 
     def line(self, text: str, style: str | None = None) -> None:
         if self._console:

@@ -152,27 +152,31 @@ def render_ops(result: dict[str, Any], out: Out | None = None) -> None:
 
 def render_compare(result: dict[str, Any], out: Out | None = None) -> None:
     out = out or Out()
-    rows = []
+    rows, few = [], []
     for m in result.get("metrics", []):
         ci = m.get("ci")
-        verdict = m.get("verdict") or (m.get("note") or "")
-        rows.append([m["metric"], fmt_val(m["before"]["value"], m.get("unit", "")),
-                     fmt_val(m["after"]["value"], m.get("unit", "")),
-                     NA if m.get("change_pct") is None else f"{m['change_pct']:+.1f}%",
-                     fmt_ratio(m.get("ratio")), f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "",
-                     _p(m.get("p_welch")), _p(m.get("p_mwu")),
-                     f"{m['before']['n']}/{m['after']['n']}", cut(verdict, 48)])
+        ratio = fmt_ratio(m.get("ratio")) + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+        verdict = m.get("verdict") or "no verdict"
+        if m.get("verdict_code") == "insufficient":
+            verdict = "n/a (< 3 trials)"
+            few.append(m["metric"])
+        rows.append([m["metric"], verdict, NA if m.get("change_pct") is None else f"{m['change_pct']:+.1f}%",
+                     ratio, _p(m.get("p_welch")), _p(m.get("p_mwu")), f"{m['before']['n']}/{m['after']['n']}",
+                     fmt_num(m["before"]["value"]), fmt_num(m["after"]["value"])])
     if rows:
-        out.table(["metric", "before", "after", "change", "ratio", "95% CI", "p Welch", "p MW", "n", "verdict"],
-                  rows, right=(1, 2, 3, 4, 6, 7, 8),
+        # verdict first: on a narrow terminal the right-hand columns are the ones cut
+        out.table(["metric", "verdict", "change", "ratio [95% CI]", "p Welch", "p MW", "n", "before", "after"],
+                  rows, right=(2, 4, 5, 6, 7, 8), shrink=0,
                   title=f"compare (ratio > 1 = better; alpha {result.get('alpha')}, noise {result.get('noise'):.0%})")
+    if few:
+        out.note(f"needs at least 3 trials per side for a verdict ({', '.join(few)}): the ratio is a point "
+                 "estimate")
     for m in result.get("metrics", []):
         if m.get("verdict_code") == "inconclusive" and m.get("note"):
             out.note(f"{m['metric']}: {m['note']}")
     if result.get("deltas"):
         out.table(["", "before", "after", "delta"],
-                  [[d["label"], fmt_val(d["before"], d["unit"]), fmt_val(d["after"], d["unit"]),
-                    NA if d["delta"] is None else f"{d['delta']:+.4g}" + (f" ({100 * d['rel']:+.1f}%)" if d.get("rel") is not None else "")]
+                  [[d["label"], fmt_val(d["before"], d["unit"]), fmt_val(d["after"], d["unit"]), _delta(d)]
                    for d in result["deltas"]], title="deltas", right=(1, 2, 3))
     b = result.get("bound") or {}
     out.line(f"bound: before {b.get('before')}, after {b.get('after')}")
@@ -180,6 +184,13 @@ def render_compare(result: dict[str, Any], out: Out | None = None) -> None:
     for n in result.get("notes", []):
         out.note(n)
     _warnings(out, result.get("warnings"))
+
+
+def _delta(d: dict[str, Any]) -> str:
+    if d.get("delta") is None:
+        return NA
+    rel = f" ({100 * d['rel']:+.1f}%)" if d.get("rel") is not None else ""
+    return f"{d['delta']:+.4g}{rel}"
 
 
 def _p(p: Any) -> str:
