@@ -128,3 +128,25 @@ def test_false_positive_rate_at_most_alpha() -> None:
     rejected = sum(r["p_welch"] < alpha for r in res)
     assert decided <= limit
     assert rejected <= limit
+
+
+@pytest.mark.parametrize("lo, hi, p, code", [
+    (1.03, 1.08, 0.001, "improved"),
+    (0.90, 0.97, 0.001, "regressed"),
+    (0.99, 1.015, 0.40, "equivalent"),
+    (0.99, 1.015, 0.01, "equivalent"),      # inside the band wins over significance
+    (1.005, 1.04, 0.01, "within_noise"),    # significant, overlaps the band
+    (0.95, 1.06, 0.50, "inconclusive"),
+])
+def test_classify_rules(lo: float, hi: float, p: float, code: str) -> None:
+    from yoloprof.metrics.stats import classify
+
+    assert classify(lo, hi, p, alpha=0.05, noise=0.02) == code
+
+
+def test_small_real_change_is_changed_within_noise() -> None:
+    base = np.array([100.0, 100.4, 99.6, 100.2, 99.8, 100.1, 99.9, 100.3])
+    after = base / 1.02  # exactly 2% faster, on the band's edge: significant but not beyond d
+    r = compare_samples(base, after[::-1], better="lower")
+    assert r["verdict"] == "changed, within noise"
+    assert r["ci_low"] < 1.02 < r["ci_high"] and r["p_welch"] < 0.05
