@@ -71,4 +71,4 @@ def driver_cmd(driver: Path, *args: str) -> list[str]:
 
 # Tiny real-capture settings (about a second per job on an idle 2-core CPU).
 TINY = ["device=cpu", "size=n", "imgsz=64", "workers=0", "capture.warmup=1", "capture.steps=2",
-        "capture.runs=2", "analysis.enabled=false"]
+        "capture.runs=2", "repeat=1", "analysis.enabled=false"]

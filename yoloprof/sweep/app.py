@@ -118,6 +118,9 @@ def run_analysis(sweep_dir: Path, settings: dict[str, Any]) -> None:
         analyze_sweep(sweep_dir, **kwargs)
     except YoloprofError as exc:
         print(f"{PROG}: analysis: {exc}", file=sys.stderr)
+    except Exception as exc:  # noqa: BLE001 - the rows are safe; say so, rerun with `yoloprof analyze`
+        print(f"{PROG}: analysis failed ({type(exc).__name__}: {exc}); the rows are intact, rerun it "
+              f"with: yoloprof analyze {sweep_dir}", file=sys.stderr)
 
 
 def finish(sweep_dir: Path, total: int | None, analysis: dict[str, Any]) -> int:
