@@ -147,6 +147,9 @@ def test_not_a_sweep(tmp_path: Path) -> None:
         collect(tmp_path / "missing")
     with pytest.raises(ProfileError, match="not a sweep"):
         collect(tmp_path)
+    sweep = make_sweep(tmp_path, [{"batch": 4}], batch_truth, trials=1)
+    with pytest.raises(UsageError, match="holds 1 sweep run.*" + sweep.name):
+        collect(sweep.parent)
 
 
 def test_metric_missing_in_some_configs_and_mixed_environments(tmp_path: Path) -> None:

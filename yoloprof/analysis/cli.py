@@ -9,19 +9,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from yoloprof.errors import ProfileError, RegressionError, UsageError
+from yoloprof.errors import RegressionError, UsageError
 
 
 def _check(args: argparse.Namespace) -> None:
     """Flag and folder checks before pandas/scipy are imported, so mistakes fail fast."""
-    folder = Path(args.sweep_dir)
-    if not folder.is_dir():
-        raise UsageError(f"no such sweep folder: {folder}" if not folder.exists() else
-                         f"{folder} is not a folder; give a sweep folder (<project>/sweeps/<name>/<id>)")
-    if not any(folder.glob("*/row.parquet")):
-        raise ProfileError(f"{folder}: not a sweep: no row.parquet files in its job folders")
+    from yoloprof.analysis.folder import check_sweep_folder
+
+    check_sweep_folder(args.sweep_dir)
     if not 0 < args.alpha < 1:
         raise UsageError(f"--alpha must be between 0 and 1, not {args.alpha}")
     if not 0 <= args.noise < 1:

@@ -14,9 +14,9 @@ from typing import Any
 
 import pandas as pd
 
-from yoloprof.errors import ProfileError, UsageError
+from yoloprof.analysis.folder import ROW_FILE, check_sweep_folder
+from yoloprof.errors import ProfileError
 
-ROW_FILE = "row.parquet"
 ENV_COLUMNS = ("device_name", "torch_version")
 
 
@@ -35,9 +35,9 @@ class Collected:
 
 
 def _read_rows_fallback(sweep_dir: Path) -> pd.DataFrame:
-    """Every `<job>/row.parquet` under the folder, concatenated (used when the sweep package's
+    """Every `<job>/row.parquet` in the folder, concatenated (used when the sweep package's
     own reader is not importable)."""
-    files = sorted(p for p in sweep_dir.rglob(ROW_FILE) if "analysis" not in p.relative_to(sweep_dir).parts)
+    files = sorted(sweep_dir.glob(f"*/{ROW_FILE}"))
     frames = []
     for f in files:
         try:
@@ -111,11 +111,7 @@ def _env_warnings(ok: pd.DataFrame) -> list[str]:
 def collect(sweep_dir: str | Path, *, load_profiles: bool = True) -> Collected:
     """Rows and profiles of a sweep folder. Missing folder = usage error; a folder with no rows or
     no ok job = profile error (exit 1), naming what was found instead."""
-    sweep_dir = Path(sweep_dir)
-    if not sweep_dir.exists():
-        raise UsageError(f"no such sweep folder: {sweep_dir}")
-    if not sweep_dir.is_dir():
-        raise UsageError(f"{sweep_dir} is not a folder; give a sweep folder (<project>/sweeps/<name>/<id>)")
+    sweep_dir = check_sweep_folder(sweep_dir)
     rows, corrupt = read_rows(sweep_dir)
     if rows.empty:
         extra = f" ({len(corrupt)} unreadable)" if corrupt else ""
