@@ -218,3 +218,19 @@ def test_called_like_the_sweep_app(grid_sweep: Path) -> None:
     assert set(res.comparisons["metric"]) == {"img_per_s"} and len(res.comparisons) == 4
     empty = analyze_sweep(grid_sweep, baseline=OmegaConf.create([]), html=False, console=Console(quiet=True))
     assert "first job's configuration" in empty.baseline
+
+
+def test_inference_sweep_compares_p50_and_uses_it_for_pareto(tmp_path: Path) -> None:
+    def infer_truth(c: dict, rng: np.random.Generator) -> dict[str, list[float]]:
+        lat = lognormal(rng, {1: 8.0, 4: 20.0}[c["batch"]], 0.02, 4)
+        return {"step_ms": lat, "p50_ms": [x * 0.97 for x in lat],
+                "img_per_s": [c["batch"] * 1000 / x for x in lat], "peak_mem_mb": [50.0 * c["batch"]] * 4}
+
+    cfgs = [{"mode": "infer", "steps": None, "runs": 50, "batch": b} for b in (1, 4)]
+    sweep = make_sweep(tmp_path, cfgs, infer_truth, trials=4, repeat_samples=True)
+    res = _analyze(sweep)
+    assert res.metrics_compared == ["step_ms", "img_per_s", "peak_mem_mb", "p50_ms"]
+    p50 = res.comparisons.set_index("metric").loc["p50_ms"]
+    assert p50["verdict_code"] == "regressed" and p50["ratio"] == pytest.approx(8 / 20, rel=0.05)
+    assert res.pareto.attrs["axes"] == ["img_per_s", "p50_ms", "peak_mem_mb"]
+    assert res.pareto["pareto"].all()  # faster per call vs more throughput: both optimal
