@@ -204,3 +204,28 @@ def test_analysis_runs_at_the_end_with_the_analysis_group(sweep_env, capsys):
     [sweep] = sweep_env("demo")
     assert (sweep / "analysis").is_dir() and any((sweep / "analysis").iterdir())
     assert len(read_rows(sweep)) == 4
+
+
+def test_corrupt_row_at_consolidation_is_reported_and_exit_1(sweep_env, capsys):
+    from yoloprof.sweep.app import finish
+
+    assert main(["-m", "batch=1,2", *QUIET]) == 0
+    [sweep] = sweep_env()
+    (sweep / "1" / ROW_NAME).write_bytes(b"garbage")
+    capsys.readouterr()
+    assert finish(sweep, 2, {"enabled": False}) == 1
+    assert f"unreadable row skipped: {sweep / '1' / ROW_NAME}" in capsys.readouterr().err
+    assert list(pd.read_parquet(sweep / RESULTS_NAME)["job_num"]) == [0]
+    # resume heals it: an unreadable row is not an ok row, so that job runs again
+    assert main([f"resume={sweep}"]) == 0
+    assert list(read_rows(sweep)["status"]) == ["ok", "ok"]
+
+
+def test_missing_config_dir_is_a_usage_error(sweep_env, tmp_path):
+    with pytest.raises(UsageError, match="not a directory"):
+        main(["--config-dir", str(tmp_path / "nope"), "batch=1", *QUIET])
+
+
+def test_resume_of_a_folder_that_is_not_a_sweep(sweep_env, tmp_path):
+    with pytest.raises(UsageError, match="not a yoloprof sweep dir"):
+        main([f"resume={tmp_path}"])
