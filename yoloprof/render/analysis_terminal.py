@@ -12,6 +12,7 @@ from yoloprof.analysis.fmt import (COMPARISON_HEADERS, VERDICT_STYLE, comparison
 
 
 PLAIN_WIDTH = 200
+MAX_NOTES = 20  # per-comparison notes printed; all of them are in comparison.md and the HTML
 
 
 def make_console(*, stderr: bool = False, quiet: bool = False) -> Any:
@@ -92,8 +93,11 @@ def print_analysis(result: Any, console: Any = None) -> None:
     for n in result.notes:
         console.print(f"note: {n}", markup=False, highlight=False)
     cmp = result.comparisons
-    if not cmp.empty:
-        for _, r in cmp[cmp["warnings"].fillna("") != ""].iterrows():
-            console.print(f"note: {r['config']} / {r['metric']}: {r['warnings']}", markup=False, highlight=False)
+    warned = cmp[cmp["warnings"].fillna("") != ""] if not cmp.empty else cmp
+    for r in warned.head(MAX_NOTES).to_dict("records"):
+        console.print(f"note: {r['config']} / {r['metric']}: {r['warnings']}", markup=False, highlight=False)
+    if len(warned) > MAX_NOTES:
+        console.print(f"note: ... {len(warned) - MAX_NOTES} more comparison notes in comparison.md", markup=False,
+                      highlight=False)
     if result.files:
         console.print(f"wrote {len(result.files)} files to {result.out_dir}", markup=False, highlight=False)
