@@ -45,7 +45,8 @@ def _table(console: Any, title: str, headers: list[str], right: tuple[int, ...] 
 def _comparisons(console: Any, result: Any) -> None:
     cmp = result.comparisons
     if cmp.empty:
-        console.print("no comparisons: " + result.baseline)
+        why = "no metric to compare (see the notes)" if not result.metrics_compared else result.baseline
+        console.print("no comparisons: " + why, markup=False, highlight=False)
         return
     s = result.settings
     t = _table(console, f"comparisons ({s['correction']} correction, alpha {s['alpha']}, noise {s['noise']:.0%})",
