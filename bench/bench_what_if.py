@@ -10,7 +10,7 @@ What it can and cannot show: the what-if model on a CPU profile removes N op dis
 mean self CPU time per op. Fusion also removes memory traffic and may change the remaining ops'
 cost, so a ratio far from 1 says how much of compile's gain is *not* dispatch count.
 
-    python bench/bench_what_if.py [--size n] [--imgsz 320] [--batch 1] [--runs 20] [--trials 3]
+    python bench/bench_what_if.py [--size n] [--imgsz 320] [--batch 1] [--runs 20] [--trials 5] [--threads 1]
 """
 
 from __future__ import annotations
@@ -92,6 +92,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from yoloprof.profiles.model import metric
     from yoloprof.readers.what_if import compute_what_if
 
+    torch.set_num_threads(args.threads)
     model, x = build(args.size, args.batch, args.imgsz)
     eager = lambda: model(x)  # noqa: E731
     compiled, why, compile_s = make_compiled(model, x)
@@ -153,7 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--runs", type=int, default=20, help="timed calls per trial")
     ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--trials", type=int, default=3)
+    ap.add_argument("--trials", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads; 1 keeps timings stable on a shared machine")
     ap.add_argument("--json", default=None, help="also write the result to this file")
     args = ap.parse_args(argv)
     result = run(args)

@@ -156,6 +156,9 @@ def test_what_if_on_gpu_trace(name: str) -> None:
 # ------------------------------------------------------------------ hand-made profiles
 
 def test_profile_readers(profiles) -> None:
+    text = run_cli("summary", str(profiles["gpu"]))
+    assert text.returncode == 0 and "verdict: host" in text.stdout
+    assert "│" not in text.stdout and "─" not in text.stdout  # piped: plain text, no box drawing
     s = _json("summary", str(profiles["cpu"]))
     assert next(f for f in s["headline"] if f["name"] == "device_util_pct")["value"] is None
     assert run_cli("get", str(profiles["gpu"]), "step_ms").stdout == "100.0\n"

@@ -138,3 +138,35 @@ def test_ops_by_self_time() -> None:
     assert r["ops"][0]["mean_self_us"] == pytest.approx(500.0)
     with pytest.raises(UsageError):
         compute_ops(cpu_train_profile(), phase="nope")
+
+
+def test_kernel_rows_merge_by_name_across_phases() -> None:
+    p = gpu_train_profile()
+    extra = dict(p["kernels"][0], phase="backward", ms_per_step=4.0, count_per_step=10)
+    p["kernels"].append(extra)
+    rows = compute_kernels(p, top=0)["kernels"]
+    merged = next(k for k in rows if k["name"] == extra["name"])
+    assert merged["ms_per_step"] == pytest.approx(GPU_KERNELS[0][4] + 4.0)
+    assert merged["count_per_step"] == pytest.approx(GPU_KERNELS[0][5] + 10)
+    assert merged["phase"] == "forward,backward"
+    assert len(compute_kernels(p, phase="backward", top=0)["kernels"]) == 3  # per-phase rows kept
+
+
+@pytest.mark.parametrize("rich", [True, False])
+def test_every_renderer_runs_in_both_modes(rich: bool) -> None:
+    from yoloprof.readers.compare import compute_compare
+    from yoloprof.readers.what_if import compute_what_if
+
+    buf = io.StringIO()
+    out = Out(buf, rich=rich)
+    gpu = gpu_train_profile()
+    terminal.render_summary(compute_summary(infer_profile()), source="p.json", out=out)
+    terminal.render_get(compute_get(gpu, None), out=out)
+    terminal.render_phases(compute_phases(gpu), out=out)
+    terminal.render_kernels(compute_kernels(gpu), out=out)
+    terminal.render_ops(compute_ops(gpu), out=out)
+    terminal.render_compare(compute_compare(gpu, gpu_train_profile((120.0, 121.0, 119.0))), out=out)
+    terminal.render_what_if(compute_what_if(gpu, remove_launches=50), out=out)
+    text = buf.getvalue()
+    assert "regressed" in text and "predicted step" in text and "aten::silu_" in text
+    assert ("─" in text) == rich  # box drawing only on a terminal
