@@ -12,7 +12,6 @@ from typing import Any, Iterable
 
 from yoloprof.errors import UsageError
 
-NA = "n/a"
 
 # The headline figures of `summary`, in display order: (metric name, label). Data, not code, so
 # that the summary, `get` and `compare` agree on names and order.

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
 import sys
 from typing import Any, Sequence, TextIO
 
@@ -158,6 +157,3 @@ def _esc(text: str) -> str:
 
     return escape(text)
 
-
-def terminal_width() -> int:
-    return shutil.get_terminal_size((100, 24)).columns
