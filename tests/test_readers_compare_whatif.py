@@ -109,3 +109,16 @@ def test_what_if_cpu_profile() -> None:
     assert "no device kernels" in str(exc.value)
     with pytest.raises(UsageError):
         compute_what_if(p, remove_launches=10_000)
+
+
+def test_what_if_host_time_excludes_sync_waits() -> None:
+    from yoloprof.profiles.model import metric
+
+    p = gpu_train_profile((100.0, 100.0, 100.0), util=90.0)
+    p["metrics"]["host_sync_ms"] = metric(30.0, "ms", None)
+    r = compute_what_if(p, remove_launches=100)
+    host = 100.0 - 30.0
+    assert r["host_ms"] == pytest.approx(host)
+    # device-bound (90 ms busy > 70 ms host): fewer launches do not help until host passes device
+    assert r["predicted_step_ms"] == pytest.approx(100.0 - (90.0 - max(host - 100 * host / 500, 90.0)))
+    assert r["bound_now"] == "device"

@@ -14,8 +14,9 @@ predicted step is S - (max(H, D) - max(H', D')), so it never falls below the oth
   mean self CPU time per op (self CPU time / ops per step); `--remove-category` is refused, because
   kernel categories do not exist on a CPU trace and op names map to them too loosely to be honest.
 
-H is the host-busy metric when the profile has one, else the whole step (an upper bound, exact for
-host-bound steps, where the CPU never waits), which makes the estimate a best case.
+H is the host-busy metric when the profile has one, else the step minus the time the CPU spent
+blocked in device synchronisation (`host_sync_ms`) when that is known and non-zero, else the whole
+step (an upper bound, exact for host-bound steps where the CPU never waits: a best case).
 """
 
 from __future__ import annotations
@@ -53,9 +54,14 @@ def _step_ms(profile: dict) -> float:
 def _clocks(profile: dict, step: float, assumptions: list[str]) -> tuple[float, float]:
     """(H, D): host and device busy ms per step, with the assumption used for each."""
     host = _first_metric(profile, HOST_METRICS)
+    sync = metric_value(profile, "host_sync_ms")
     if host:
         assumptions.append(f"host busy time per step H = {host[1]:.3f} ms (metric {host[0]})")
         h = host[1]
+    elif sync:
+        h = max(step - sync, 0.0)
+        assumptions.append(f"host busy time per step H = step - time blocked in device syncs "
+                           f"(host_sync_ms {sync:.3f}) = {h:.3f} ms")
     else:
         assumptions.append("host busy time per step H = the whole step (no host-busy figure): "
                            "exact when host-bound, else the estimate is a best case")
