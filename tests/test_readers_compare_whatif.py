@@ -8,6 +8,7 @@ import pytest
 from test_readers_profiles import GPU_KERNELS, cpu_train_profile, gpu_train_profile
 
 from yoloprof.errors import UsageError
+from yoloprof.profiles.model import metric
 from yoloprof.readers.compare import compute_compare, regressions
 from yoloprof.readers.what_if import compute_what_if
 
@@ -58,8 +59,11 @@ def test_compare_two_traces_gives_deltas_without_significance() -> None:
         p["kind"] = "trace"
         p["trace"]["per_step"] = [{"step": i, "step_ms": 100.0 * scale + i, "device_busy_ms": 60.0} for i in range(3)]
         p["categories"] = [{**c, "device_ms_per_step": c["device_ms_per_step"] * scale} for c in p["categories"]]
+        p["metrics"]["step_ms"] = metric([100.0 * scale], "ms", "lower")  # a trace: one value
     r = compute_compare(a, b)
     assert all(m["verdict"] is None for m in r["metrics"])
+    step = _row(r, "step_ms")
+    assert step["ratio"] == pytest.approx(100.0 / 150.0, rel=0.02)  # oriented: slower = below 1
     assert any("not a trial" in n for n in r["notes"])
     gemm = next(c for c in r["categories"] if c["category"] == "gemm/conv")
     assert gemm["delta_ms"] == pytest.approx(20.0)
@@ -112,8 +116,6 @@ def test_what_if_cpu_profile() -> None:
 
 
 def test_what_if_host_time_excludes_sync_waits() -> None:
-    from yoloprof.profiles.model import metric
-
     p = gpu_train_profile((100.0, 100.0, 100.0), util=90.0)
     p["metrics"]["host_sync_ms"] = metric(30.0, "ms", None)
     r = compute_what_if(p, remove_launches=100)

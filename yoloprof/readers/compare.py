@@ -77,6 +77,9 @@ def compare_metric(name: str, before: dict, after: dict, *, alpha: float, noise:
                            "note": None, "warnings": []}
     if not trials:
         row["note"] = "one sample per step is not a trial: no verdict"
+        if change is not None and a["value"]:
+            plain = a["value"] / b["value"]  # point ratio, oriented like stats: > 1 = better
+            row["ratio"] = 1.0 / plain if better == "lower" else plain
         for side, s in (("before", b), ("after", a)):
             if s["cv"] is not None and s["cv"] > 0.10:
                 row["warnings"].append(f"{name}: {side} is unstable (CV {s['cv']:.0%} > 10%)")
