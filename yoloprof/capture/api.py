@@ -80,6 +80,11 @@ def trial_metrics(trials: list[TrialResult], batch: int) -> dict[str, list[float
         for key, value in trial.memory.items():
             if value is not None:
                 samples.setdefault(key, []).append(value)
+    # CPU has no allocator statistics to reset per trial; its per-trial peak is the resident set,
+    # so that `compare` gets one memory sample per trial on every device. (The CPU allocator's
+    # own peak, seen once in the trace pass, stays available as trace_peak_mem_mb.)
+    if "peak_mem_mb" not in samples:
+        samples["peak_mem_mb"] = list(samples["peak_rss_mb"])
     return samples
 
 
