@@ -71,7 +71,10 @@ def compute_get(profile: dict, field: str | None) -> dict[str, Any]:
     # `metrics.step_ms` is accepted as a spelling of `step_ms`.
     if field.startswith("metrics.") and field[len("metrics."):] in (profile.get("metrics") or {}):
         return compute_get(profile, field[len("metrics."):])
+    import difflib  # only on the error path: `get` stays fast
+
     names = [r["field"] for r in fields]
-    close = [n for n in names if field.lower() in n.lower()]
+    close = list(dict.fromkeys(difflib.get_close_matches(field, names, n=5, cutoff=0.5)
+                               + sorted((n for n in names if field.lower() in n.lower()), key=len)))
     hint = f" (did you mean: {', '.join(close[:5])}?)" if close else ""
     raise UsageError(f"unknown field {field!r}{hint}; valid: {', '.join(names)}")
