@@ -155,8 +155,9 @@ def test_installed_wheel_runs_a_sweep_from_an_unrelated_folder(tmp_path):
     where = subprocess.run([str(py), "-c", "import yoloprof, sys; print(yoloprof.__file__)"], cwd=work,
                            capture_output=True, text=True, env=env, check=True).stdout
     assert where.startswith(str(venv))
-    proc = subprocess.run([str(venv / "bin" / "yoloprof"), "sweep", "batch=1", *TINY], cwd=work,
-                          capture_output=True, text=True, env=env, timeout=600)
+    # a packaged experiment file, collapsed to one point: the conf/ groups ship inside the wheel
+    proc = subprocess.run([str(venv / "bin" / "yoloprof"), "sweep", "+sweep=demo", *TINY, "batch=1",
+                           "amp=false"], cwd=work, capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    [sweep] = sweep_dirs(work)
+    [sweep] = sweep_dirs(work, "demo")
     assert read_rows(sweep).iloc[0]["status"] == "ok"
