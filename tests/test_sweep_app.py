@@ -229,3 +229,13 @@ def test_missing_config_dir_is_a_usage_error(sweep_env, tmp_path):
 def test_resume_of_a_folder_that_is_not_a_sweep(sweep_env, tmp_path):
     with pytest.raises(UsageError, match="not a yoloprof sweep dir"):
         main([f"resume={tmp_path}"])
+
+
+def test_cuda_device_on_a_machine_without_one_fails_up_front(sweep_env, tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    with pytest.raises(UsageError, match="no CUDA device"):
+        main(["-m", "batch=1,2", "workers=0", "analysis.enabled=false"])  # the default device is "0"
+    assert not list(tmp_path.glob("runs/profile/sweeps/*/*"))

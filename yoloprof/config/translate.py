@@ -23,8 +23,8 @@ BUILTIN_TARGET = "yoloprof.workloads.models.build_model"
 # Keys of the built-in model entry that map onto CaptureSettings fields instead of kwargs.
 _BUILTIN_KEYS = ("name", "size", "num_classes", "seed", "weights")
 # Device strings the capture understands; anything else is a typo we can catch before job 1.
-DEVICE_RE = re.compile(r"^(cpu|mps|\d+|cuda(:\d+)?|xpu(:\d+)?)$")
-DEVICE_HELP = "cpu, cuda, cuda:N, N (a CUDA index), mps or xpu[:N]"
+DEVICE_RE = re.compile(r"^(cpu|\d+|cuda(:\d+)?)$")
+DEVICE_HELP = "cpu, cuda, cuda:N or N (a CUDA index)"
 # What pools trials of one configuration: everything but the trial number and its seed.
 _GROUP_EXCLUDE = ("trial", "seed")
 

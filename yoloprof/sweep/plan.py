@@ -27,6 +27,8 @@ MANIFEST_NAME = "yoloprof_sweep.json"
 MANIFEST_SCHEMA = "yoloprof.sweep/1"
 # Launchers that run several jobs at once on one machine: never two captures on one GPU.
 PARALLEL_LOCAL_LAUNCHERS = ("joblib",)
+# Launchers whose jobs run on this machine: their devices can be checked here, before job 0.
+LOCAL_LAUNCHERS = ("basic", "joblib", "submitit_local")
 
 
 @dataclass
@@ -94,6 +96,17 @@ def check_launcher(launcher: str, launcher_cfg: dict[str, Any], devices: list[st
                          "submitit launcher for GPU sweeps, or hydra.launcher.n_jobs=1")
 
 
+def check_local_devices(launcher: str, devices: list[str]) -> None:
+    """A CUDA device on a machine without one would fail every job; say so once, up front. Remote
+    launchers (SLURM) are skipped: a login node often has no GPU while the compute nodes do."""
+    if launcher not in LOCAL_LAUNCHERS:
+        return
+    from yoloprof.capture.device import resolve_device
+
+    for device in sorted(set(devices) - {"cpu"}):
+        resolve_device(device)
+
+
 def validate_job_configs(jobs: list[list[str]], compose: Callable[[list[str]], DictConfig]
                          ) -> list[CaptureSettings]:
     """Compose (via `compose`) and validate every job; the first problem raises one UsageError line
@@ -146,7 +159,9 @@ def plan_sweep(overrides: list[str], *, multirun_flag: bool, config_dir: str | N
             raise UsageError(one_line(exc)) from exc
         launcher = str(OmegaConf.select(cfg, "hydra.runtime.choices.hydra/launcher") or "basic")
         launcher_cfg = OmegaConf.to_container(cfg.hydra.launcher, resolve=False)
-        check_launcher(launcher, launcher_cfg, job_devices(cfg, jobs or []))
+        devices = job_devices(cfg, jobs or [])
+        check_launcher(launcher, launcher_cfg, devices)
+        check_local_devices(launcher, devices)
         settings = []
         if not multirun:  # a grid is validated inside Hydra's own pre-launch pass (sweep/sweeper.py)
             settings = validate_job_configs(jobs, lambda job: cfg)
