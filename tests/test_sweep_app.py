@@ -25,7 +25,7 @@ def sweep_env(tmp_path, monkeypatch):
     """Run sweeps in tmp_path with the fake capture; returns a function giving the sweep dirs."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(capture_api, "capture", fake_capture)
-    for var in ("YOLOPROF_SWEEP_ID", "YOLOPROF_LAUNCHER", "FAKE_FAIL_BATCH", "FAKE_SLEEP"):
+    for var in ("YOLOPROF_SWEEP_ID", "YOLOPROF_LAUNCHER", "FAKE_FAIL_BATCH", "FAKE_OOM_BATCH", "FAKE_SLEEP"):
         monkeypatch.delenv(var, raising=False)
 
     def sweep_dirs(name: str = "adhoc") -> list[Path]:
@@ -239,3 +239,32 @@ def test_cuda_device_on_a_machine_without_one_fails_up_front(sweep_env, tmp_path
     with pytest.raises(UsageError, match="no CUDA device"):
         main(["-m", "batch=1,2", "workers=0", "analysis.enabled=false"])  # the default device is "0"
     assert not list(tmp_path.glob("runs/profile/sweeps/*/*"))
+
+
+def test_out_of_memory_is_a_failed_row_and_the_sweep_goes_on(sweep_env, monkeypatch):
+    monkeypatch.setenv("FAKE_OOM_BATCH", "64")
+    assert main(["-m", "batch=8,64,16", *QUIET]) == 1
+    [sweep] = sweep_env()
+    df = read_rows(sweep)
+    assert list(df["status"]) == ["ok", "failed", "ok"]
+    assert df.iloc[1]["error"].startswith("OutOfMemoryError: CUDA out of memory at batch 64")
+
+
+def test_model_that_fails_to_build_with_the_real_capture(tmp_path, monkeypatch):
+    """No fake here: the real capture builds the user's model, which raises; the job fails alone."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("YOLOPROF_SWEEP_ID", raising=False)
+    (tmp_path / "brokenmodels.py").write_text("def Net(**kw):\n    raise ValueError('no such layer: Conv9')\n")
+    code = main(["-m", "batch=1,2", "model._target_=brokenmodels.Net", "+model.depth=3", *QUIET,
+                 "imgsz=64", "capture.warmup=1", "capture.steps=1"])
+    assert code == 1
+    [sweep] = sorted((tmp_path / "runs" / "profile" / "sweeps" / "adhoc").iterdir())
+    df = read_rows(sweep)
+    assert list(df["status"]) == ["failed", "failed"] and list(df["model"]) == ["brokenmodels.Net"] * 2
+    assert all("no such layer: Conv9" in e for e in df["error"])
+    assert "ValueError: no such layer: Conv9" in (sweep / "0" / "yoloprof.log").read_text()
+    from yoloprof.config.compose import compose_job
+    from yoloprof.config.translate import model_fields
+
+    fields = model_fields(compose_job(["model._target_=brokenmodels.Net", "+model.depth=3"]))
+    assert fields["model_kwargs"] == {"depth": 3}  # the built-in entry's keys are not passed on

@@ -31,6 +31,10 @@ def fake_capture(settings, out_dir, *, progress: bool = False) -> dict:
     """
     if str(settings.batch) == os.environ.get("FAKE_FAIL_BATCH"):
         raise RuntimeError(f"fake failure for batch {settings.batch}")
+    if str(settings.batch) == os.environ.get("FAKE_OOM_BATCH"):
+        import torch
+
+        raise torch.OutOfMemoryError(f"CUDA out of memory at batch {settings.batch} (fake)")
     time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
     steps = [fake_step_ms(settings.batch, settings.imgsz, settings.trial, r) for r in range(settings.repeat)]
     profile = {

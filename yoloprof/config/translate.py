@@ -49,6 +49,10 @@ def model_fields(cfg: DictConfig) -> dict[str, Any]:
     if target == BUILTIN_TARGET:
         return {"model": model.get("name") or "yolo", "num_classes": int(model.get("num_classes", 80)),
                 "model_kwargs": {k: v for k, v in model.items() if k not in _BUILTIN_KEYS}}
+    if model.get("name") == "yolo":
+        # `model._target_=pkg.Factory` on the default (built-in) entry: its keys are not the
+        # factory's arguments; pass only what the user added (`+model.width=32`)
+        model = {k: v for k, v in model.items() if k not in _BUILTIN_KEYS}
     loss = model.pop("loss", None)
     return {"model": target, "model_kwargs": model, "loss": loss}
 
