@@ -142,3 +142,17 @@ def test_results_parquet_and_dataset_have_the_documented_types(tmp_path):
 def test_empty_sweep_reads_as_empty_frame_with_columns(tmp_path):
     df = read_rows(tmp_path)
     assert len(df) == 0 and list(df.columns) == ROW_SCHEMA.names
+
+
+def test_job_table_records_show_what_sets_jobs_apart():
+    from yoloprof.sweep.progress import summary_records
+    from yoloprof.sweep.rows import overrides_json, to_pandas, _table
+
+    rows = [base(0, status="ok", mode="infer", p50_ms=12.5, step_ms=13.0,
+                 overrides=overrides_json(["sweep=x", "batch=1"])),
+            failed_row(base(1, mode="infer", overrides=overrides_json(["sweep=x", "batch=2"])), "OSError: disk")]
+    records = summary_records(to_pandas(_table(rows)))
+    assert [r["overrides"] for r in records] == ["batch=1", "batch=2"]
+    assert records[0]["headline"] == "12.5 p50 ms" and records[0]["step ms"] == "13"
+    assert records[1]["status"] == "failed" and records[1]["headline"] == "-"
+    assert records[1]["error"] == "OSError: disk"

@@ -98,19 +98,29 @@ def _fmt(value: Any) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
-def summary_records(df: Any) -> list[dict[str, str]]:
-    """One display record per job: number, status, its overrides, the mode's headline metric."""
+def _job_overrides(values: list[Any]) -> list[list[str]]:
     import json
 
-    records = []
-    for raw in df.to_dict("records"):
-        row = {key: None if _missing(value) else value for key, value in raw.items()
-               if not isinstance(value, (list, tuple)) and not hasattr(value, "__len__") or isinstance(value, str)}
-        metric, label = HEADLINE.get(row.get("mode") or "train", HEADLINE["train"])
+    out = []
+    for value in values:
         try:
-            overrides = " ".join(json.loads(row.get("overrides") or "[]"))
-        except ValueError:
-            overrides = str(row.get("overrides"))
+            out.append([str(v) for v in json.loads(value or "[]")])
+        except (TypeError, ValueError):
+            out.append([str(value)])
+    return out
+
+
+def summary_records(df: Any) -> list[dict[str, str]]:
+    """One display record per job: number, status, the overrides that set it apart (those shared
+    by every job, like `sweep=demo device=cpu`, are left out), the mode's headline metric."""
+    per_job = _job_overrides(list(df["overrides"])) if len(df) else []
+    shared = set.intersection(*(set(o) for o in per_job)) if len(per_job) > 1 else set()
+    records = []
+    for raw, job_overrides in zip(df.to_dict("records"), per_job):
+        row = {key: None if _missing(value) else value for key, value in raw.items()
+               if not key.endswith("_samples")}
+        metric, label = HEADLINE.get(row.get("mode") or "train", HEADLINE["train"])
+        overrides = " ".join(o for o in job_overrides if o not in shared)
         records.append({"job": _fmt(row.get("job_num")), "status": str(row.get("status")),
                         "overrides": overrides, "step ms": _fmt(row.get("step_ms")),
                         "headline": f"{_fmt(row.get(metric))} {label}" if row.get(metric) is not None else "-",
