@@ -82,7 +82,7 @@ class AnalysisConf:
     enabled: bool = True
     baseline: List[str] = field(default_factory=list)
     vary: Optional[str] = None
-    metrics: List[str] = field(default_factory=lambda: ["step_ms", "img_per_s"])
+    metrics: List[str] = field(default_factory=list)  # empty = the analysis picks by mode
     alpha: float = 0.05
     noise: float = 0.02
     correction: Correction = Correction.holm
