@@ -70,9 +70,12 @@ def main() -> None:
     print(f"{'pair':>4}  {'timing pass ms':>14}  {'bare loop ms':>12}  {'ratio':>7}")
     for pair, timing, bare, ratio in rows:
         print(f"{pair:>4}  {timing:>14.2f}  {bare:>12.2f}  {ratio:>7.4f}")
-    median = statistics.median(r[3] for r in rows)
+    ratios = sorted(r[3] for r in rows)
+    median = statistics.median(ratios)
+    q1, _, q3 = statistics.quantiles(ratios, n=4) if len(ratios) >= 2 else (median, median, median)
     verdict = "within 3%" if abs(median - 1) <= 0.03 else "OUTSIDE 3%"
-    print(f"median ratio timing/bare = {median:.4f} ({verdict})")
+    print(f"median ratio timing/bare = {median:.4f} ({verdict}); per-pair ratios IQR "
+          f"[{q1:.3f}, {q3:.3f}], median step {statistics.median(r[2] for r in rows):.1f} ms (bare)")
 
 
 if __name__ == "__main__":
