@@ -14,7 +14,7 @@ from yoloprof.capture.progress import CaptureProgress
 from yoloprof.capture.run_result import RunResult, phase_timing_name
 from yoloprof.capture.settings import CaptureSettings
 from yoloprof.capture.steps import INFER_STAGES, infer_call
-from yoloprof.capture.timing import TrialResult, time_infer_trial
+from yoloprof.capture.timing import TrialResult, run_trials, time_infer_trial
 from yoloprof.capture.tracing import TraceSchedule, run_trace_pass
 
 PERCENTILES = (50, 90, 99)
@@ -55,12 +55,8 @@ def measure(settings: CaptureSettings, device: DeviceInfo, amp: bool, bar: Captu
 
     sources = load_infer_sources(settings)
     flops = _infer_flops(settings, device, sources, amp)
-    trials = []
-    for t in range(settings.repeat):
-        ctx = build_infer_context(settings, device, sources, amp)
-        update = bar.task(f"infer trial {t + 1}/{settings.repeat}", settings.warmup + settings.measured)
-        trials.append(time_infer_trial(ctx, device, settings.warmup, settings.measured, update))
-        del ctx
+    trials = run_trials(settings, device, lambda: build_infer_context(settings, device, sources, amp),
+                        time_infer_trial, bar)
     samples = trial_metrics(trials, settings.batch)
     for stage in INFER_STAGES:  # "<stage>_ms" per trial, as DESIGN.md's metric names have it
         samples[f"{stage}_ms"] = samples.pop(f"{stage}_wall_ms")

@@ -63,3 +63,16 @@ def time_train_trial(ctx: Any, device: DeviceInfo, warmup: int, steps: int,
 def time_infer_trial(ctx: Any, device: DeviceInfo, warmup: int, runs: int,
                      progress: Progress | None = None) -> TrialResult:
     return _timed_loop(lambda phase: infer_call(ctx, phase), device, warmup, runs, progress)
+
+
+def run_trials(settings: Any, device: DeviceInfo, build: Callable[[], Any],
+               time_trial: Callable[..., TrialResult], bar: Any) -> list[TrialResult]:
+    """`--repeat N`: N timing passes, each over a freshly built context (model, optimizer, loader),
+    so that no trial inherits another's warm state."""
+    trials = []
+    for t in range(settings.repeat):
+        ctx = build()
+        update = bar.task(f"{settings.mode} trial {t + 1}/{settings.repeat}", settings.warmup + settings.measured)
+        trials.append(time_trial(ctx, device, settings.warmup, settings.measured, update))
+        del ctx  # free this trial's model before the next one is built
+    return trials

@@ -13,7 +13,7 @@ from yoloprof.capture.progress import CaptureProgress
 from yoloprof.capture.run_result import RunResult, phase_timing_name
 from yoloprof.capture.settings import CaptureSettings
 from yoloprof.capture.steps import TRAIN_PHASES, train_step
-from yoloprof.capture.timing import time_train_trial
+from yoloprof.capture.timing import run_trials, time_train_trial
 from yoloprof.capture.tracing import TraceSchedule, run_trace_pass
 
 
@@ -50,12 +50,8 @@ def measure(settings: CaptureSettings, device: DeviceInfo, amp: bool, bar: Captu
     if workers < settings.workers:
         warnings.append(f"--workers {settings.workers} capped at {workers} (CPU cores on this machine)")
     flops = _train_flops(settings, device, dataset, amp)
-    trials = []
-    for t in range(settings.repeat):
-        ctx = build_train_context(settings, device, dataset, amp)
-        update = bar.task(f"train trial {t + 1}/{settings.repeat}", settings.warmup + settings.measured)
-        trials.append(time_train_trial(ctx, device, settings.warmup, settings.measured, update))
-        del ctx
+    trials = run_trials(settings, device, lambda: build_train_context(settings, device, dataset, amp),
+                        time_train_trial, bar)
     return RunResult(samples=trial_metrics(trials, settings.batch), phase_order=TRAIN_PHASES,
                      workers=workers, phase_timing=phase_timing_name(device.is_cuda), flops=flops,
                      warnings=warnings)

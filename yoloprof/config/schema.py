@@ -19,25 +19,16 @@ from typing import Any, List, Optional
 
 from omegaconf import II, MISSING, OmegaConf
 
+from yoloprof.capture.settings import AMP_DTYPES, MODES, SIZES
+
 SWEEP_ID_ENV = "YOLOPROF_SWEEP_ID"
 
 
-class Mode(Enum):
-    train = "train"
-    infer = "infer"
-
-
-class Size(Enum):
-    n = "n"
-    t = "t"
-    s = "s"
-    m = "m"
-    l = "l"  # noqa: E741 - the size is called l
-
-
-class AmpDtype(Enum):
-    float16 = "float16"
-    bfloat16 = "bfloat16"
+# The valid values live once, in capture settings; the Hydra schema builds its enums from them so
+# that a sweep and the command line reject exactly the same values.
+Mode = Enum("Mode", {m: m for m in MODES})
+Size = Enum("Size", {s: s for s in SIZES})
+AmpDtype = Enum("AmpDtype", {d: d for d in AMP_DTYPES})
 
 
 class Correction(Enum):
