@@ -73,7 +73,7 @@ def metric_vs_axes(gm: pd.DataFrame, cfg: Configs, metric: str, unit: str | None
         ax.set_xticks(range(len(levels)), levels)
         ax.set_xlabel(axis)
         ax.set_ylabel(f"{metric}" + (f" ({unit})" if unit else ""))
-        if others and ax is panels[0][0]:
+        if others:  # each panel has its own series (the other axes), so each needs its legend
             ax.legend(fontsize=8, loc="best")
     fig.suptitle(f"{metric} vs swept axes (geometric mean, {int(round(100 * 0.95))}% CI)", fontsize=11,
                  fontweight="bold", x=0.01, ha="left")
