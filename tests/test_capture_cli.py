@@ -206,3 +206,18 @@ def test_ctrl_c_leaves_the_previous_profile_intact(tmp_path):
     assert proc.returncode == 130, err
     assert (out / "profile.json").read_bytes() == before
     assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temp files left behind
+
+
+@pytest.mark.slow
+def test_the_documented_default_captures(tmp_path):
+    """The two captures the README shows, with their real sizes (640 px inference, 320 px training)."""
+    proc = run_cli("infer", "--device", "cpu", "--warmup", "5", "--runs", "20", "--project", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    infer = load_valid(tmp_path / "infer" / "profile.json")
+    assert infer["config"]["imgsz"] == 640 and infer["latency"]["n"] == 20
+    proc = run_cli("run", "synthetic", "--device", "cpu", "--batch", "4", "--imgsz", "320", "--steps", "5",
+                   "--warmup", "2", "--repeat", "3", "--project", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    train = load_valid(tmp_path / "train" / "profile.json")
+    assert all(len(m["samples"]) == 3 for name, m in train["metrics"].items()
+               if name in ("step_ms", "img_per_s", "peak_mem_mb", "forward_wall_ms"))
