@@ -6,11 +6,13 @@ Kept apart from the timing pass because the profiler slows every op down; its jo
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from yoloprof.capture.device import DeviceInfo, synchronize
 from yoloprof.capture.steps import profiler_phases
@@ -27,6 +29,36 @@ class TraceSchedule:
     @property
     def total(self) -> int:
         return self.wait + self.warmup + self.active
+
+
+# Kineto writes these progress lines straight to file descriptor 2 at every profiler start and
+# stop, whatever KINETO_LOG_LEVEL says; in a sweep they interleave with the live display.
+_KINETO_CHATTER = (b"USDT:", b"STAGE:")
+
+
+@contextlib.contextmanager
+def _kineto_chatter_filtered() -> Iterator[None]:
+    """Route fd 2 through a temp file around profiler state changes and pass on every line that is
+    not Kineto's chatter (errors and warnings still reach the user, just a moment later)."""
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no usable stderr: nothing to filter
+        yield
+        return
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            kept = [ln for ln in tmp.read().splitlines(keepends=True) if not ln.startswith(_KINETO_CHATTER)]
+            if kept:
+                sys.stderr.write(b"".join(kept).decode(errors="replace"))
+                sys.stderr.flush()
 
 
 def activities(device: DeviceInfo) -> list[Any]:
@@ -54,11 +86,17 @@ def run_trace_pass(step: Callable[[Callable[[str], Any]], Any], device: DeviceIn
         profile_memory=True,  # [memory] events: the CPU allocator peak and allocator calls/step
         with_stack=False,
     )
-    with prof:
+    with _kineto_chatter_filtered():
+        prof.start()
+    try:
         for _ in range(schedule.total):
             step(phase)
             synchronize(device)
-            prof.step()
+            with _kineto_chatter_filtered():
+                prof.step()
+    finally:
+        with _kineto_chatter_filtered():
+            prof.stop()
     out_path = Path(out_path)
     if gzip and not out_path.name.endswith(".gz"):
         out_path = out_path.with_name(out_path.name + ".gz")
