@@ -161,3 +161,18 @@ def test_installed_wheel_runs_a_sweep_from_an_unrelated_folder(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     [sweep] = sweep_dirs(work, "demo")
     assert read_rows(sweep).iloc[0]["status"] == "ok"
+
+
+def test_json_puts_one_document_on_stdout_and_the_tables_on_stderr(tmp_path):
+    import json
+
+    proc = run_cli("sweep", "--json", "-m", "batch=1,2", *TINY, cwd=tmp_path, env=ENV)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)  # nothing else on stdout: Hydra's log and the tables went to stderr
+    (sweep,) = sweep_dirs(tmp_path)
+    assert doc["sweep_dir"].endswith(sweep.name) and doc["failed"] == 0
+    rows = read_rows(sweep).sort_values("job_num")
+    assert [j["job_num"] for j in doc["jobs"]] == list(rows["job_num"])
+    assert [j["step_ms"] for j in doc["jobs"]] == pytest.approx(list(rows["step_ms"]))
+    assert any("batch=2" in o for o in doc["jobs"][1]["overrides"])
+    assert "Launching 2 jobs" in proc.stderr

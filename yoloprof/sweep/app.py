@@ -12,6 +12,7 @@ Hydra reports its own errors as multi-line text and calls `sys.exit`; we run it 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import os
 import sys
@@ -150,10 +151,46 @@ def finish(sweep_dir: Path, total: int | None, analysis: dict[str, Any]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    """Entry point of `yoloprof sweep ...` and `python -m yoloprof.sweep ...`."""
+    """Entry point of `yoloprof sweep ...` and `python -m yoloprof.sweep ...`.
+
+    `--json` (ours, not Hydra's): everything that normally goes to stdout (Hydra's job log, the job
+    table, the analysis table) goes to stderr instead, and stdout gets one JSON document: the sweep
+    dir, every job's row headline and where the results and analysis are."""
+    argv = list(argv)
+    if "--json" not in argv:
+        return _run(argv)[0]
+    real_stdout = sys.stdout
+    with contextlib.redirect_stdout(sys.stderr):  # before Hydra binds its log handler to stdout
+        code, sweep_dir = _run([a for a in argv if a != "--json"])
+    if sweep_dir is not None:
+        from yoloprof.render.jsonout import emit_json
+
+        emit_json(json_summary(sweep_dir), real_stdout)
+    return code
+
+
+def json_summary(sweep_dir: Path) -> dict[str, Any]:
+    import json
+
+    from yoloprof.sweep.rows import read_rows
+
+    df = read_rows(sweep_dir)
+    wanted = ("job_num", "status", "overrides", "step_ms", "img_per_s", "peak_mem_mb", "p50_ms", "p99_ms",
+              "verdict_bound", "error", "profile_path")
+    jobs = json.loads(df[[c for c in wanted if c in df.columns]].to_json(orient="records")) if len(df) else []
+    for job in jobs:  # the row keeps overrides as a JSON string (one flat Parquet column)
+        job["overrides"] = json.loads(job["overrides"]) if job.get("overrides") else []
+    analysis = sweep_dir / "analysis"
+    return {"sweep_dir": str(sweep_dir), "results": str(sweep_dir / "results.parquet"),
+            "analysis_dir": str(analysis) if analysis.is_dir() else None,
+            "jobs": jobs, "failed": sum(1 for j in jobs if j.get("status") == "failed")}
+
+
+def _run(argv: list[str]) -> tuple[int, Path | None]:
+    """(exit code, sweep dir or None when nothing was swept)."""
     args = _parse(list(argv))
     if any(getattr(args, flag, None) for flag in _INFO_FLAGS):
-        return _passthrough(list(argv))
+        return _passthrough(list(argv)), None
     overrides, resume = split_resume(list(args.overrides))
     multirun, config_dir = bool(args.multirun), args.config_dir
     if resume is not None:
@@ -185,4 +222,4 @@ def main(argv: list[str]) -> int:
         if resume is None:
             discard_if_unused(plan.sweep_dir)
         raise
-    return finish(plan.sweep_dir, plan.total, plan.analysis)
+    return finish(plan.sweep_dir, plan.total, plan.analysis), plan.sweep_dir
