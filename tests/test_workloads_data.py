@@ -106,7 +106,7 @@ def test_label_path_convention(tmp_path):
 
 
 def test_yolo_dataset_reads_every_format(tmp_path):
-    sizes = write_dataset(tmp_path / "ds")
+    write_dataset(tmp_path / "ds")
     (tmp_path / "ds" / "data.yaml").write_text("path: .\ntrain: images/train\nval: images/train\nnames: [a, b, c]\n")
     ds = build_dataset(str(tmp_path / "ds" / "data.yaml"), imgsz=64, num_classes=3)
     assert len(ds) == 4 and ds.skipped == 0 and ds.names == ["a", "b", "c"]
@@ -131,7 +131,7 @@ def test_yaml_train_relative_to_yaml_folder_and_list(tmp_path):
     write_dataset(tmp_path / "ds")
     cfg = tmp_path / "cfg"
     cfg.mkdir()
-    (cfg / "data.yaml").write_text(f"path: ../ds\ntrain: [images/train]\nnames: {{0: a, 1: b, 2: c}}\n")
+    (cfg / "data.yaml").write_text("path: ../ds\ntrain: [images/train]\nnames: {0: a, 1: b, 2: c}\n")
     ds = build_dataset(str(cfg / "data.yaml"), 32, 3)
     assert len(ds) == 4 and ds.names == ["a", "b", "c"]
     (tmp_path / "ds" / "other.yaml").write_text("train: images/train\n")  # no path: the yaml's folder
@@ -211,7 +211,7 @@ def test_bad_label_line_names_file_and_line(tmp_path, line, match):
     (tmp_path / "labels" / "train" / "a.txt").write_text(f"0 0.5 0.5 0.5 0.5\n{line}\n")
     with pytest.raises(UsageError, match=match) as err:
         build_dataset(str(tmp_path), 32, 3)
-    assert f"a.txt:2" in str(err.value) and "\n" not in str(err.value)
+    assert "a.txt:2" in str(err.value) and "\n" not in str(err.value)
 
 
 def test_yolo_dataset_through_a_worker_loader(tmp_path):

@@ -35,7 +35,7 @@ def comparison_markdown(result: Any) -> str:
     parts = [f"# Sweep analysis: {result.title}", "",
              f"- {result.baseline}",
              f"- swept axes: {', '.join(result.varying) or 'none'}",
-             f"- jobs: " + ", ".join(f"{k} {v}" for k, v in result.jobs.items()),
+             "- jobs: " + ", ".join(f"{k} {v}" for k, v in result.jobs.items()),
              f"- alpha {s['alpha']}, noise threshold {s['noise']:.0%}, correction {s['correction']}; "
              "ratio > 1 means better (lower-is-better metrics use baseline/value)", ""]
     parts += ["## Comparisons", ""]

@@ -10,7 +10,6 @@ it gives the progress display its total and the joblib check each job's device.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -22,6 +21,7 @@ from yoloprof.config.compose import (CONFIG_NAME, hydra_session, normalise_overr
                                       sweep_options)
 from yoloprof.config.translate import check_target, job_values, settings_from_cfg
 from yoloprof.errors import UsageError
+from yoloprof.profiles.io import write_bytes_atomic
 
 MANIFEST_NAME = "yoloprof_sweep.json"
 MANIFEST_SCHEMA = "yoloprof.sweep/1"
@@ -176,9 +176,7 @@ def prepare_dir(plan: SweepPlan, *, resume: bool, manifest: dict[str, Any]) -> N
     that `resume=` reads back; a dir that cannot be written fails here, before any job."""
     try:
         plan.sweep_dir.mkdir(parents=True, exist_ok=resume)
-        tmp = plan.sweep_dir / f".{MANIFEST_NAME}.tmp"
-        tmp.write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-        os.replace(tmp, plan.sweep_dir / MANIFEST_NAME)
+        write_bytes_atomic(plan.sweep_dir / MANIFEST_NAME, json.dumps(manifest, indent=1).encode())
     except FileExistsError as exc:
         raise UsageError(f"sweep dir {plan.sweep_dir} already exists; resume it with "
                          f"resume={plan.sweep_dir}") from exc

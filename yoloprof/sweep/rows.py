@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any, Iterable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from yoloprof.profiles.io import write_bytes_atomic
 
 ROW_NAME = "row.parquet"
 RESULTS_NAME = "results.parquet"
@@ -97,23 +97,11 @@ def _table(rows: Iterable[dict[str, Any]]) -> pa.Table:
 
 
 def _atomic_write_table(table: pa.Table, path: Path) -> None:
-    """temp file in the same directory + os.replace: readers see the old file or the new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        with_suppressed_unlink(tmp)
-        raise
-
-
-def with_suppressed_unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
+    """Serialise in memory, then the project's one atomic write (temp file + fsync + os.replace):
+    readers see the old file or the new one, never a half-written Parquet file."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    write_bytes_atomic(path, sink.getvalue().to_pybytes())
 
 
 def write_row(path: str | Path, row: dict[str, Any]) -> None:
