@@ -31,8 +31,8 @@ def bare_loop(ctx, warmup: int, steps: int) -> list[float]:
         t0 = time.perf_counter()
         images, targets = next(it)
         images = images.float().div_(255.0)
-        out = loss_fn(model(images), targets)
-        (out[0] if isinstance(out, tuple) else out).backward()
+        loss, _ = loss_fn(model(images), targets)
+        loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
         if i >= warmup:

@@ -221,3 +221,16 @@ def test_the_documented_default_captures(tmp_path):
     train = load_valid(tmp_path / "train" / "profile.json")
     assert all(len(m["samples"]) == 3 for name, m in train["metrics"].items()
                if name in ("step_ms", "img_per_s", "peak_mem_mb", "forward_wall_ms"))
+
+
+def test_infer_folder_with_a_corrupt_image_skips_it_and_says_so(tmp_path):
+    from PIL import Image
+
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    Image.new("RGB", (80, 60), (200, 30, 30)).save(folder / "good.jpg")
+    (folder / "bad.jpg").write_bytes(b"\xff\xd8 not really a jpeg")
+    proc = run_cli("infer", folder, *TINY_INFER, "--no-trace", "--project", tmp_path / "out")
+    assert proc.returncode == 0, proc.stderr
+    profile = load_valid(tmp_path / "out" / "infer" / "profile.json")
+    assert any("bad.jpg" in w for w in profile["warnings"]), profile["warnings"]

@@ -170,3 +170,15 @@ def test_every_renderer_runs_in_both_modes(rich: bool) -> None:
     text = buf.getvalue()
     assert "regressed" in text and "predicted step" in text and "aten::silu_" in text
     assert ("─" in text) == rich  # box drawing only on a terminal
+
+
+def test_na_reasons_name_the_right_cause():
+    from yoloprof.profiles.model import empty_profile
+    from yoloprof.readers._common import na_reason
+
+    train = empty_profile("train")
+    assert "inference profiles only" in na_reason(train, "p99_ms")
+    for name in ("preprocess_wall_ms", "postprocess_ms"):  # stage names start with "p" too
+        assert "inference profiles only" not in na_reason(train, name)
+    for name in ("forward_device_ms", "backward_kernels", "mean_kernel_us", "device_busy_ms"):
+        assert "no device kernels" in na_reason(train, name)

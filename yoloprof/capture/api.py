@@ -56,12 +56,13 @@ def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = 
     from yoloprof.capture import infer as infer_mod, train as train_mod
 
     runner = train_mod if settings.mode == "train" else infer_mod
+    inputs, input_notes = runner.prepare(settings)  # dataset or images, built once, checked first
     with CaptureProgress(progress).running() as bar:
-        run = runner.measure(settings, device, amp, bar)
+        run = runner.measure(settings, device, amp, bar, inputs)
         trace_path = None
         if settings.trace:
-            trace_path = runner.trace(settings, device, amp, out_dir / TRACE_NAME, bar)
-    profile = assemble(settings, device, amp, run, trace_path, warnings)
+            trace_path = runner.trace(settings, device, amp, out_dir / TRACE_NAME, bar, inputs)
+    profile = assemble(settings, device, amp, run, trace_path, warnings + input_notes)
     write_profile(out_dir / PROFILE_NAME, profile)
     return profile
 

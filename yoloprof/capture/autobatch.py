@@ -7,7 +7,6 @@ approach as Ultralytics' autobatch, with the fit and the probes kept visible in 
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 
 from yoloprof.capture.device import DeviceInfo
@@ -22,19 +21,18 @@ def _peak_of_one_step(settings: CaptureSettings, device: DeviceInfo, batch: int)
     import torch
 
     from yoloprof.capture.build import build_infer_context, build_train_context, load_infer_sources
-    from yoloprof.capture.steps import infer_call, train_step
+    from yoloprof.capture.steps import infer_call, no_phases, train_step
     from yoloprof.workloads.data import SyntheticDetection
 
     probe = dataclasses.replace(settings, batch=batch, workers=0)
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats(device.torch_device)
-    noop = lambda name: contextlib.nullcontext()  # noqa: E731 - no phase marks while probing
     amp = settings.amp is not False
     if settings.mode == "train":
         data = SyntheticDetection(batch, settings.imgsz, settings.num_classes, settings.seed)
-        train_step(build_train_context(probe, device, data, amp), noop)
+        train_step(build_train_context(probe, device, data, amp), no_phases())
     else:
-        infer_call(build_infer_context(probe, device, load_infer_sources(probe), amp), noop)
+        infer_call(build_infer_context(probe, device, load_infer_sources(probe)[0], amp), no_phases())
     torch.cuda.synchronize(device.torch_device)
     return float(torch.cuda.max_memory_allocated(device.torch_device))
 

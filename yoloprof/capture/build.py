@@ -50,6 +50,14 @@ def build_dataset(settings: CaptureSettings, images_needed: int) -> Any:
                   n_images_hint=settings.synthetic_images or images_needed, seed=settings.seed)
 
 
+def prepare_dataset(settings: CaptureSettings) -> tuple[Any, list[str]]:
+    """Build the dataset once per capture (trials and the trace pass share it; a YOLO folder's
+    images are verified when it is built) and refuse it before measuring when it is too small."""
+    dataset = build_dataset(settings, (settings.warmup + settings.measured) * settings.batch)
+    check_data_fills(dataset, settings)
+    return dataset, list(getattr(dataset, "warnings", []))
+
+
 def check_data_fills(dataset: Any, settings: CaptureSettings) -> None:
     """Exit 3 before any measuring when the data cannot fill --warmup + --steps batches."""
     from yoloprof.workloads.data import num_batches
@@ -74,8 +82,6 @@ def build_train_context(settings: CaptureSettings, device: DeviceInfo, dataset: 
     model = build_model(settings, device, train=True)
     optimizer = torch.optim.SGD(model.parameters(), lr=settings.lr, momentum=0.9, nesterov=True)
     loss_fn = build_loss(settings.loss, settings.model, settings.num_classes)
-    if hasattr(loss_fn, "to"):
-        loss_fn = loss_fn.to(device.torch_device)
     loader = make_loader(dataset, batch=settings.batch, workers=effective_workers(settings),
                          shuffle=False, seed=settings.seed, pin_memory=device.is_cuda)
     # GradScaler only where it is needed: float16 on CUDA (bfloat16 has float32's range).
@@ -87,10 +93,16 @@ def build_train_context(settings: CaptureSettings, device: DeviceInfo, dataset: 
                         scaler=scaler)
 
 
-def load_infer_sources(settings: CaptureSettings) -> list[Any]:
+def load_infer_sources(settings: CaptureSettings) -> tuple[list[Any], list[str]]:
+    """The inference inputs and the warnings about skipped (corrupt) images, for the profile."""
+    import warnings
+
     from yoloprof.workloads.pipeline import load_sources
 
-    return load_sources(settings.data)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sources = load_sources(settings.data)
+    return sources, [str(w.message) for w in caught]
 
 
 def build_infer_context(settings: CaptureSettings, device: DeviceInfo, sources: list[Any], amp: bool

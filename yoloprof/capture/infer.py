@@ -13,7 +13,7 @@ from yoloprof.capture.memory import count_flops
 from yoloprof.capture.progress import CaptureProgress
 from yoloprof.capture.run_result import RunResult, phase_timing_name
 from yoloprof.capture.settings import CaptureSettings
-from yoloprof.capture.steps import INFER_STAGES, infer_call
+from yoloprof.capture.steps import INFER_STAGES, infer_call, no_phases
 from yoloprof.capture.timing import TrialResult, run_trials, time_infer_trial
 from yoloprof.capture.tracing import TraceSchedule, run_trace_pass
 
@@ -36,25 +36,15 @@ def stage_split(trials: list[TrialResult]) -> list[dict[str, Any]]:
     return [{"stage": s, "ms": means[s], "share": means[s] / total} for s in INFER_STAGES]
 
 
-def _infer_flops(settings: CaptureSettings, device: DeviceInfo, sources: list[Any], amp: bool) -> float | None:
-    import torch
-
-    ctx = build_infer_context(settings, device, sources, amp)
-    with torch.inference_mode():
-        x, _ = ctx.preprocess(ctx.next_inputs(), ctx.imgsz, ctx.device)
-
-    def forward() -> None:
-        with torch.inference_mode(), ctx.autocast():
-            ctx.model(x)
-
-    return count_flops(forward)
+prepare = load_infer_sources
 
 
-def measure(settings: CaptureSettings, device: DeviceInfo, amp: bool, bar: CaptureProgress) -> RunResult:
+def measure(settings: CaptureSettings, device: DeviceInfo, amp: bool, bar: CaptureProgress,
+            sources: list[Any]) -> RunResult:
     from yoloprof.capture.api import trial_metrics
 
-    sources = load_infer_sources(settings)
-    flops = _infer_flops(settings, device, sources, amp)
+    # FLOPs of one call (the forward holds every matmul/conv), outside the timed calls.
+    flops = count_flops(lambda: infer_call(build_infer_context(settings, device, sources, amp), no_phases()))
     trials = run_trials(settings, device, lambda: build_infer_context(settings, device, sources, amp),
                         time_infer_trial, bar)
     samples = trial_metrics(trials, settings.batch)
@@ -65,17 +55,14 @@ def measure(settings: CaptureSettings, device: DeviceInfo, amp: bool, bar: Captu
         for q in PERCENTILES:
             samples.setdefault(f"p{q}_ms", []).append(per_trial[f"p{q}_ms"])
     all_calls = [ms for trial in trials for ms in trial.step_ms]
-    warnings = []
-    if getattr(sources, "skipped", 0):
-        warnings.append(f"skipped {sources.skipped} unreadable image(s)")
     return RunResult(samples=samples, phase_order=INFER_STAGES, workers=0,
                      phase_timing=phase_timing_name(device.is_cuda), flops=flops,
-                     latency=latency_table(all_calls), stages=stage_split(trials), warnings=warnings)
+                     latency=latency_table(all_calls), stages=stage_split(trials))
 
 
 def trace(settings: CaptureSettings, device: DeviceInfo, amp: bool, path: Path, bar: CaptureProgress,
-          schedule: TraceSchedule = TraceSchedule()) -> Path:
-    ctx = build_infer_context(settings, device, load_infer_sources(settings), amp)
+          sources: list[Any], schedule: TraceSchedule = TraceSchedule()) -> Path:
+    ctx = build_infer_context(settings, device, sources, amp)
     bar.task("trace pass", 1)
     return run_trace_pass(lambda phase: infer_call(ctx, phase), device, path, schedule,
                           gzip=settings.trace_gzip)

@@ -41,7 +41,3 @@ class CaptureProgress:
             progress.update(task_id, completed=done)
 
         return update
-
-    def note(self, text: str) -> None:
-        if self._progress is not None:
-            self._progress.console.print(text)

@@ -28,6 +28,11 @@ def clock_phases(clock: Any) -> PhaseFn:
     return phase
 
 
+def no_phases() -> PhaseFn:
+    """Phase factory that records nothing: FLOP counting and batch-size probing run the same step."""
+    return lambda name: contextlib.nullcontext()
+
+
 def profiler_phases() -> PhaseFn:
     import torch
 
@@ -61,10 +66,6 @@ class TrainContext:
             return next(self._iter)
 
 
-def _loss_value(out: Any) -> Any:
-    return out[0] if isinstance(out, (tuple, list)) else out
-
-
 def train_step(ctx: TrainContext, phase: PhaseFn, cycle: bool = False) -> None:
     import torch
 
@@ -77,7 +78,7 @@ def train_step(ctx: TrainContext, phase: PhaseFn, cycle: bool = False) -> None:
             images = images.float().div_(255.0)
     with phase("forward"):
         with ctx.autocast():
-            loss = _loss_value(ctx.loss_fn(ctx.model(images), targets))
+            loss, _ = ctx.loss_fn(ctx.model(images), targets)  # every loss returns (loss, parts)
     with phase("backward"):
         (ctx.scaler.scale(loss) if ctx.scaler is not None else loss).backward()
     with phase("optimizer"):

@@ -65,8 +65,3 @@ def empty_profile(kind: str, config: dict | None = None, env: dict | None = None
         "trace": None,
         "warnings": [],
     }
-
-
-def metric_value(profile: dict, name: str) -> float | None:
-    entry = profile.get("metrics", {}).get(name)
-    return None if entry is None else entry.get("value")

@@ -8,6 +8,7 @@ Readers never print and never import torch/pandas: they take a profile dict (sch
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Iterable
 
 from yoloprof.errors import UsageError
@@ -33,8 +34,15 @@ COMPARE_DEFAULT: tuple[str, ...] = (
 )
 
 # Metrics that only exist with a device (GPU/XPU) trace: used to explain an absent figure.
-DEVICE_ONLY = frozenset({"device_util_pct", "tensorcore_pct", "launches_per_step",
-                         "kernels_per_step", "host_overhead_ms", "mfu_pct"})
+DEVICE_ONLY = frozenset({"device_util_pct", "device_busy_ms", "tensorcore_pct", "launches_per_step",
+                         "kernels_per_step", "mean_kernel_us", "orphan_kernels", "host_overhead_ms",
+                         "mfu_pct"})
+DEVICE_ONLY_RE = re.compile(r".+_(device_ms|kernels)")  # per-phase device figures
+PERCENTILE_RE = re.compile(r"p\d+_ms")  # latency percentiles, not preprocess_*/postprocess_*
+
+
+def device_only(name: str) -> bool:
+    return name in DEVICE_ONLY or DEVICE_ONLY_RE.fullmatch(name) is not None
 
 THRASH_WORDS = ("thrash", "memory pressure")
 
@@ -68,9 +76,9 @@ def has_device(profile: dict) -> bool:
 
 def na_reason(profile: dict, name: str) -> str:
     """Why a metric is absent, in words a user can act on."""
-    if name in DEVICE_ONLY and not has_device(profile):
+    if device_only(name) and not has_device(profile):
         return "no device kernels: CPU run, or no GPU activity traced"
-    if name.startswith("p") and name.endswith("_ms") and profile.get("kind") != "infer":
+    if PERCENTILE_RE.fullmatch(name) and profile.get("kind") != "infer":
         return "latency percentiles exist for inference profiles only"
     if name == "img_per_s" and profile.get("kind") == "trace":
         return "a raw trace does not record the batch size"
@@ -144,26 +152,17 @@ def per_step(profile: dict) -> list[dict]:
 
 
 def thrash_mark(profile: dict) -> dict[str, Any] | None:
-    """A reason when memory thrashing makes the timings unreliable, else None.
-
-    Same evidence and thresholds as the verdict's memory rule (yoloprof.metrics.verdict): driver
-    allocations (cudaMalloc/cudaFree) in steady-state steps, or extreme allocator churn; or a
-    warning of the engine naming thrashing/memory pressure."""
-    from yoloprof.metrics.verdict import THRESHOLDS
+    """A reason when memory thrashing makes the timings unreliable, else None: the verdict's own
+    memory rule (yoloprof.metrics.verdict.rule_memory), evaluated even when another rule produced
+    the stored verdict, or a warning of the engine naming thrashing/memory pressure."""
+    from yoloprof.metrics.verdict import Facts, rule_memory
 
     verdict = profile.get("verdict") or {}
-    if str(verdict.get("bound", "")).lower() == "memory":
+    if str(verdict.get("bound", "")).lower() != "memory":
+        verdict = rule_memory(Facts(profile)) or {}
+    if verdict:
         return {"why": str(verdict.get("why") or "memory-bound verdict"),
                 "evidence": dict(verdict.get("evidence") or {})}
-    mallocs = metric_value(profile, "malloc_calls_per_step")
-    if mallocs is not None and mallocs >= THRESHOLDS["malloc_calls_per_step"] \
-            and not (profile.get("trace") or {}).get("whole_trace"):
-        return {"why": f"{mallocs:.1f} cudaMalloc/cudaFree calls per step: the caching allocator is "
-                       "thrashing", "evidence": {"malloc_calls_per_step": mallocs}}
-    calls = metric_value(profile, "alloc_calls_per_step")
-    if calls is not None and calls >= THRESHOLDS["alloc_calls_per_step"]:
-        return {"why": f"{calls:.0f} allocator calls per step: step times largely measure "
-                       "allocation churn", "evidence": {"alloc_calls_per_step": calls}}
     for w in profile.get("warnings") or []:
         if any(word in str(w).lower() for word in THRASH_WORDS):
             return {"why": str(w), "evidence": {}}
