@@ -65,7 +65,10 @@ def measure(trace: Path, repeat: int) -> tuple[int, dict[str, tuple[float, float
     with tempfile.TemporaryDirectory() as tmp:
         json_path = os.path.join(tmp, "trace.json")
         Path(json_path).write_bytes(data)
-        gz_path = str(trace) if raw[:2] == b"\x1f\x8b" else json_path
+        gz_path = str(trace)
+        if raw[:2] != b"\x1f\x8b":  # a plain .json trace: the gzip cases need a gzipped copy
+            gz_path = os.path.join(tmp, "trace.json.gz")
+            Path(gz_path).write_bytes(gzip.compress(data))
         results = {}
         for name, setup in CASES.items():
             runs = [run_case(setup, json_path, gz_path) for _ in range(repeat)]

@@ -199,7 +199,6 @@ def test_joblib_with_gpu_device_is_refused(sweep_env, tmp_path):
 
 
 def test_analysis_runs_at_the_end_with_the_analysis_group(sweep_env, capsys):
-    pytest.importorskip("yoloprof.analysis.run")
     assert main(["+sweep=demo", "device=cpu", "analysis.html=false"]) == 0
     [sweep] = sweep_env("demo")
     assert (sweep / "analysis").is_dir() and any((sweep / "analysis").iterdir())

@@ -58,8 +58,9 @@ def test_cpu_trace_steps_and_phases(cpu_trace):
         assert phases[name]["wall_ms_per_step"] == pytest.approx(sum(spans) / 1000 / 3, rel=1e-6)
         assert phases[name]["device_ms_per_step"] is None
     assert phases["forward"]["ops_per_step"] > 0 and phases["backward"]["ops_per_step"] > 0
-    walls = sum(p["wall_ms_per_step"] for p in sections["phases"])
-    assert walls == pytest.approx(sections["metrics"]["step_ms"]["value"], rel=1e-6)
+    # The named phases fit inside the step ("other" is the remainder by construction).
+    named = sum(phases[name]["wall_ms_per_step"] for name in PHASES)
+    assert named <= sections["metrics"]["step_ms"]["value"] * (1 + 1e-9)
 
 
 def test_cpu_trace_device_figures_are_null(cpu_trace):

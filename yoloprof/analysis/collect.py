@@ -6,7 +6,6 @@ said (failed jobs with their error, job folders without a row yet, ok rows whose
 
 from __future__ import annotations
 
-import json
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +14,8 @@ from typing import Any
 import pandas as pd
 
 from yoloprof.analysis.folder import ROW_FILE, check_sweep_folder
-from yoloprof.errors import ProfileError
+from yoloprof.errors import ProfileError, YoloprofError
+from yoloprof.profiles.io import read_profile
 
 ENV_COLUMNS = ("device_name", "torch_version")
 
@@ -34,25 +34,10 @@ class Collected:
     warnings: list[str] = field(default_factory=list)
 
 
-def _read_rows_fallback(sweep_dir: Path) -> pd.DataFrame:
-    """Every `<job>/row.parquet` in the folder, concatenated (used when the sweep package's
-    own reader is not importable)."""
-    files = sorted(sweep_dir.glob(f"*/{ROW_FILE}"))
-    frames = []
-    for f in files:
-        try:
-            frames.append(pd.read_parquet(f))
-        except Exception as exc:  # noqa: BLE001 - one bad row must not hide the others
-            raise ProfileError(f"{f}: unreadable row file ({exc})") from None
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-
-
 def read_rows(sweep_dir: Path) -> tuple[pd.DataFrame, list[str]]:
     """(rows, notes about row files that could not be read: listed, never silently dropped)."""
-    try:
-        from yoloprof.sweep.rows import read_rows as sweep_read_rows
-    except ImportError:
-        return _read_rows_fallback(sweep_dir), []
+    from yoloprof.sweep.rows import read_rows as sweep_read_rows
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the corrupt files come back in attrs; we report them below
         rows = sweep_read_rows(sweep_dir)
@@ -85,8 +70,8 @@ def _load_profiles(sweep_dir: Path, ok: pd.DataFrame) -> tuple[dict[str, dict], 
             missing.append(f"job {row['job_id']}: profile.json not found (headline metrics from its row)")
             continue
         try:
-            profiles[row["job_id"]] = json.loads(path.read_bytes())
-        except (OSError, ValueError) as exc:
+            profiles[row["job_id"]] = read_profile(path)  # version-checked like every reader
+        except YoloprofError as exc:
             missing.append(f"job {row['job_id']}: {path.name} unreadable ({exc}); headline metrics from its row")
     return profiles, missing
 

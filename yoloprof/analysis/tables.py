@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 
 from yoloprof.analysis.collect import Collected
+from yoloprof.sweep.rows import METRICS as ROWS_METRICS
 
-ROW_METRICS = ("step_ms", "img_per_s", "peak_mem_mb", "p50_ms", "p99_ms", "device_util_pct",
-               "launches_per_step", "host_overhead_ms")
+ROW_METRICS = ROWS_METRICS  # the headline metrics every row carries (sweep/rows.py)
 # Direction of the headline metrics when no profile says it (the profile's own `better` wins).
 BETTER = {"step_ms": "lower", "img_per_s": "higher", "peak_mem_mb": "lower", "p50_ms": "lower",
           "p90_ms": "lower", "p99_ms": "lower", "device_util_pct": "higher",

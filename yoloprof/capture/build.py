@@ -107,11 +107,10 @@ def load_infer_sources(settings: CaptureSettings) -> tuple[list[Any], list[str]]
 
 def build_infer_context(settings: CaptureSettings, device: DeviceInfo, sources: list[Any], amp: bool
                         ) -> InferContext:
-    from yoloprof.workloads.models import is_builtin
-    from yoloprof.workloads.pipeline import postprocess, preprocess
+    from yoloprof.workloads.pipeline import postprocess_fn, preprocess
 
     model = build_model(settings, device, train=False)
     return InferContext(model=model, sources=sources, batch=settings.batch, imgsz=settings.imgsz,
                         device=device.torch_device, autocast=autocast_factory(settings, device, amp),
-                        preprocess=preprocess, postprocess=postprocess if is_builtin(settings.model) else None,
+                        preprocess=preprocess, postprocess=postprocess_fn(settings.model),
                         conf=settings.conf, iou=settings.iou, max_det=settings.max_det)

@@ -99,7 +99,7 @@ class InferContext:
     device: Any
     autocast: Callable[[], ContextManager[Any]]
     preprocess: Callable[..., Any]
-    postprocess: Callable[..., Any] | None
+    postprocess: Callable[..., Any]  # identity for user models (pipeline.postprocess_fn)
     conf: float = 0.25
     iou: float = 0.45
     max_det: int = 300
@@ -122,6 +122,5 @@ def infer_call(ctx: InferContext, phase: PhaseFn) -> Any:
             with ctx.autocast():
                 raw = ctx.model(x)
         with phase("postprocess"):
-            out = raw if ctx.postprocess is None else ctx.postprocess(raw, meta, ctx.conf, ctx.iou,
-                                                                      ctx.max_det)
+            out = ctx.postprocess(raw, meta, ctx.conf, ctx.iou, ctx.max_det)
     return out

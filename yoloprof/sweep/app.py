@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import inspect
 import os
 import sys
 from pathlib import Path
@@ -105,16 +104,13 @@ def _passthrough(argv: list[str]) -> int:
 
 
 def run_analysis(sweep_dir: Path, settings: dict[str, Any]) -> None:
-    """The analysis stages, when that module exists (it is optional for a sweep to be useful)."""
+    """The analysis stages over the finished sweep (conf/analysis: its keys are analyze_sweep's
+    keyword arguments, plus `enabled`)."""
     if not settings.get("enabled", True):
         return
-    try:
-        from yoloprof.analysis.run import analyze_sweep
-    except ImportError:
-        print(f"{PROG}: analysis not available; rows are in {sweep_dir}", file=sys.stderr)
-        return
-    accepted = inspect.signature(analyze_sweep).parameters
-    kwargs = {k: v for k, v in settings.items() if k in accepted and k != "enabled"}
+    from yoloprof.analysis.run import analyze_sweep
+
+    kwargs = {k: v for k, v in settings.items() if k != "enabled"}
     try:
         analyze_sweep(sweep_dir, **kwargs)
     except YoloprofError as exc:

@@ -20,13 +20,13 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from yoloprof.capture.api import PROFILE_NAME
 from yoloprof.capture.settings import CaptureSettings
 from yoloprof.sweep import progress
 from yoloprof.sweep.rows import (ROW_NAME, failed_row, overrides_json, read_row, row_from_profile,
                                  utc_now, write_row)
 
 log = logging.getLogger("yoloprof.sweep")
-PROFILE_NAME = "profile.json"
 
 
 def _job_num(hydra_cfg: Any) -> int:
