@@ -1,19 +1,22 @@
-# The README's two commands: `make demo` and `make test`. Both set up .venv from nothing first.
+# The README's two commands: `make demo` and `make test`. Both set up .venv from nothing first,
+# installing the pinned versions in requirements.lock (written by `make lock` from pyproject.toml).
 VENV   ?= .venv
 PYTHON ?= python3
 # The CPU build of torch (no multi-GB CUDA download); on a GPU box: make TORCH='torch' setup
 TORCH  ?= torch==2.13.0
 PY      = $(VENV)/bin/python
 PYTEST_ARGS ?=
+LATEST ?= .venv-latest
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test test-latest lint-imports bench lock clean
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m pip install -q -e ".[test,submitit]"
+	$(PY) -m pip install -q -r requirements.lock
+	$(PY) -m pip install -q --no-deps -e .
 	touch $@
 
 # The main job on the embedded defaults: the CPU demo sweep, then its analysis.
@@ -23,8 +26,20 @@ demo: setup
 test: setup
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
+# The newest versions pyproject.toml allows, in their own venv: how an upgrade is caught on purpose.
+test-latest:
+	$(PYTHON) -m venv $(LATEST)
+	$(LATEST)/bin/python -c "import torch" 2>/dev/null || $(LATEST)/bin/python -m pip install -q "$(TORCH)"
+	$(LATEST)/bin/python -m pip install -q --upgrade --upgrade-strategy eager -e ".[test,submitit,joblib]"
+	$(LATEST)/bin/python -m pytest -q $(PYTEST_ARGS)
+
+# A deliberate upgrade of the pins: run `make test` afterwards and commit both files.
+lock: setup
+	$(PY) -m pip install -q uv
+	$(PY) tools/lock.py
+
 bench: setup
 	for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) runs outputs multirun .pytest_cache
+	rm -rf $(VENV) $(LATEST) runs outputs multirun .pytest_cache

@@ -153,15 +153,25 @@ def _decode(data: bytes) -> tuple[list[_Event], _Trace, list[str]]:
     notes: list[str] = []
     try:
         doc = _TRACE_DECODER.decode(data)
-    except UnicodeDecodeError:
-        data = data.decode("utf-8", "replace").encode("utf-8")
-        notes.append("trace has bytes that are not UTF-8; they were replaced with U+FFFD")
-        return _decode_repaired(data, notes)
     except msgspec.ValidationError as exc:
         return _decode_loose(data, str(exc), notes)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        # msgspec < 0.23 raises UnicodeDecodeError on invalid UTF-8, 0.23+ a DecodeError: check the
+        # bytes ourselves (one linear pass, only on this error path) instead of the exception type.
+        if not _is_utf8(data):
+            data = data.decode("utf-8", "replace").encode("utf-8")
+            notes.append("trace has bytes that are not UTF-8; they were replaced with U+FFFD")
+            return _decode_repaired(data, notes)
         return _decode_repaired(data, notes, first_error=exc)
     return _events_of(doc), doc, notes
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _decode_repaired(data: bytes, notes: list[str], first_error: Exception | None = None
