@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from yoloprof.capture.device import DeviceInfo, resolve_device
+from yoloprof.capture.preflight import check_memory, check_output_dir
 from yoloprof.capture.progress import CaptureProgress
 from yoloprof.capture.settings import CaptureSettings
 from yoloprof.capture.timing import TrialResult
@@ -49,10 +50,11 @@ def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = 
     earlier profile.json intact.
     """
     settings.validate()
+    out_dir = check_output_dir(out_dir)
     device = resolve_device(settings.device)
     settings = _resolve_batch(settings, device)
     amp, warnings = resolve_amp(settings, device)
-    out_dir = Path(out_dir)
+    check_memory(settings, device, amp)
     from yoloprof.capture import infer as infer_mod, train as train_mod
 
     runner = train_mod if settings.mode == "train" else infer_mod

@@ -68,8 +68,16 @@ def check_data_fills(dataset: Any, settings: CaptureSettings) -> None:
         raise DataTooSmallError(
             f"the data has {len(dataset)} images = {have} full batches of {settings.batch}, but "
             f"--warmup {settings.warmup} + --steps {settings.measured} need {needed}; ways out: "
-            f"a larger dataset, fewer --steps/--warmup, or a smaller --batch "
-            f"(at most {len(dataset) // needed if needed else 0})")
+            + _ways_out(len(dataset), needed, settings.batch))
+
+
+def _ways_out(images: int, needed: int, batch: int) -> str:
+    """The three ways out, leaving out a smaller batch where none exists (never "at most 0")."""
+    fits = images // needed if needed else 0
+    larger = f"a larger dataset (at least {needed * batch} images at --batch {batch})"
+    if 1 <= fits < batch:
+        return f"{larger}, fewer --steps/--warmup, or a smaller --batch (at most {fits})"
+    return f"{larger} or fewer --steps/--warmup (even --batch 1 needs {needed} images)"
 
 
 def build_train_context(settings: CaptureSettings, device: DeviceInfo, dataset: Any, amp: bool

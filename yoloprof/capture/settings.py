@@ -89,6 +89,8 @@ class CaptureSettings:
             raise UsageError(f"--workers must be >= 0 (got {self.workers})")
         if not 0.0 <= self.conf <= 1.0 or not 0.0 <= self.iou <= 1.0:
             raise UsageError("--conf and --iou must be within [0, 1]")
+        if self.num_classes < 1:
+            raise UsageError(f"--num-classes must be >= 1 (got {self.num_classes})")
         if self.max_det < 1:
             raise UsageError(f"--max-det must be >= 1 (got {self.max_det})")
         return self

@@ -15,7 +15,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from yoloprof.errors import UsageError
 from yoloprof.workloads.synthetic import SyntheticDetection
-from yoloprof.workloads.yolodata import YoloDataset, from_folder, from_yaml
+from yoloprof.workloads.yolodata import YAML_SUFFIXES, YoloDataset, from_folder, from_yaml
 
 __all__ = ["SyntheticDetection", "YoloDataset", "build_dataset", "collate", "make_loader", "num_batches",
            "to_device"]
@@ -37,7 +37,7 @@ def build_dataset(data: str | None, imgsz: int, num_classes: int = 80, n_images_
     if path.is_dir():
         return from_folder(path, imgsz, num_classes)
     if path.is_file():
-        if path.suffix.lower() not in (".yaml", ".yml"):
+        if path.suffix.lower() not in YAML_SUFFIXES:
             raise UsageError(f"data {data!r} is a file but not a data.yaml (expected .yaml/.yml)")
         return from_yaml(path, imgsz, num_classes)
     raise UsageError(f"unknown data {data!r}: not 'synthetic', and no such data.yaml or dataset folder")

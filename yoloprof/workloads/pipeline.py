@@ -27,6 +27,7 @@ from yoloprof.workloads.models import is_builtin
 from yoloprof.workloads.nms import batched_nms
 from yoloprof.workloads.sample import sample_image_path
 from yoloprof.workloads.yolo import STRIDES, decode_outputs
+from yoloprof.workloads.yolodata import YAML_SUFFIXES, dataset_yaml, inference_split, yaml_split_images
 
 MAX_NMS = 30_000  # candidates handed to NMS at most (highest scores first), as Ultralytics does
 
@@ -34,7 +35,8 @@ ImageSource = Image.Image | Path | str | bytes  # bytes = an encoded file (JPEG/
 
 
 def load_sources(source: str | Path | None) -> list[Path]:
-    """Inference inputs: None = the bundled sample, an image file, or a folder of images.
+    """Inference inputs: None = the bundled sample, an image file, a folder of images, or a YOLO
+    data.yaml (or a dataset folder holding one): its `val` images, `train` when it has no `val`.
 
     Returns paths, not decoded images: decoding is part of the timed preprocess stage. Corrupt
     files in a folder are skipped with a warning; a folder with none readable is a UsageError.
@@ -42,6 +44,13 @@ def load_sources(source: str | Path | None) -> list[Path]:
     if source is None:
         return [sample_image_path()]
     path = Path(source).expanduser()
+    if path.is_dir():
+        path = dataset_yaml(path) or path
+    if path.is_file() and path.suffix.lower() in YAML_SUFFIXES:
+        split = inference_split(path)
+        images, _ = yaml_split_images(path, split)
+        good, _ = readable_images(images, f"{path} ({split})")
+        return good
     if path.is_dir():
         good, _ = readable_images(list_images(path), str(path))
         return good

@@ -23,6 +23,7 @@ from torch.utils.data import Dataset
 from yoloprof.errors import UsageError
 from yoloprof.workloads.images import letterbox, list_images, load_rgb, readable_images, to_chw_uint8
 
+YAML_SUFFIXES = (".yaml", ".yml")  # what makes a `--data`/source file a data.yaml
 _COORD_EPS = 1e-6  # tolerance for labels written as 1.0000001 by float round-off
 
 
@@ -124,8 +125,8 @@ def _resolve_entry(entry: str, roots: list[Path], yaml_path: Path) -> list[Path]
     return [target]
 
 
-def from_yaml(yaml_path: Path, imgsz: int, num_classes: int, split: str = "train") -> YoloDataset:
-    """Dataset for `split` of a data.yaml (the capture trains on `train`)."""
+def yaml_split_images(yaml_path: Path, split: str) -> tuple[list[Path], dict[str, Any]]:
+    """The image paths of `split` in a data.yaml, and the parsed document."""
     doc = _read_yaml(yaml_path)
     if not doc.get(split):
         raise UsageError(f"data file {yaml_path} has no '{split}' entry (expected keys: path, train, val, names)")
@@ -133,14 +134,30 @@ def from_yaml(yaml_path: Path, imgsz: int, num_classes: int, split: str = "train
     root = base if base.is_absolute() else yaml_path.parent / base
     roots = [root, yaml_path.parent] if root != yaml_path.parent else [root]
     entries = doc[split] if isinstance(doc[split], list) else [doc[split]]
-    images = [img for entry in entries for img in _resolve_entry(str(entry), roots, yaml_path)]
+    return [img for entry in entries for img in _resolve_entry(str(entry), roots, yaml_path)], doc
+
+
+def inference_split(yaml_path: Path) -> str:
+    """Inference runs over the validation images (what a detector is evaluated on), or the
+    training images when the data.yaml has no `val` entry."""
+    return "val" if _read_yaml(yaml_path).get("val") else "train"
+
+
+def dataset_yaml(folder: Path) -> Path | None:
+    """A dataset folder's own data.yaml, if it has one."""
+    return next((folder / n for n in ("data.yaml", "data.yml") if (folder / n).is_file()), None)
+
+
+def from_yaml(yaml_path: Path, imgsz: int, num_classes: int, split: str = "train") -> YoloDataset:
+    """Dataset for `split` of a data.yaml (the capture trains on `train`)."""
+    images, doc = yaml_split_images(yaml_path, split)
     return YoloDataset(images, imgsz, num_classes, _names(doc), where=f"{yaml_path} ({split})")
 
 
 def from_folder(folder: Path, imgsz: int, num_classes: int) -> YoloDataset:
     """A dataset folder given directly: its data.yaml if it has one, else images/, else itself."""
-    for name in ("data.yaml", "data.yml"):
-        if (folder / name).is_file():
-            return from_yaml(folder / name, imgsz, num_classes)
+    own = dataset_yaml(folder)
+    if own is not None:
+        return from_yaml(own, imgsz, num_classes)
     image_dir = folder / "images" if (folder / "images").is_dir() else folder
     return YoloDataset(list_images(image_dir), imgsz, num_classes, where=str(image_dir))
