@@ -60,7 +60,9 @@ def test_device_bound_names_top_category():
 
 
 def test_host_bound_below_eighty():
-    v = decide(train(**{**GPU_OK, "device_util_pct": 79.9, "mean_kernel_us": 6.0}))
+    p = train(**{**GPU_OK, "device_util_pct": 79.9, "mean_kernel_us": 6.0})
+    p["kernels"] = [{"name": "k", "ms_per_step": 3.0, "count_per_step": 500.0}]  # 6 us each
+    v = decide(p)
     assert v["bound"] == "host"
     assert v["evidence"]["launches_per_step"] == 500.0 and v["evidence"]["mean_kernel_us"] == 6.0
     assert "launch-bound" in v["why"]
@@ -87,17 +89,72 @@ def test_inference_preprocess_dominates():
     assert decide(infer(stages=(5.0, 4.0, 1.0), **GPU_OK))["bound"] == "preprocess"
 
 
+def _op(name, calls, us_per_call, phase="forward"):
+    return {"name": name, "phase": phase, "self_ms_per_step": calls * us_per_call / 1000.0,
+            "total_ms_per_step": calls * us_per_call / 1000.0, "count_per_step": float(calls)}
+
+
 def test_cpu_rules():
     cpu = train("cpu", step_ms=50.0)
-    cpu["ops"] = [{"name": "aten::add", "phase": "forward", "self_ms_per_step": 0.02,
-                   "total_ms_per_step": 0.02, "count_per_step": 4.0}]
+    cpu["ops"] = [_op("aten::add", 4, 5.0)]
     v = decide(cpu)
-    assert v["bound"] == "framework-overhead" and v["evidence"]["mean_op_self_us"] == 5.0
-    cpu["ops"][0]["self_ms_per_step"] = 40.0
+    assert v["bound"] == "framework-overhead" and v["evidence"]["tiny_op_time_share"] == 1.0
+    cpu["ops"] = [_op("aten::add", 4, 10_000.0)]
     assert decide(cpu)["bound"] == "compute"
     cpu["metrics"]["dataload_wall_ms"] = metric(30.0, "ms", "lower")
     assert decide(cpu)["bound"] == "dataloader"
     assert decide(infer("cpu", stages=(1.0, 2.0, 6.0), step_ms=9.0))["bound"] == "postprocess"
+
+
+def test_cpu_rule_weighs_time_not_counts():
+    """The demo's shape: thousands of 3 us casts beside a few heavy convolutions. Hand-worked:
+    op self time = 24 + 30 + 16 = 70 ms; casts are 24/70 = 34% (< 50%), so compute-bound, although
+    the mean self time over all 8080 calls (70 ms / 8080 = 8.7 us) is under the 10 us tiny mark."""
+    cpu = train("cpu", step_ms=80.0)
+    cpu["ops"] = [_op("aten::_to_copy", 8000, 3.0), _op("aten::convolution_backward", 40, 750.0, "backward"),
+                  _op("aten::mkldnn_convolution", 40, 400.0)]
+    v = decide(cpu)
+    assert v["bound"] == "compute"
+    assert v["evidence"]["tiny_op_time_share"] == pytest.approx(24 / 70, abs=1e-4)
+    assert [o["name"] for o in v["evidence"]["top_ops"]][:2] == ["aten::convolution_backward", "aten::_to_copy"]
+    assert "aten::convolution_backward 43%" in v["why"]  # 30 / 70
+    # The same ops with the casts three times as many: 72 / 118 = 61% of op time -> overhead.
+    cpu["ops"][0] = _op("aten::_to_copy", 24000, 3.0)
+    v = decide(cpu)
+    assert v["bound"] == "framework-overhead"
+    assert v["evidence"]["tiny_ops"][0] == {"name": "aten::_to_copy", "pct": round(100 * 72 / 118, 1)}
+
+
+def test_cpu_allocation_churn_is_memory():
+    cpu = train("cpu", step_ms=20.0)
+    cpu["ops"] = [_op("aten::empty", 3000, 2.0), _op("aten::add", 10, 300.0)]  # 6 ms of 9 ms = 67%
+    v = decide(cpu)
+    assert v["bound"] == "memory" and v["evidence"]["alloc_op_time_share"] == pytest.approx(6 / 9, abs=1e-4)
+    assert "aten::empty" in v["why"]
+
+
+def test_launch_bound_wording_from_time_share_of_small_kernels():
+    """Mean kernel time says nothing about where time goes: 900 x 5 us kernels (4.5 ms) beside
+    2 x 10 ms kernels (20 ms) have a mean of 27 us, yet small kernels are 18% of kernel time:
+    host-bound, not launch-bound. With 9000 of them (45 ms of 65 ms = 69%) it is launch-bound."""
+    p = train(**{**GPU_OK, "device_util_pct": 40.0, "mean_kernel_us": 27.0})
+    p["kernels"] = [{"name": "tiny_kernel", "short_name": "tiny", "ms_per_step": 4.5, "count_per_step": 900.0},
+                    {"name": "big_gemm", "short_name": "gemm", "ms_per_step": 20.0, "count_per_step": 2.0}]
+    v = decide(p)
+    assert v["bound"] == "host" and not v["evidence"]["launch_bound"]
+    assert v["evidence"]["small_kernel_time_share"] == pytest.approx(4.5 / 24.5, abs=1e-4)
+    p["kernels"][0].update(ms_per_step=45.0, count_per_step=9000.0)
+    v = decide(p)
+    assert v["evidence"]["launch_bound"] and "launch-bound" in v["why"] and "tiny" in v["why"]
+
+
+def test_communication_bound_when_collectives_carry_device_time():
+    p = train(**GPU_OK)
+    p["categories"] = [{"category": "communication", "device_ms_per_step": 60.0, "pct": 60.0},
+                       {"category": "gemm/conv", "device_ms_per_step": 40.0, "pct": 40.0}]
+    assert decide(p)["bound"] == "communication"
+    p["categories"][0]["device_ms_per_step"] = 30.0  # no longer the largest category: device-bound
+    assert decide(p)["bound"] == "device"
 
 
 def test_no_timing_gives_none():
