@@ -182,3 +182,15 @@ def test_gpu_trace_without_kernels_fixture_is_unknown():
     assert profile["verdict"]["bound"] == "unknown"
     assert any("did not attach" in w for w in profile["warnings"])
     assert profile["metrics"]["device_util_pct"]["value"] is None
+
+
+def test_docs_state_every_threshold_as_the_code_does():
+    """docs/readers.md's rule table quotes each threshold as `key` = value: it must be the code's."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "readers.md").read_text()
+    quoted = {k: float(v) for k, v in re.findall(r"`(\w+)` = ([0-9.]+)", text)}
+    assert set(THRESHOLDS) <= set(quoted), set(THRESHOLDS) - set(quoted)
+    for key, value in THRESHOLDS.items():
+        assert quoted[key] == pytest.approx(value), key
