@@ -128,9 +128,11 @@ def test_partly_failed_and_unfinished_sweep(tmp_path: Path) -> None:
     (sweep / "1" / "profile.json").unlink()
     res = _analyze(sweep)
     text = " ".join(res.notes)
-    assert "CUDA out of memory" in text and "without a row yet" in text and ": 7" in text
+    assert "CUDA out of memory" in text and "job 7: missing row: no row.parquet" in text
     assert "job 20240101-000000-abcd/1: profile.json not found" in text
-    assert res.jobs == {"total": 7, "ok": 6, "failed": 1}
+    assert res.jobs == {"total": 8, "ok": 6, "failed": 1, "missing_row": 1}
+    assert res.unaccounted() == [{"job": "7", "state": "missing_row",
+                                  "detail": "no row.parquet (running, or killed before writing it)"}]
     assert (res.comparisons["n"] == 3).all()  # job 1's samples still come from its row
 
 

@@ -251,12 +251,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("analyze", "the analysis stages over a finished (or partly finished) sweep", cmd_analyze)
     p.add_argument("sweep_dir")
+    # settings left unset are the ones the sweep recorded (docs/analysis.md "Settings")
     p.add_argument("--baseline", nargs="+", default=None, metavar="KEY=VALUE")
     p.add_argument("--vary", default=None, metavar="AXIS")
+    p.add_argument("--auto-baseline", action="store_true",
+                   help="ignore the sweep's recorded baseline/vary; use the automatic rule")
     p.add_argument("--metric", action="append", default=None)
-    p.add_argument("--alpha", type=float, default=0.05)
-    p.add_argument("--noise", type=float, default=0.02)
-    p.add_argument("--correction", default="holm", choices=("holm", "bh", "none"))
+    p.add_argument("--alpha", type=float, default=None, help="significance level (default 0.05)")
+    p.add_argument("--noise", type=float, default=None, help="noise threshold as a fraction (default 0.02)")
+    p.add_argument("--correction", default=None, choices=("holm", "bh", "none"))
+    p.add_argument("--name", default=None, help="folder name for an analysis with other settings "
+                   "(default: derived from the settings)")
+    p.add_argument("--list", action="store_true", help="list the analyses of the sweep and exit")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="exit 0 even when job folders have a missing, corrupt or duplicate row")
     p.add_argument("--html", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--fail-on-regression", action="store_true")
     p.add_argument("--json", action="store_true")

@@ -1,12 +1,12 @@
 """Stage 1, collect: the sweep's rows plus the profile.json of every ok job.
 
 Works on a sweep that is still running or partly failed: what is there is analysed, what is not is
-said (failed jobs with their error, job folders without a row yet, ok rows whose profile is gone).
+said (failed jobs with their error, every job folder whose row is missing, corrupt, foreign or
+duplicated: analysis/inventory.py, ok rows whose profile is gone).
 """
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from yoloprof.analysis.folder import ROW_FILE, check_sweep_folder
+from yoloprof.analysis.inventory import PROBLEMS, JobFolder, read_sweep
 from yoloprof.errors import ProfileError, YoloprofError
 from yoloprof.profiles.io import read_profile
 
@@ -32,16 +33,20 @@ class Collected:
     profiles: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    folders: list[JobFolder] = field(default_factory=list)
 
 
-def read_rows(sweep_dir: Path) -> tuple[pd.DataFrame, list[str]]:
-    """(rows, notes about row files that could not be read: listed, never silently dropped)."""
-    from yoloprof.sweep.rows import read_rows as sweep_read_rows
+def read_rows(sweep_dir: Path) -> tuple[pd.DataFrame, list[JobFolder]]:
+    """(the good rows, one state per job folder: nothing dropped without being named)."""
+    from yoloprof.sweep.rows import to_pandas
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the corrupt files come back in attrs; we report them below
-        rows = sweep_read_rows(sweep_dir)
-    return rows, [f"unreadable row file skipped: {p}" for p in rows.attrs.get("corrupt_rows", [])]
+    table, folders = read_sweep(sweep_dir)
+    return to_pandas(table), folders
+
+
+def folder_notes(folders: list[JobFolder]) -> list[str]:
+    """One note per job folder that is not analysed for a reason other than its own failure."""
+    return [f"job {f.job}: {f.state.replace('_', ' ')}: {f.detail}" for f in folders if f.state in PROBLEMS]
 
 
 def _job_ids(rows: pd.DataFrame) -> pd.Series:
@@ -76,12 +81,6 @@ def _load_profiles(sweep_dir: Path, ok: pd.DataFrame) -> tuple[dict[str, dict], 
     return profiles, missing
 
 
-def _jobs_without_rows(sweep_dir: Path) -> list[str]:
-    """Numbered job folders that have no row yet: still running, or killed before writing one."""
-    dirs = [d for d in sweep_dir.iterdir() if d.is_dir() and d.name.isdigit()]
-    return sorted((d.name for d in dirs if not (d / ROW_FILE).exists()), key=int)
-
-
 def _env_warnings(ok: pd.DataFrame) -> list[str]:
     out = []
     for col in ENV_COLUMNS:
@@ -97,12 +96,14 @@ def collect(sweep_dir: str | Path, *, load_profiles: bool = True) -> Collected:
     """Rows and profiles of a sweep folder. Missing folder = usage error; a folder with no rows or
     no ok job = profile error (exit 1), naming what was found instead."""
     sweep_dir = check_sweep_folder(sweep_dir)
-    rows, corrupt = read_rows(sweep_dir)
+    rows, folders = read_rows(sweep_dir)
+    problems = folder_notes(folders)
     if rows.empty:
-        extra = f" ({len(corrupt)} unreadable)" if corrupt else ""
-        raise ProfileError(f"{sweep_dir}: not a sweep: no readable {ROW_FILE} files in its job folders{extra}")
+        listed = f": {'; '.join(problems[:5])}" if problems else ""
+        raise ProfileError(f"{sweep_dir}: not a sweep: no readable {ROW_FILE} files in its job folders{listed}")
     c = collect_rows(rows, sweep_dir, load_profiles=load_profiles)
-    c.notes[:0] = corrupt
+    c.folders = folders
+    c.notes[:0] = problems
     return c
 
 
@@ -123,8 +124,5 @@ def collect_rows(rows: pd.DataFrame, sweep_dir: Path, *, load_profiles: bool = T
     if ok.empty:
         listed = "; ".join(notes) or "no job has status ok"
         raise ProfileError(f"{sweep_dir}: no ok job to analyse ({len(rows)} row(s)): {listed}")
-    pending = _jobs_without_rows(sweep_dir) if sweep_dir.is_dir() else []
-    if pending:
-        notes.append(f"{len(pending)} job folder(s) without a row yet (running or killed): {', '.join(pending)}")
     profiles, missing = _load_profiles(sweep_dir, ok) if load_profiles else ({}, [])
     return Collected(sweep_dir, rows, ok, failed, profiles, notes + missing, _env_warnings(ok))

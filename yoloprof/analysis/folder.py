@@ -8,6 +8,9 @@ from pathlib import Path
 from yoloprof.errors import ProfileError, UsageError
 
 ROW_FILE = "row.parquet"
+ANALYSIS_DIR = "analysis"  # the analyses of a sweep: analysis/ (recorded settings), analysis/<name>/
+# The sweep manifest (written by yoloprof/sweep/plan.py, whose MANIFEST_NAME must stay equal).
+MANIFEST_NAME = "yoloprof_sweep.json"
 
 
 def check_sweep_folder(folder: str | Path) -> Path:

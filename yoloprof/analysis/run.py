@@ -1,13 +1,15 @@
 """The analysis stages end to end: collect -> read -> compare -> report.
 
 `analyze_sweep` is what the sweep app calls after every sweep and what `yoloprof analyze` runs;
-it computes everything first (`analyze_collected`, no files, no printing) and then writes the
-report files under `<sweep_dir>/analysis/` and prints the terminal table.
+it resolves the settings (the sweep's recorded ones, replaced by what was given), computes
+everything (`analyze_collected`, no files, no printing), renders every output in memory, writes
+them together into the analysis' own folder (analysis/outputs.py) and prints the terminal table.
 """
 
 from __future__ import annotations
 
 import io
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,11 +19,12 @@ import pandas as pd
 from yoloprof.analysis.collect import Collected, collect
 from yoloprof.analysis.compare import choose_metrics, compare_configs, gmean_table, regressions
 from yoloprof.analysis.configs import Configs, build_configs, plan_baseline
+from yoloprof.analysis.inventory import PROBLEMS
 from yoloprof.analysis.insights import best_per_metric, pareto, scaling
+from yoloprof.analysis.outputs import (SETTINGS_FILE, analysis_dir, check_target, commit, record,
+                                       recorded_settings)
+from yoloprof.analysis.settings import DEFAULT_NAME, AnalysisSettings, check_name, command
 from yoloprof.analysis.tables import metric_meta, pooled_samples, read_tables
-from yoloprof.profiles.io import write_bytes_atomic
-
-OUT_DIR = "analysis"
 
 
 @dataclass
@@ -45,6 +48,9 @@ class AnalysisResult:
     jobs: dict[str, int] = field(default_factory=dict)
     files: dict[str, Path] = field(default_factory=dict)
     sweep_name: str = ""
+    name: str = DEFAULT_NAME          # the analysis' name: "default" lives in analysis/
+    command: str = ""                 # the exact command that reproduces it
+    folder: Path | None = None        # where its files are (set by analyze_sweep)
 
     @property
     def title(self) -> str:
@@ -54,20 +60,28 @@ class AnalysisResult:
 
     @property
     def out_dir(self) -> Path:
-        return self.sweep_dir / OUT_DIR
+        return self.folder if self.folder is not None else analysis_dir(self.sweep_dir, self.name)
+
+    folders: list[dict[str, str]] = field(default_factory=list)  # job folders not ok (state, detail)
 
     def regressions(self) -> pd.DataFrame:
         return regressions(self.comparisons)
+
+    def unaccounted(self) -> list[dict[str, str]]:
+        """Job folders neither ok, failed nor skipped: missing, corrupt, foreign or duplicate rows."""
+        return [f for f in self.folders if f["state"] in PROBLEMS]
 
     def to_json(self) -> dict[str, Any]:
         """The `--json` document: the comparison table plus the context needed to read it."""
         cmp = self.comparisons.drop(columns=["group_hash", "baseline_hash"], errors="ignore")
         front = self.pareto[self.pareto["pareto"]] if "pareto" in self.pareto else self.pareto.iloc[0:0]
-        return {"sweep_dir": str(self.sweep_dir), "baseline": self.baseline, "varying_axes": self.varying,
+        return {"sweep_dir": str(self.sweep_dir), "analysis": self.name, "analysis_dir": str(self.out_dir),
+                "command": self.command, "baseline": self.baseline, "varying_axes": self.varying,
                 "metrics": self.metrics_compared, "settings": self.settings, "jobs": self.jobs,
                 "comparisons": _records(cmp), "best": _records(self.best),
                 "pareto": _records(front.drop(columns=["group_hash"], errors="ignore")),
-                "scaling": _records(self.scaling), "warnings": self.warnings, "notes": self.notes}
+                "scaling": _records(self.scaling), "job_folders": self.folders,
+                "warnings": self.warnings, "notes": self.notes}
 
 
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
@@ -96,14 +110,17 @@ def analyze_collected(c: Collected, *, baseline: list[str] | None = None, vary: 
     for name in ("metrics", "phases", "categories", "kernels", "ops"):
         if "group_hash" in tables[name]:
             tables[name].insert(0, "config", tables[name]["group_hash"].map(labels))
-    status = c.rows["status"].value_counts()
+    states = pd.Series([f.state for f in c.folders], dtype=object)
+    status = states.value_counts() if c.folders else c.rows["status"].value_counts()
     return AnalysisResult(
         sweep_dir=c.sweep_dir, baseline=plan.description, varying=cfg.varying, metrics_compared=names,
         comparisons=comparisons, configs=cfg.table.reset_index(drop=True), tables=tables, best=best,
         pareto=pareto(gm), scaling=scaling(gm, cfg, noise=noise), gmeans=gm,
-        settings={"alpha": alpha, "noise": noise, "correction": correction},
+        settings=AnalysisSettings(tuple(baseline or ()), vary, tuple(metrics or ()), alpha, noise,
+                                  correction).to_dict(),
         warnings=list(c.warnings), notes=notes,
-        jobs={"total": int(len(c.rows)), **{str(k): int(v) for k, v in status.items()}},
+        jobs={"total": int(len(c.folders) or len(c.rows)), **{str(k): int(v) for k, v in status.items()}},
+        folders=[f.to_dict() for f in c.folders if f.state != "ok"],
         sweep_name=str(c.ok["sweep_name"].dropna().iloc[0]) if c.ok.get("sweep_name") is not None
         and c.ok["sweep_name"].notna().any() else "",
     )
@@ -120,39 +137,65 @@ def _parquet_bytes(df: pd.DataFrame) -> bytes:
     return buf.getvalue()
 
 
-def write_outputs(result: AnalysisResult, *, html: bool = True) -> dict[str, Path]:
-    """comparison.md/.csv, one parquet per tidy table, report.html; each written atomically."""
+def render_outputs(result: AnalysisResult, *, html: bool = True) -> dict[str, bytes]:
+    """Every file of one analysis, rendered in memory (nothing is written if one fails):
+    comparison.md/.csv, one parquet per tidy table, report.html, settings.json."""
     from yoloprof.render.csvout import comparison_csv
     from yoloprof.render.markdown import comparison_markdown
 
-    out = result.out_dir
-    files = {
-        "comparison.md": write_bytes_atomic(out / "comparison.md", comparison_markdown(result).encode()),
-        "comparison.csv": write_bytes_atomic(out / "comparison.csv", comparison_csv(result.comparisons).encode()),
-    }
+    out = {"comparison.md": comparison_markdown(result).encode(),
+           "comparison.csv": comparison_csv(result.comparisons).encode()}
     frames = {"comparisons": result.comparisons, "configs": result.configs, "best": result.best,
               "pareto": result.pareto, "scaling": result.scaling, "gmeans": result.gmeans, **result.tables}
     for name, df in frames.items():
-        files[f"{name}.parquet"] = write_bytes_atomic(out / f"{name}.parquet", _parquet_bytes(df))
+        out[f"{name}.parquet"] = _parquet_bytes(df)
     if html:
         from yoloprof.render.html import render_report
 
-        files["report.html"] = write_bytes_atomic(out / "report.html", render_report(result).encode())
-    result.files = files
-    return files
+        out["report.html"] = render_report(result).encode()
+    rec = record(AnalysisSettings.from_mapping(result.settings), result.name, result.command,
+                 result.sweep_dir, [*out, SETTINGS_FILE], {"jobs": result.jobs, "baseline": result.baseline})
+    out[SETTINGS_FILE] = (json.dumps(rec, indent=1) + "\n").encode()
+    return out
+
+
+def write_outputs(result: AnalysisResult, *, html: bool = True) -> dict[str, Path]:
+    """Render and write every output into the analysis' folder, together or not at all."""
+    result.files = commit(result.out_dir, result.name, render_outputs(result, html=html))
+    return result.files
+
+
+def resolve(sweep_dir: Path, *, name: str | None = None, auto_baseline: bool = False,
+            **given: Any) -> tuple[AnalysisSettings, str, str]:
+    """(settings, analysis name, reproducing command): the sweep's recorded settings with the
+    given ones replacing them; the recorded settings unchanged and no name = the default analysis."""
+    recorded, _ = recorded_settings(sweep_dir)
+    settings = recorded.with_given(auto_baseline=auto_baseline, **given).validate()
+    given_name = check_name(name) if name else None
+    final = given_name or (settings.derived_name(recorded) if settings != recorded else DEFAULT_NAME)
+    return settings, final, command(sweep_dir, settings, recorded, given_name)
 
 
 def analyze_sweep(sweep_dir: str | Path, *, baseline: list[str] | None = None, vary: str | None = None,
-                  metrics: list[str] | None = None, alpha: float = 0.05, noise: float = 0.02,
-                  correction: str = "holm", html: bool = True, console: Any = None) -> AnalysisResult:
-    """Run every stage over a sweep folder, write `<sweep_dir>/analysis/`, print the table on
-    `console` (a rich Console; None = a new one on stdout). Raises yoloprof.errors types."""
-    c = collect(sweep_dir)
+                  metrics: list[str] | None = None, alpha: float | None = None, noise: float | None = None,
+                  correction: str | None = None, auto_baseline: bool = False, name: str | None = None,
+                  html: bool = True, console: Any = None) -> AnalysisResult:
+    """Run every stage over a sweep folder, write the analysis' folder (analysis/ for the sweep's
+    recorded settings, analysis/<name>/ otherwise), print the table on `console` (a rich Console;
+    None = a new one on stdout). Settings left None are the sweep's recorded ones. Raises
+    yoloprof.errors types; an analysis with other settings already in the target folder is a
+    usage error (nothing is overwritten)."""
+    sweep_dir = Path(sweep_dir)
     # the sweep app passes its Hydra config values (ListConfig, "" or [] for "not set")
-    baseline = [str(b) for b in baseline] if baseline else None
-    metrics = [str(m) for m in metrics] if metrics else None
-    result = analyze_collected(c, baseline=baseline, vary=vary, metrics=metrics, alpha=alpha,
-                               noise=noise, correction=correction)
+    settings, name, cmd = resolve(sweep_dir, name=name, auto_baseline=auto_baseline, baseline=baseline,
+                                  vary=vary, metrics=metrics, alpha=alpha, noise=noise, correction=correction)
+    folder = analysis_dir(sweep_dir, name)
+    check_target(folder, settings, name)
+    c = collect(sweep_dir)
+    result = analyze_collected(c, baseline=list(settings.baseline) or None, vary=settings.vary,
+                               metrics=list(settings.metrics) or None, alpha=settings.alpha,
+                               noise=settings.noise, correction=settings.correction)
+    result.name, result.command, result.folder = name, cmd, folder
     write_outputs(result, html=html)
     from yoloprof.render.analysis_terminal import print_analysis
 

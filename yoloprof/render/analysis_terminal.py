@@ -101,4 +101,24 @@ def print_analysis(result: Any, console: Any = None) -> None:
         console.print(f"note: ... {len(warned) - MAX_NOTES} more comparison notes in comparison.md", markup=False,
                       highlight=False)
     if result.files:
-        console.print(f"wrote {len(result.files)} files to {result.out_dir}", markup=False, highlight=False)
+        console.print(f"wrote {len(result.files)} files to {result.out_dir} (analysis {result.name}); "
+                      f"reproduce with: {result.command}", markup=False, highlight=False)
+
+
+def print_analyses(items: list[dict[str, Any]], sweep_dir: str, console: Any = None) -> None:
+    """`yoloprof analyze DIR --list`: one block per analysis (name, folder, date, settings, command)."""
+    console = _console(console)
+    if not items:
+        console.print(f"no analyses in {sweep_dir} yet (run: yoloprof analyze {sweep_dir})", markup=False,
+                      highlight=False)
+        return
+    t = _table(console, f"analyses of {sweep_dir}", ["name", "created (UTC)", "settings", "command"])
+    for a in items:
+        if a["incomplete"]:
+            t.add_row(a["name"], "-", "incomplete: no settings.json (interrupted while written)", "-")
+            continue
+        s = a["settings"] or {}
+        text = "; ".join(f"{k} {', '.join(v) if isinstance(v, list) else v}" for k, v in s.items()
+                         if v not in (None, []))
+        t.add_row(a["name"], str(a["created_at"] or "-"), text, str(a["command"] or "-"))
+    console.print(t)

@@ -138,6 +138,11 @@ def _notes(result: Any) -> str:
     return f'<ul class="notes">{"".join(items)}</ul>' if items else "<p>None.</p>"
 
 
+def _settings_text(s: dict) -> str:
+    return "; ".join(f"{k} {', '.join(v) if isinstance(v, list) else v}" for k, v in s.items()
+                     if v not in (None, []))
+
+
 def render_report(result: Any) -> str:
     """The whole report for an AnalysisResult, as one HTML string."""
     s = result.settings
@@ -146,7 +151,10 @@ def render_report(result: Any) -> str:
     parts = [f"<h1>Sweep analysis: {escape(result.title)}</h1>",
              f'<p class="sub">{escape(result.baseline)}. Swept axes: {escape(", ".join(result.varying) or "none")}. '
              f"alpha {s['alpha']}, noise threshold {s['noise']:.0%}, {escape(s['correction'])} correction; "
-             "ratio &gt; 1 means better.</p>", _cards(result), "<h2>Comparisons</h2>"]
+             "ratio &gt; 1 means better.</p>",
+             f'<p class="sub">Analysis <b>{escape(result.name)}</b> ({escape(_settings_text(s))}); '
+             f"reproduce with: <code>{escape(result.command or '-')}</code></p>",
+             _cards(result), "<h2>Comparisons</h2>"]
     parts.append(_table(COMPARISON_HEADERS, _comparison_rows(cmp), {2, 3, 4, 5, 6}) if not cmp.empty
                  else "<p>No comparisons: one configuration only, or no baseline pairs.</p>")
     if not result.best.empty:

@@ -29,10 +29,20 @@ def _best_rows(best: pd.DataFrame) -> list[list[str]]:
     return out
 
 
+def front_matter(result: Any) -> list[str]:
+    """YAML front matter: the analysis' name, settings and reproducing command (values in JSON,
+    which YAML reads as is). No date, so an identical rerun gives an identical file."""
+    import json
+
+    items = {"analysis": result.name, "command": result.command, **result.settings}
+    return ["---", *(f"{k}: {json.dumps(v)}" for k, v in items.items()), "---", ""]
+
+
 def comparison_markdown(result: Any) -> str:
     """The whole Markdown document for an AnalysisResult."""
     s = result.settings
-    parts = [f"# Sweep analysis: {result.title}", "",
+    parts = front_matter(result) + [f"# Sweep analysis: {result.title}", "",
+             f"- reproduce with: `{result.command}`" if result.command else "- reproduce with: -",
              f"- {result.baseline}",
              f"- swept axes: {', '.join(result.varying) or 'none'}",
              "- jobs: " + ", ".join(f"{k} {v}" for k, v in result.jobs.items()),

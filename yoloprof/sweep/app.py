@@ -21,6 +21,7 @@ from typing import Any
 import hydra
 from omegaconf import DictConfig
 
+from yoloprof.analysis.settings import analysis_record
 from yoloprof.config.compose import normalise_overrides, one_line
 from yoloprof.config.schema import SWEEP_ID_ENV, new_sweep_id, register
 from yoloprof.errors import UsageError, YoloprofError
@@ -208,7 +209,8 @@ def _run(argv: list[str]) -> tuple[int, Path | None]:
     prepare_dir(plan, resume=resume is not None, manifest={
         "schema": MANIFEST_SCHEMA, "sweep_name": plan.sweep_name, "sweep_id": plan.sweep_dir.name,
         "overrides": overrides, "multirun": plan.multirun, "launcher": plan.launcher, "jobs": plan.total,
-        "config_dir": os.path.abspath(config_dir) if config_dir else None})
+        "config_dir": os.path.abspath(config_dir) if config_dir else None,
+        "analysis": analysis_record(plan.analysis)})
     from yoloprof.sweep.progress import SweepProgress
 
     try:

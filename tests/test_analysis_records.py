@@ -1,0 +1,151 @@
+"""Every analysis is a reproducible record (issue 16): the sweep records its analysis settings,
+a bare `yoloprof analyze` repeats the end-of-sweep analysis byte for byte, an analysis with other
+settings lands in its own folder, all files are written together, `--list` shows them all."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+import yoloprof.capture.api as capture_api
+from test_analysis_helpers import batch_truth, make_sweep
+from test_sweep_support import fake_capture
+from yoloprof.analysis.settings import AnalysisSettings
+from yoloprof.cli import main as cli_main
+from yoloprof.sweep.app import main as sweep_main
+
+TABLES = ("comparison.csv", "comparison.md", "comparisons.parquet", "configs.parquet", "metrics.parquet")
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> Path:
+    """The shipped demo sweep (vary: amp) run with the fake capture; its end-of-sweep analysis."""
+    root = tmp_path_factory.mktemp("demo")
+    mp = pytest.MonkeyPatch()
+    mp.chdir(root)
+    mp.setattr(capture_api, "capture", fake_capture)
+    for var in ("YOLOPROF_SWEEP_ID", "FAKE_FAIL_BATCH", "FAKE_OOM_BATCH", "FAKE_SLEEP"):
+        mp.delenv(var, raising=False)
+    try:
+        assert sweep_main(["+sweep=demo", "device=cpu", "analysis.html=false"]) == 0
+    finally:
+        mp.undo()
+    [sweep] = sorted((root / "runs" / "profile" / "sweeps" / "demo").iterdir())
+    return sweep
+
+
+def _snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
+    return {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in folder.iterdir() if p.is_file()}
+
+
+def test_manifest_records_the_resolved_settings(demo: Path) -> None:
+    manifest = json.loads((demo / "yoloprof_sweep.json").read_text())
+    # sweeps/demo.yaml declares `analysis.vary: amp`; the rest are conf/analysis/default.yaml's
+    assert manifest["analysis"] == {"baseline": [], "vary": "amp", "metrics": [], "alpha": 0.05,
+                                    "noise": 0.02, "correction": "holm"}
+    rec = json.loads((demo / "analysis" / "settings.json").read_text())
+    assert rec["name"] == "default" and rec["settings"] == manifest["analysis"]
+    assert rec["command"] == shlex.join(["yoloprof", "analyze", str(demo.resolve())])
+    assert set(TABLES) | {"settings.json"} <= set(rec["files"])
+
+
+def test_bare_analyze_is_byte_identical_and_baseline_lands_beside(demo: Path, capsys) -> None:
+    first = _snapshot(demo / "analysis")
+    assert cli_main(["analyze", str(demo), "--no-html"]) == 0
+    again = _snapshot(demo / "analysis")
+    for name in TABLES:
+        assert again[name][0] == first[name][0], name
+    md = (demo / "analysis" / "comparison.md").read_text()
+    assert md.startswith('---\nanalysis: "default"\ncommand: "yoloprof analyze ') and '\nvary: "amp"\n' in md
+    assert "each level of amp vs amp=false" in md
+    capsys.readouterr()
+
+    before = _snapshot(demo / "analysis")
+    assert cli_main(["analyze", str(demo), "--no-html", "--baseline", "batch=2"]) == 0
+    assert _snapshot(demo / "analysis") == before  # not one byte, not one mtime of the first
+    other = demo / "analysis" / "baseline-batch=2"
+    rec = json.loads((other / "settings.json").read_text())
+    assert rec["settings"]["baseline"] == ["batch=2"] and rec["settings"]["vary"] is None
+    assert rec["command"].endswith("--baseline batch=2")
+    assert "baseline batch=2 (given)" in (other / "comparison.md").read_text()
+    # the recorded command reproduces it: same folder, same tables
+    tables = (other / "comparison.csv").read_bytes()
+    assert cli_main(shlex.split(rec["command"])[1:] + ["--no-html"]) == 0
+    assert (other / "comparison.csv").read_bytes() == tables
+
+    capsys.readouterr()
+    assert cli_main(["analyze", str(demo), "--list", "--json"]) == 0
+    listed = {a["name"]: a for a in json.loads(capsys.readouterr().out)["analyses"]}
+    assert set(listed) == {"default", "baseline-batch=2"}
+    assert listed["default"]["settings"]["vary"] == "amp" and listed["default"]["created_at"]
+    assert cli_main(["analyze", str(demo), "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "baseline-batch=2" in out and "vary amp" in out and "--baseline batch=2" in out
+
+
+def test_same_name_other_settings_is_refused(tmp_path: Path, capsys) -> None:
+    sweep = make_sweep(tmp_path, [{"batch": 4}, {"batch": 8}], batch_truth, trials=3)
+    assert cli_main(["analyze", str(sweep), "--no-html", "--alpha", "0.01", "--name", "strict"]) == 0
+    kept = _snapshot(sweep / "analysis" / "strict")
+    assert cli_main(["analyze", str(sweep), "--no-html", "--alpha", "0.1", "--name", "strict"]) == 2
+    assert "holds another analysis" in capsys.readouterr().err
+    assert _snapshot(sweep / "analysis" / "strict") == kept
+    assert cli_main(["analyze", str(sweep), "--no-html", "--name", "../x"]) == 2
+
+
+def test_outputs_are_written_together_or_not_at_all(tmp_path: Path, monkeypatch) -> None:
+    import yoloprof.render.html as html
+
+    sweep = make_sweep(tmp_path, [{"batch": 4}, {"batch": 8}], batch_truth, trials=3)
+    assert cli_main(["analyze", str(sweep), "--no-html"]) == 0
+    before = _snapshot(sweep / "analysis")
+    monkeypatch.setattr(html, "render_report", lambda r: 1 / 0)  # the last output fails to render
+    with pytest.raises(ZeroDivisionError):
+        cli_main(["analyze", str(sweep), "--html", "--debug"])
+    assert _snapshot(sweep / "analysis") == before
+    with pytest.raises(ZeroDivisionError):
+        cli_main(["analyze", str(sweep), "--html", "--correction", "bh", "--debug"])
+    assert not (sweep / "analysis" / "correction-bh").exists()
+    assert not [p for p in (sweep / "analysis").iterdir() if p.name.startswith(".")]
+
+
+def test_no_html_rerun_removes_the_stale_report(tmp_path: Path, monkeypatch) -> None:
+    import yoloprof.render.html as html
+
+    monkeypatch.setattr(html, "render_report", lambda r: "<html>stub</html>")
+    sweep = make_sweep(tmp_path, [{"batch": 4}, {"batch": 8}], batch_truth, trials=3)
+    assert cli_main(["analyze", str(sweep)]) == 0
+    assert (sweep / "analysis" / "report.html").is_file()
+    assert cli_main(["analyze", str(sweep), "--no-html"]) == 0
+    assert not (sweep / "analysis" / "report.html").exists()
+    rec = json.loads((sweep / "analysis" / "settings.json").read_text())
+    assert sorted(p.name for p in (sweep / "analysis").iterdir() if p.is_file()) == rec["files"]
+
+
+def test_json_document_states_settings_and_command(tmp_path: Path, capsys) -> None:
+    sweep = make_sweep(tmp_path, [{"batch": 4}, {"batch": 8}], batch_truth, trials=3)
+    assert cli_main(["analyze", str(sweep), "--no-html", "--json", "--noise", "0.05"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["analysis"] == "noise-0.05" and doc["settings"]["noise"] == 0.05
+    assert doc["command"] == shlex.join(["yoloprof", "analyze", str(sweep.resolve()), "--noise", "0.05"])
+    assert Path(doc["analysis_dir"]) == sweep / "analysis" / "noise-0.05"
+
+
+@pytest.mark.parametrize("given, flags, name", [
+    ({"baseline": ["batch=1"]}, ["--baseline", "batch=1"], "baseline-batch=1"),
+    ({"auto_baseline": True}, ["--auto-baseline"], "auto-baseline"),
+    ({"metrics": ["step_ms", "p50_ms"], "correction": "bh"},
+     ["--metric", "step_ms", "--metric", "p50_ms", "--correction", "bh"], "metrics-step_ms+p50_ms_correction-bh"),
+])
+def test_flags_and_names_from_settings(given: dict, flags: list[str], name: str) -> None:
+    recorded = AnalysisSettings(vary="amp")
+    s = recorded.with_given(**given)
+    assert s.flags(recorded) == flags and s.derived_name(recorded) == name
+    assert recorded.with_given().flags(recorded) == []
+    # the flags, given back, give the same settings
+    back = recorded.with_given(baseline=given.get("baseline"), metrics=given.get("metrics"),
+                               correction=given.get("correction"), auto_baseline=given.get("auto_baseline", False))
+    assert back == s
