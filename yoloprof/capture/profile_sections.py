@@ -80,7 +80,7 @@ def merge_trace_sections(profile: dict[str, Any], trace_path: Path) -> None:
             metrics[f"trace_{name}"] = entry
         else:
             metrics[name] = entry
-    for key in ("kernels", "ops", "categories"):
+    for key in ("kernels", "ops", "ops_by_shape", "categories"):
         profile[key] = sections.get(key) or []
     by_phase = {row["phase"]: row for row in sections.get("phases", [])}
     for row in profile["phases"]:

@@ -17,7 +17,7 @@ import numpy as np
 from yoloprof.metrics.categories import CATEGORIES, classify, is_tensorcore
 from yoloprof.traces.correlate import Join, join
 from yoloprof.traces.intervals import exclusive_contributions, overlap_by_label
-from yoloprof.traces.ops import self_times
+from yoloprof.traces.ops import op_table
 from yoloprof.traces.parse import CAT_CODE, HOST_API_CATS, Events, parse_trace_bytes
 from yoloprof.traces.phases import Timeline, build_timeline
 from yoloprof.traces.steps import STEP_NAME, Steps, find_steps, step_of
@@ -54,6 +54,11 @@ class TraceAnalysis:
     orphans_in_steps: int = 0
     kernel_rows: list[dict[str, Any]] = field(default_factory=list)
     op_rows: list[dict[str, Any]] = field(default_factory=list)
+    op_shape_rows: list[dict[str, Any]] = field(default_factory=list)
+    window_us: float = 0.0
+    devices: list[dict[str, Any]] = field(default_factory=list)
+    kind_us: np.ndarray | None = None
+    cat_saving_us: np.ndarray | None = None
     alloc_calls: np.ndarray | None = None
     memory: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -64,13 +69,13 @@ class TraceAnalysis:
 
     @property
     def device_util_pct(self) -> float | None:
-        """Busy time of the work launched in the analysed steps over their wall time plus the GPU
-        tail after the last step (a CPU running ahead queues work that finishes later); capped
-        at 100 because per-step unions may overlap across step boundaries."""
-        if self.busy is None:
+        """Mean over devices of (union of the device's intervals launched in the analysed steps)
+        / (the analysed window: first step start to the later of the last step end and the end
+        of that work). The window holds every interval, so this is <= 100 by construction: a
+        figure above 100 is a bug, reported by `_check`, never clipped."""
+        if self.busy is None or self.window_us <= 0:
             return None
-        wall = float(self.step_wall.sum()) + self.device_tail_us
-        return min(100.0, 100.0 * float(self.busy.sum()) / wall) if wall > 0 else None
+        return 100.0 * float(self.busy.sum()) / self.window_us
 
     def profile_sections(self, steps_hint: int | None = None) -> dict[str, Any]:
         from yoloprof.traces.sections import build_sections
@@ -105,8 +110,38 @@ def _grouped_rows(names: np.ndarray, phases: np.ndarray, n_phases: int,
              int(counts[i])) for i, k in enumerate(uniq.tolist())]
 
 
+DEVICE_KINDS = ("kernel", "memcpy", "memset")  # CUPTI activity kinds, in CAT order below
+_KIND_OF_CAT = {CAT_CODE["kernel"]: 0, CAT_CODE["gpu_memcpy"]: 1, CAT_CODE["gpu_memset"]: 2}
+
+
+NO_SHAPES = "[]"  # how torch spells the shapes of an op recorded without "Input Dims"
+
+
+def _device_window(steps: Steps, start: np.ndarray, end: np.ndarray) -> tuple[float, float]:
+    """The analysed window on the device clock: the steps' span, widened to hold every interval
+    of the work launched in them (a CPU running ahead leaves a GPU tail after the last step;
+    a skewed clock can put a start a hair before the first step)."""
+    lo = min(float(steps.start[0]), float(start.min(initial=np.inf)))
+    hi = max(float(steps.end[-1]), float(end.max(initial=-np.inf)))
+    return lo, hi
+
+
+def _category_saving(start: np.ndarray, end: np.ndarray, dev: np.ndarray, cats: np.ndarray,
+                     n_dev: int) -> np.ndarray:
+    """Per category, union of all device work minus the union without that category (µs, mean
+    over devices): what the device clock would lose if the category vanished, overlap included."""
+    total = exclusive_contributions(start, end, dev).sum()
+    out = np.zeros(len(CATEGORIES))
+    for c in np.unique(cats).tolist():
+        rest = cats != c
+        out[c] = total - exclusive_contributions(start[rest], end[rest], dev[rest]).sum()
+    return out / n_dev
+
+
 def _device_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnalysis) -> None:
-    """Busy time (union per device), its exclusive split by phase, categories, kernel table."""
+    """Busy time: ONE union per device over the analysed window, each instant credited once, to
+    the step (and phase) whose launch started the interval that first covers it. Categories,
+    activity kinds and the kernel table are plain sums of durations."""
     S, P = len(steps), len(tl.names)
     step = step_of(j.host_time, steps)
     keep = step >= 0
@@ -114,25 +149,57 @@ def _device_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnal
     out.orphans_in_steps = int((j.orphan[keep] & (ev.cat[d] == CAT_CODE["kernel"])).sum())
     phase = tl.phase_at(host_t)
     start, dur = ev.ts[d], ev.dur[d]
+    end = start + dur
     devices, dev_code = np.unique(ev.device[d], return_inverse=True)
-    out.n_devices = max(len(devices), 1)
-    contrib = exclusive_contributions(start, start + dur, step * out.n_devices + dev_code)
-    out.busy = _per_step(step, S, contrib) / out.n_devices
-    # GPU work still running after the last step's CPU end belongs to the analysed steps' wall.
-    out.device_tail_us = max(0.0, float((start + dur).max(initial=steps.end[-1])) - float(steps.end[-1]))
-    out.phase_dev = _per_step_label(step, phase, S, P, contrib) / out.n_devices
+    n_dev = out.n_devices = max(len(devices), 1)
+    contrib = exclusive_contributions(start, end, dev_code)  # one union per device, all steps
+    out.busy = _per_step(step, S, contrib) / n_dev
+    lo, hi = _device_window(steps, start, end)
+    out.window_us = hi - lo
+    out.device_tail_us = max(0.0, hi - float(steps.end[-1]))
+    per_dev = np.bincount(dev_code, weights=contrib, minlength=len(devices))
+    out.devices = [{"device": int(dv), "busy_us": float(b), "util_pct": 100.0 * float(b) / out.window_us
+                    if out.window_us > 0 else None} for dv, b in zip(devices.tolist(), per_dev.tolist())]
+    out.phase_dev = _per_step_label(step, phase, S, P, contrib) / n_dev
     name_cat = np.array([CATEGORIES.index(classify(s)) for s in ev.strings], np.int64)
     name_tc = np.array([is_tensorcore(s) for s in ev.strings], bool)
     cats = name_cat[ev.name[d]]
     out.cat_us = _per_step_label(step, cats, S, len(CATEGORIES), dur)
-    is_kernel = ev.cat[d] == CAT_CODE["kernel"]
+    out.cat_saving_us = _category_saving(start, end, dev_code, cats, n_dev) / S
+    kind = np.array([_KIND_OF_CAT[c] for c in ev.cat[d].tolist()], np.int64)
+    out.kind_us = _per_step_label(step, kind, S, len(DEVICE_KINDS), dur)
+    is_kernel = kind == 0
     out.kernels = _per_step(np.where(is_kernel, step, -1), S)
     out.phase_kernels = _per_step_label(np.where(is_kernel, step, -1), phase, S, P)
     out.kernel_us_total = float(dur[is_kernel].sum())
     out.tensorcore_us_total = float(dur[is_kernel & name_tc[ev.name[d]]].sum())
-    for name, ph, sums, count in _grouped_rows(ev.name[d], phase, P, {"us": dur}):
-        out.kernel_rows.append({"name": ev.strings[name], "phase": tl.names[ph],
+    key = ev.name[d].astype(np.int64) * len(DEVICE_KINDS) + kind
+    for code, ph, sums, count in _grouped_rows(key, phase, P, {"us": dur}):
+        out.kernel_rows.append({"name": ev.strings[code // len(DEVICE_KINDS)], "phase": tl.names[ph],
+                                "kind": DEVICE_KINDS[code % len(DEVICE_KINDS)],
                                 "us": sums["us"], "count": count})
+
+
+def _op_rows(ev: Events, ops: np.ndarray, op_phase: np.ndarray, P: int, names: list[str],
+             by_shape: bool = False) -> list[dict[str, Any]]:
+    """Ops grouped as key_averages groups them (by name, and here by phase; or by name and input
+    shapes), merged duplicates left out; memory columns only when the trace has memory events."""
+    table = op_table(ev, ops)
+    keep = table.kept
+    sums = {"self": table.self_us[keep], "total": ev.dur[ops][keep]}
+    if table.self_alloc is not None:
+        sums.update(alloc=table.self_alloc[keep], freed=table.self_freed[keep])
+    shapes = ev.shape[ops][keep] if by_shape and ev.shape is not None else None
+    label, labels = (op_phase[keep], names) if shapes is None else (
+        shapes + 1, [NO_SHAPES] + ev.shape_strings)
+    rows = []
+    for name, lab, tot, count in _grouped_rows(ev.name[ops][keep], label, len(labels), sums):
+        row = {"name": ev.strings[name], "self_us": tot["self"], "total_us": tot["total"], "count": count}
+        row.update({"phase" if shapes is None else "input_shapes": labels[lab]})
+        if "alloc" in tot:
+            row.update(alloc_bytes=tot["alloc"], freed_bytes=tot["freed"])
+        rows.append(row)
+    return rows
 
 
 def _host_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnalysis) -> None:
@@ -151,10 +218,9 @@ def _host_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnalys
     ops = np.flatnonzero((ev.cat == CAT_CODE["cpu_op"]) & (host_step >= 0) & not_step)
     op_phase = tl.phase_at(ev.ts[ops])
     out.phase_ops = _per_step_label(host_step[ops], op_phase, S, P)
-    sums = {"self": self_times(ev, ops), "total": ev.dur[ops]}
-    for name, ph, tot, count_ in _grouped_rows(ev.name[ops], op_phase, P, sums):
-        out.op_rows.append({"name": ev.strings[name], "phase": tl.names[ph],
-                            "self_us": tot["self"], "total_us": tot["total"], "count": count_})
+    out.op_rows = _op_rows(ev, ops, op_phase, P, tl.names)
+    if ev.shape is not None and (ev.shape[ops] >= 0).any():
+        out.op_shape_rows = _op_rows(ev, ops, op_phase, P, tl.names, by_shape=True)
     walls = np.array([overlap_by_label(tl.start, tl.end, tl.label, lo, hi, P)
                       for lo, hi in zip(steps.start.tolist(), steps.end.tolist())]).reshape(S, P)
     walls[:, tl.other] = np.maximum(out.step_wall - walls.sum(axis=1), 0.0)
@@ -190,6 +256,9 @@ def _check(ev: Events, j: Join, steps: Steps, out: TraceAnalysis) -> list[str]:
         notes.append(f"{n_orphans} device event(s) have no launch event in the trace (launched before "
                      f"the profiler started?); {out.orphans_in_steps} kernel(s) of them were placed "
                      "in steps by their own GPU start time")
+    util = out.device_util_pct
+    if util is not None and util > 100.0 + 1e-9:
+        notes.append(f"BUG: device utilisation computes to {util:.3f}% (> 100%); please report it")
     late = j.launches_without_work
     late = late[step_of(ev.ts[late], steps) >= 0] if len(late) else late
     if len(late):

@@ -134,6 +134,9 @@ class Events:
     meta: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    # record_shapes: per event, index into `shape_strings` of its "Input Dims", -1 for none.
+    shape: np.ndarray | None = None
+    shape_strings: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -310,6 +313,7 @@ def _columns(events: list[_Event], notes: list[str]) -> Events:
         stream=np.full(n, -1, np.int32), t0=t0, memory=mem, warnings=notes, counts=counts)
     out.strings = list(strings)
     _gpu_args(xs, out, notes)
+    _op_shapes(xs, out)
     return out
 
 
@@ -380,3 +384,27 @@ def _memory(evs: list[_Event], notes: list[str]) -> Memory:
 
 def _nan(value: float | None) -> float:
     return math.nan if value is None else float(value)
+
+
+# --- Input shapes of cpu_op events (record_shapes=True). Kept apart from the column pass above:
+# only traces recorded with shapes pay for it (the first ops' raw `args` are probed for the key).
+class _ShapeArgs(msgspec.Struct, gc=False):
+    dims: Any = msgspec.field(default=None, name="Input Dims")
+
+
+_SHAPE_ARGS_LIST = msgspec.json.Decoder(list[_ShapeArgs])
+_SHAPE_PROBE = 64
+
+
+def _op_shapes(xs: list[_Event], out: Events) -> None:
+    """`out.shape[i]` = code of op i's input dims, spelled as torch does ("[[64, 32], []]")."""
+    ops = np.flatnonzero(out.cat == CAT_CODE["cpu_op"]).tolist()
+    if not any(b'"Input Dims"' in bytes(xs[i].args) for i in ops[:_SHAPE_PROBE]):
+        return
+    codes: dict[str, int] = {}
+    shape = np.full(len(out), -1, np.int32)
+    for i, a in zip(ops, _batch_decode([xs[i].args for i in ops], _SHAPE_ARGS_LIST)):
+        if a is not None and isinstance(a.dims, list):
+            text = str(a.dims)  # torch's own spelling: key_averages(group_by_input_shape=True)
+            shape[i] = codes.setdefault(text, len(codes))
+    out.shape, out.shape_strings = shape, list(codes)

@@ -8,10 +8,16 @@ CPU-only trace are null, not 0: "no GPU" is not "an idle GPU".
 
 Definitions (all per analysed step, averaged over steps):
 - step_ms: wall time of the `ProfilerStep#N` span (CPU side).
-- device_busy_ms: union of the kernel/memcpy/memset intervals *launched* in the step, per device
-  (averaged over devices), so concurrent streams count once.
-- device_util_pct: busy over wall, where wall adds the GPU tail after the last step (work a CPU
-  running ahead queued); capped at 100.
+- device_busy_ms: the device's busy time, counting kernels, memcpys and memsets: ONE union of
+  those intervals per device over all analysed steps (concurrent streams and work that spills into
+  the next step count once), each instant credited to the step that launched the interval first
+  covering it; mean over steps and over devices. Per-device figures: `trace.devices`.
+- device_util_pct: that union over the analysed window (first step start to the later of the last
+  step end and the end of the work launched in the steps), mean over devices; <= 100 by
+  construction (above 100 is reported as a bug, never clipped).
+- kernel_ms / memcpy_ms / memset_ms: summed durations per step of each CUPTI activity kind
+  (a sum, not a union: two overlapping kernels count twice); kernel figures (kernels table totals,
+  mean_kernel_us, tensorcore_pct) never include memcpy/memset.
 - <phase>_device_ms: the busy time split exclusively among phases (each interval is credited
   with the time it adds to the union beyond intervals that started earlier), so the phases add
   up to device_busy_ms exactly; equal to the union within each phase when phases do not overlap.
@@ -36,6 +42,7 @@ import numpy as np
 
 from yoloprof.metrics.categories import CATEGORIES, classify, is_tensorcore, short_name
 from yoloprof.profiles.model import metric
+from yoloprof.traces.analyze import DEVICE_KINDS
 
 MS = 1000.0
 
@@ -60,6 +67,8 @@ def _metrics(a: Any) -> dict[str, dict]:
         "launches_per_step": metric(_mean(a.launches) if a.gpu_expected else None, "count", "lower"),
         "kernels_per_step": metric(_mean(a.kernels) if dev else None, "count", None),
         "mean_kernel_us": metric(a.kernel_us_total / n_kernels if n_kernels else None, "us", None),
+        **{f"{kind}_ms": metric(_mean(a.kind_us[:, k], MS) if dev else None, "ms", None)
+           for k, kind in enumerate(DEVICE_KINDS)},
         "host_overhead_ms": metric(_mean(a.launch_us, MS) if a.gpu_expected else None, "ms", "lower"),
         "host_sync_ms": metric(_mean(a.sync_us, MS) if a.gpu_expected else None, "ms", None),
         "malloc_calls_per_step": metric(_mean(a.malloc_calls) if a.gpu_expected else None, "count",
@@ -102,27 +111,38 @@ def _categories(a: Any) -> list[dict]:
         return []
     per_step = a.cat_us.mean(axis=0) / MS
     total = float(per_step.sum())
-    rows = [{"category": c, "device_ms_per_step": float(v), "pct": 100.0 * float(v) / total if total else 0.0}
-            for c, v in zip(CATEGORIES, per_step.tolist()) if v > 0]
+    saving = a.cat_saving_us / MS
+    rows = [{"category": c, "device_ms_per_step": float(v), "pct": 100.0 * float(v) / total if total else 0.0,
+             "busy_saving_ms_per_step": float(saving[k])}
+            for k, (c, v) in enumerate(zip(CATEGORIES, per_step.tolist())) if v > 0]
     return sorted(rows, key=lambda r: -r["device_ms_per_step"])
 
 
 def _kernels(a: Any) -> list[dict]:
+    """Device activity rows; `kind` says kernel, memcpy or memset, and `pct` is the share of the
+    summed time of the same kind (a kernel's share of kernel time)."""
     n = max(a.n_steps, 1)
-    total = sum(r["us"] for r in a.kernel_rows)
+    total = {kind: sum(r["us"] for r in a.kernel_rows if r["kind"] == kind) for kind in DEVICE_KINDS}
     rows = [{"name": r["name"], "short_name": short_name(r["name"]), "category": classify(r["name"]),
-             "tensorcore": is_tensorcore(r["name"]), "phase": r["phase"],
-             "ms_per_step": r["us"] / MS / n, "pct": 100.0 * r["us"] / total if total else 0.0,
+             "tensorcore": is_tensorcore(r["name"]), "phase": r["phase"], "kind": r["kind"],
+             "ms_per_step": r["us"] / MS / n,
+             "pct": 100.0 * r["us"] / total[r["kind"]] if total[r["kind"]] else 0.0,
              "count_per_step": r["count"] / n} for r in a.kernel_rows]
     return sorted(rows, key=lambda r: (-r["ms_per_step"], r["name"], r["phase"]))
 
 
-def _ops(a: Any) -> list[dict]:
+def _ops(a: Any, rows_in: list[dict], key: str) -> list[dict]:
+    """Op rows per step: calls, self and inclusive time as key_averages counts them, and self
+    allocated/freed bytes when the trace has memory events."""
     n = max(a.n_steps, 1)
-    rows = [{"name": r["name"], "phase": r["phase"], "self_ms_per_step": r["self_us"] / MS / n,
-             "total_ms_per_step": r["total_us"] / MS / n, "count_per_step": r["count"] / n}
-            for r in a.op_rows]
-    return sorted(rows, key=lambda r: (-r["self_ms_per_step"], r["name"], r["phase"]))
+    rows = []
+    for r in rows_in:
+        row = {"name": r["name"], key: r[key], "self_ms_per_step": r["self_us"] / MS / n,
+               "total_ms_per_step": r["total_us"] / MS / n, "count_per_step": r["count"] / n}
+        if "alloc_bytes" in r:
+            row.update(alloc_bytes_per_step=r["alloc_bytes"] / n, freed_bytes_per_step=r["freed_bytes"] / n)
+        rows.append(row)
+    return sorted(rows, key=lambda r: (-r["self_ms_per_step"], r["name"], str(r[key])))
 
 
 def _per_step(a: Any) -> list[dict]:
@@ -137,6 +157,13 @@ def _per_step(a: Any) -> list[dict]:
     return rows
 
 
+def _devices(a: Any) -> list[dict]:
+    """Per device: busy ms per step (its own union) and utilisation over the analysed window."""
+    n = max(a.n_steps, 1)
+    return [{"device": d["device"], "busy_ms_per_step": d["busy_us"] / MS / n, "util_pct": d["util_pct"]}
+            for d in a.devices]
+
+
 def build_sections(a: Any, steps_hint: int | None = None) -> dict[str, Any]:
     warnings = list(a.warnings)
     if steps_hint is not None and steps_hint != a.n_steps and not a.steps.whole_trace:
@@ -147,10 +174,12 @@ def build_sections(a: Any, steps_hint: int | None = None) -> dict[str, Any]:
         "phases": _phases(a),
         "categories": _categories(a),
         "kernels": _kernels(a),
-        "ops": _ops(a),
+        "ops": _ops(a, a.op_rows, "phase"),
+        "ops_by_shape": _ops(a, a.op_shape_rows, "input_shapes"),
         "trace": {"file": a.source, "steps_analyzed": a.n_steps, "window_ms": max(window, 0.0),
                   "step_ids": list(a.steps.ids), "whole_trace": a.steps.whole_trace,
-                  "per_step": _per_step(a), "memory": a.memory},
+                  "per_step": _per_step(a), "memory": a.memory, "devices": _devices(a),
+                  "device_window_ms": a.window_us / MS if a.has_device else None},
         "warnings": warnings,
         "memory": a.memory,
     }
