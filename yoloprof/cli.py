@@ -183,6 +183,13 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 # parser
 
 
+def cmd_completion(args: argparse.Namespace) -> int:
+    from yoloprof.completion import script
+
+    sys.stdout.write(script(args.shell))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Where does a PyTorch training step or inference call "
                      "spend its time, and did a change really make it faster?")
@@ -269,6 +276,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fail-on-regression", action="store_true")
     p.add_argument("--json", action="store_true")
 
+    p = add("completion", "print the shell completion script: eval \"$(yoloprof completion bash)\"",
+            cmd_completion)
+    p.add_argument("shell", choices=("bash", "zsh"))
+
     # `sweep` is listed for --help; its arguments go to Hydra untouched (see main).
     add("sweep", "run a Hydra capture sweep: yoloprof sweep +sweep=NAME | -m key=a,b ...", lambda a: 0)
     return parser
@@ -279,6 +290,11 @@ def _debug_wanted(argv: Sequence[str]) -> bool:
 
 
 def _dispatch(argv: list[str]) -> int:
+    if argv[:1] == ["__complete"]:  # the shell completion script's query (COMP_LINE, COMP_POINT)
+        from yoloprof.completion import query_from_env
+
+        sys.stdout.write("\n".join(query_from_env()) + "\n")
+        return 0
     if argv and argv[0] == "sweep":
         from yoloprof.sweep.app import main as sweep_main
 

@@ -104,6 +104,23 @@ def _passthrough(argv: list[str]) -> int:
     return 0
 
 
+def _shell_completion(overrides: list[str]) -> int:
+    """Hydra's `-sc install=SHELL` / `-sc query=SHELL`, answered for the whole `yoloprof` command
+    (Hydra's own script would register `yoloprof` and `sweep` as two programs)."""
+    from yoloprof.completion import query_from_env, script
+
+    action, _, shell = (overrides[0] if overrides else "").partition("=")
+    if action == "install":
+        sys.stdout.write(script(shell or "bash"))
+    elif action == "query":
+        sys.stdout.write("\n".join(query_from_env()) + "\n")
+    elif action == "uninstall":
+        sys.stdout.write("complete -r yoloprof\n")
+    else:
+        raise UsageError("--shell-completion takes install=bash|zsh, uninstall=bash or query=bash")
+    return 0
+
+
 def run_analysis(sweep_dir: Path, settings: dict[str, Any]) -> None:
     """The analysis stages over the finished sweep (conf/analysis: its keys are analyze_sweep's
     keyword arguments, plus `enabled`)."""
@@ -186,6 +203,8 @@ def json_summary(sweep_dir: Path) -> dict[str, Any]:
 def _run(argv: list[str]) -> tuple[int, Path | None]:
     """(exit code, sweep dir or None when nothing was swept)."""
     args = _parse(list(argv))
+    if args.shell_completion:
+        return _shell_completion(list(args.overrides)), None
     if any(getattr(args, flag, None) for flag in _INFO_FLAGS):
         return _passthrough(list(argv)), None
     overrides, resume = split_resume(list(args.overrides))
