@@ -156,3 +156,18 @@ def test_job_table_records_show_what_sets_jobs_apart():
     assert records[0]["headline"] == "12.5 p50 ms" and records[0]["step ms"] == "13"
     assert records[1]["status"] == "failed" and records[1]["headline"] == "-"
     assert records[1]["error"] == "OSError: disk"
+
+
+def test_job_table_wraps_long_errors_instead_of_cutting_them():
+    import io
+
+    from yoloprof.sweep.progress import print_summary
+    from yoloprof.sweep.rows import overrides_json, to_pandas, _table
+
+    error = ("UsageError: the data has 3 images = 1 full batches of 2, but --warmup 1 + --steps 5 need 6; "
+             "ways out: a larger dataset, fewer --steps/--warmup, or a smaller --batch (at most 1) END")
+    rows = [failed_row(base(0, mode="train", overrides=overrides_json(["batch=2"])), error)]
+    out = io.StringIO()
+    print_summary(to_pandas(_table(rows)), "sweep", file=out)
+    flat = " ".join(out.getvalue().replace("│", " ").split())
+    assert all(word in flat for word in error.split())  # every word printed, none cut mid-way

@@ -91,10 +91,28 @@ def _launch(overrides: list[str], multirun: bool, config_dir: str | None) -> Non
         GlobalHydra.instance().clear()
 
 
-def _passthrough(argv: list[str]) -> int:
-    """--help, --cfg job, --info ...: Hydra prints, nothing runs."""
+def implied_sweep_name(overrides: list[str], composed: str) -> str | None:
+    """A user's experiment file without `sweep_name` is named after the file (`+sweep=mine` ->
+    `mine`); None when the file names itself or no file is chosen."""
+    choice = next((o.split("=", 1)[1] for o in overrides if o.startswith("sweep=")), None)
+    if composed == "adhoc" and choice and choice != "null":
+        return choice.replace("/", "_")
+    return None
+
+
+def _passthrough(argv: list[str], args: argparse.Namespace) -> int:
+    """--help, --cfg job, --info ...: Hydra prints, nothing runs. The config shown is the one a
+    run would use, the implied sweep name included."""
+    extra: list[str] = []
+    if args.cfg:
+        from yoloprof.config.compose import compose_job
+
+        overrides = normalise_overrides(list(args.overrides))
+        if not any(o.startswith("sweep_name=") for o in overrides):
+            name = implied_sweep_name(overrides, str(compose_job(overrides, args.config_dir).sweep_name))
+            extra = [f"sweep_name={name}"] if name else []
     saved = sys.argv
-    sys.argv = [PROG, *normalise_overrides(argv)]
+    sys.argv = [PROG, *normalise_overrides(argv), *extra]
     try:
         hydra_app()
     except SystemExit as exc:
@@ -206,7 +224,7 @@ def _run(argv: list[str]) -> tuple[int, Path | None]:
     if args.shell_completion:
         return _shell_completion(list(args.overrides)), None
     if any(getattr(args, flag, None) for flag in _INFO_FLAGS):
-        return _passthrough(list(argv)), None
+        return _passthrough(list(argv), args), None
     overrides, resume = split_resume(list(args.overrides))
     multirun, config_dir = bool(args.multirun), args.config_dir
     if resume is not None:
@@ -221,9 +239,9 @@ def _run(argv: list[str]) -> tuple[int, Path | None]:
         sys.path.insert(0, os.getcwd())
     pinned = dir_overrides(resume) if resume is not None else []
     plan = plan_sweep(overrides + pinned, multirun_flag=multirun, config_dir=config_dir)
-    choice = next((o.split("=", 1)[1] for o in overrides if o.startswith("sweep=")), None)
-    if plan.sweep_name == "adhoc" and choice and choice != "null":  # a user file without sweep_name
-        overrides.append(f"sweep_name={choice.replace('/', '_')}")
+    implied = implied_sweep_name(overrides, plan.sweep_name)
+    if implied:  # a user file without sweep_name
+        overrides.append(f"sweep_name={implied}")
         plan = plan_sweep(overrides + pinned, multirun_flag=multirun, config_dir=config_dir)
     prepare_dir(plan, resume=resume is not None, manifest={
         "schema": MANIFEST_SCHEMA, "sweep_name": plan.sweep_name, "sweep_id": plan.sweep_dir.name,

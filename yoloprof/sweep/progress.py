@@ -124,7 +124,7 @@ def summary_records(df: Any) -> list[dict[str, str]]:
         records.append({"job": _fmt(row.get("job_num")), "status": str(row.get("status")),
                         "overrides": overrides, "step ms": _fmt(row.get("step_ms")),
                         "headline": f"{_fmt(row.get(metric))} {label}" if row.get(metric) is not None else "-",
-                        "error": (row.get("error") or "")[:80]})
+                        "error": row.get("error") or ""})  # whole: the table wraps it
     return records
 
 
