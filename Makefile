@@ -30,7 +30,7 @@ test: setup
 test-latest:
 	$(PYTHON) -m venv $(LATEST)
 	$(LATEST)/bin/python -c "import torch" 2>/dev/null || $(LATEST)/bin/python -m pip install -q "$(TORCH)"
-	$(LATEST)/bin/python -m pip install -q --upgrade --upgrade-strategy eager -e ".[test,submitit,joblib]"
+	$(LATEST)/bin/python -m pip install -q --upgrade --upgrade-strategy eager -e ".[test,submitit,joblib,optuna]"
 	$(LATEST)/bin/python -m pytest -q $(PYTEST_ARGS)
 
 # A deliberate upgrade of the pins: run `make test` afterwards and commit both files.

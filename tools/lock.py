@@ -21,7 +21,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[1]
-EXTRAS = ("test", "submitit", "joblib")
+EXTRAS = ("test", "submitit", "joblib", "optuna")
 PYTHON_MIN = "3.10"
 
 
