@@ -14,7 +14,9 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import compress, repeat
+from operator import attrgetter, is_, is_not
+from typing import Any, Iterable, Union
 
 import msgspec
 import numpy as np
@@ -38,10 +40,45 @@ META_KEYS = ("schemaVersion", "deviceProperties", "distributedInfo", "displayTim
              "with_stack", "host_name", "hostname")
 
 
+_NULL = msgspec.Raw(b"null")
+_EMPTY = msgspec.Raw(b"{}")
 _NO_RAW = msgspec.Raw(b"")
+
+# Every Chrome-trace phase letter. Events are decoded as a union tagged by "ph": complete ("X")
+# events and instants ("i"/"I") get typed fields; every other phase (flows, metadata, counters,
+# async...) decodes to an empty Struct whose fields msgspec skips without building objects.
+_PHASES = tuple("BEXiICbneSTpFstfPNODMVvRc()")
+
+
+class _Complete(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
+    cat: str = ""
+    name: str = ""
+    pid: int | str | None = None
+    tid: int | str | None = None
+    ts: float | None = math.nan  # None and absent both become NaN in the columns
+    dur: float | None = math.nan
+    args: msgspec.Raw = _EMPTY
+
+
+class _Instant(msgspec.Struct, gc=False, tag_field="ph", tag="i"):
+    name: str = ""
+    ts: float | None = math.nan
+    args: msgspec.Raw = _NULL
+
+
+class _InstantOld(_Instant, tag="I"):
+    pass
+
+
+_SKIPPED = tuple(msgspec.defstruct(f"_Phase{ord(ph)}", [], tag_field="ph", tag=ph, gc=False)
+                 for ph in _PHASES if ph not in "XiI")
+_AnyEvent = Union[(_Complete, _Instant, _InstantOld) + _SKIPPED]  # noqa: UP007 (a runtime tuple)
 
 
 class _Event(msgspec.Struct, gc=False):
+    """The shape of any event, for the loose path: tells an unknown phase (ignored) from a
+    malformed event (counted)."""
+
     ph: str = ""
     cat: str = ""
     name: str = ""
@@ -53,7 +90,7 @@ class _Event(msgspec.Struct, gc=False):
 
 
 class _Trace(msgspec.Struct):
-    traceEvents: list[_Event] | None = None
+    traceEvents: list[_AnyEvent] | None = None
     schema: msgspec.Raw = _NO_RAW
     schemaVersion: msgspec.Raw = _NO_RAW
     deviceProperties: msgspec.Raw = _NO_RAW
@@ -78,10 +115,14 @@ class _LooseTrace(msgspec.Struct):
     traceEvents: list[msgspec.Raw] | None = None
 
 
+
+_MISSING = -(2**62)  # default of absent integer args: fails every range check, takes the fallback
+
+
 class _GpuArgs(msgspec.Struct, gc=False):
-    correlation: int | None = None
-    device: int | str | None = None
-    stream: int | str | None = None
+    correlation: int | None = _MISSING
+    device: int | str | None = _MISSING
+    stream: int | str | None = _MISSING
 
 
 class _MemArgs(msgspec.Struct, gc=False):
@@ -95,6 +136,7 @@ class _MemArgs(msgspec.Struct, gc=False):
 _TRACE_DECODER = msgspec.json.Decoder(_Trace)
 _LOOSE_DECODER = msgspec.json.Decoder(_LooseTrace)
 _EVENT_DECODER = msgspec.json.Decoder(_Event)
+_ANY_EVENT_DECODER = msgspec.json.Decoder(_AnyEvent)
 _GPU_ARGS_LIST = msgspec.json.Decoder(list[_GpuArgs])
 _MEM_ARGS_LIST = msgspec.json.Decoder(list[_MemArgs])
 _LONE_SURROGATE = re.compile(
@@ -150,7 +192,7 @@ class Events:
         return hits[self.name] if len(self.strings) else np.zeros(len(self), bool)
 
 
-def _decode(data: bytes) -> tuple[list[_Event], _Trace, list[str]]:
+def _decode(data: bytes) -> tuple[list[Any], _Trace, list[str]]:
     """Typed decode with two repairs before giving up: invalid UTF-8 bytes and lone UTF-16
     surrogate escapes (both seen in names of real traces) become U+FFFD."""
     notes: list[str] = []
@@ -178,8 +220,10 @@ def _is_utf8(data: bytes) -> bool:
 
 
 def _decode_repaired(data: bytes, notes: list[str], first_error: Exception | None = None
-                     ) -> tuple[list[_Event], _Trace, list[str]]:
-    fixed = _LONE_SURROGATE.sub(lambda m: m.group(1) or rb"\ufffd", data)
+                     ) -> tuple[list[Any], _Trace, list[str]]:
+    # Only bytes that hold a \u escape can have a lone surrogate: a memchr-speed test first, so
+    # that a large file that is simply not JSON never reaches the (linear but slower) regex.
+    fixed = _LONE_SURROGATE.sub(lambda m: m.group(1) or rb"\ufffd", data) if b"\\u" in data else data
     try:
         doc = _TRACE_DECODER.decode(fixed)
     except msgspec.ValidationError as exc:
@@ -191,7 +235,7 @@ def _decode_repaired(data: bytes, notes: list[str], first_error: Exception | Non
     return _events_of(doc), doc, notes
 
 
-def _decode_loose(data: bytes, error: str, notes: list[str]) -> tuple[list[_Event], _Trace, list[str]]:
+def _decode_loose(data: bytes, error: str, notes: list[str]) -> tuple[list[Any], _Trace, list[str]]:
     """Some event (or the top level) has an unexpected type: decode event by event, drop the
     malformed ones with a counted warning, and fail only if the top level itself is wrong."""
     try:
@@ -204,7 +248,12 @@ def _decode_loose(data: bytes, error: str, notes: list[str]) -> tuple[list[_Even
     events, bad = [], 0
     for raw in loose.traceEvents:
         try:
-            events.append(_EVENT_DECODER.decode(raw))
+            events.append(_ANY_EVENT_DECODER.decode(raw))
+            continue
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            pass
+        try:  # a well-formed event of a phase we do not read ("ph" absent or unknown) is ignored
+            _EVENT_DECODER.decode(raw)
         except (msgspec.ValidationError, msgspec.DecodeError):
             bad += 1
     if bad:
@@ -228,7 +277,7 @@ def _shape_message(data: bytes, error: str) -> str:
     return f"not a Kineto trace: {error}"
 
 
-def _events_of(doc: _Trace) -> list[_Event]:
+def _events_of(doc: _Trace) -> list[Any]:
     return doc.traceEvents if doc.traceEvents is not None else []
 
 
@@ -271,47 +320,103 @@ def parse_trace_bytes(data: bytes) -> Events:
     return out
 
 
-def _cat_code(cat: str, cache: dict[str, int]) -> int:
-    code = cache.get(cat)
-    if code is None:
-        low = cat.lower()
-        code = CAT_CODE.get(CAT_ALIASES.get(low, low), 0)
-        cache[cat] = code
-    return code
+# Column building. Every loop over events below runs in C: `map` with `attrgetter` or a bound
+# method, `np.fromiter`, `dict.fromkeys`, `itertools.compress`. Python code runs once per distinct
+# name / category / thread, never once per event, except on the slow paths taken when a field has
+# an odd type (a string pid, a null correlation), which stay correct rather than fast.
 
 
-def _columns(events: list[_Event], notes: list[str]) -> Events:
-    """One pass per column with list comprehensions (C-speed loops over the Structs)."""
-    counts = {"events": len(events)}
-    xs = [e for e in events if e.ph == "X" and e.ts is not None and math.isfinite(e.ts)]
-    counts["complete"] = len(xs)
-    missing = sum(1 for e in xs if e.dur is None)
-    negative = [e for e in xs if e.dur is not None and not e.dur >= 0]
+
+def _codes(keys: list[Any]) -> tuple[np.ndarray, list[Any]]:
+    """Integer code of each key (first appearance = 0, 1, ...) and the distinct keys in that order."""
+    table = dict.fromkeys(keys)
+    for code, key in enumerate(table):
+        table[key] = code
+    return np.fromiter(map(table.__getitem__, keys), np.int32, len(keys)), list(table)
+
+
+def _floats(values: Iterable[Any], n: int) -> np.ndarray:
+    """float64 column; None (JSON null) becomes NaN."""
+    return np.fromiter(values, np.float64, n)
+
+
+def _cat_code(cat: str) -> int:
+    low = cat.lower()
+    return CAT_CODE.get(CAT_ALIASES.get(low, low), 0)
+
+
+def _id_column(xs: list[_Complete], getter: attrgetter) -> np.ndarray:
+    """pid or tid as one int64 per event: the ids themselves when all are integers (fast path),
+    else codes of the distinct values (string ids such as "Spans" or "stream 7")."""
+    try:
+        return np.fromiter(map(getter, xs), np.int64, len(xs))
+    except (TypeError, ValueError, OverflowError):
+        return _codes(list(map(getter, xs)))[0].astype(np.int64)
+
+
+def _thread_codes(xs: list[_Complete]) -> np.ndarray:
+    """One code per distinct (pid, tid) pair, numbered by first appearance."""
+    pair = np.stack([_id_column(xs, _PID), _id_column(xs, _TID)], axis=1)
+    change = np.flatnonzero(np.any(pair[1:] != pair[:-1], axis=1)) + 1
+    starts = np.concatenate([[0], change]) if len(pair) else change
+    # Runs of equal pairs are long (events of one thread come together): unique the run heads only.
+    _, first, inverse = np.unique(pair[starts], axis=0, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), np.int32)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first), dtype=np.int32)
+    run_code = rank[inverse.reshape(-1)]
+    return np.repeat(run_code, np.diff(np.append(starts, len(pair)))).astype(np.int32)
+
+
+_PID, _TID, _TS, _DUR, _NAME, _CAT, _ARGS = map(attrgetter, ("pid", "tid", "ts", "dur", "name",
+                                                              "cat", "args"))
+
+
+def _of_type(events: list[Any], types: list[type], *classes: type) -> list[Any]:
+    """The events decoded as one of `classes` (phase letters), in order: a C-level filter."""
+    if len(classes) == 1:
+        return list(compress(events, map(is_, types, repeat(classes[0]))))
+    return list(compress(events, map(frozenset(classes).__contains__, types)))
+
+
+def _complete_events(xs: list[_Complete], notes: list[str], counts: dict[str, int]
+                     ) -> tuple[list[_Complete], np.ndarray, np.ndarray]:
+    """The "X" events with a finite `ts`, without those with a negative `dur`; and their ts/dur."""
+    n = len(xs)
+    ts, dur = _floats(map(_TS, xs), n), _floats(map(_DUR, xs), n)
+    keep = np.isfinite(ts)
+    counts["complete"] = int(keep.sum())
+    missing = int((keep & np.isnan(dur)).sum())
+    negative = int((keep & ~np.isnan(dur) & ~(dur >= 0)).sum())
     if missing:
         notes.append(f"{missing} event(s) have no 'dur'; treated as 0 us")
     if negative:
-        notes.append(f"{len(negative)} event(s) with a negative or invalid 'dur' were dropped")
-        xs = [e for e in xs if e.dur is None or e.dur >= 0]
-    counts.update(missing_dur=missing, negative_dur=len(negative))
-    mem = _memory([e for e in events if e.ph in ("i", "I") and e.name == "[memory]"], notes)
-    t0 = min((e.ts for e in xs), default=0.0)
+        notes.append(f"{negative} event(s) with a negative or invalid 'dur' were dropped")
+    counts.update(missing_dur=missing, negative_dur=negative)
+    keep &= ~(dur < 0)
+    if not keep.all():
+        xs = list(compress(xs, keep.tolist()))
+        ts, dur = ts[keep], dur[keep]
+    return xs, ts, np.nan_to_num(dur, nan=0.0, posinf=np.inf)
+
+
+def _columns(events: list[Any], notes: list[str]) -> Events:
+    """The Events columns, built without a Python-level loop per event."""
+    counts = {"events": len(events)}
+    types = list(map(type, events))
+    xs, ts, dur = _complete_events(_of_type(events, types, _Complete), notes, counts)
+    mem = _memory(_of_type(events, types, _Instant, _InstantOld), notes)
+    t0 = float(ts.min()) if len(ts) else 0.0
     if len(mem):
-        t0 = min(t0, float(mem.ts.min())) if xs else float(mem.ts.min())
+        t0 = min(t0, float(mem.ts.min())) if len(ts) else float(mem.ts.min())
         mem.ts -= t0
-    strings: dict[str, int] = {}
-    threads: dict[tuple, int] = {}
-    cats: dict[str, int] = {}
+    name, strings = _codes(list(map(_NAME, xs)))
+    cat_raw, cats = _codes(list(map(_CAT, xs)))
+    cat_lut = np.array([_cat_code(c) for c in cats] or [0], np.int8)
     n = len(xs)
     out = Events(
-        strings=[],
-        name=np.fromiter((strings.setdefault(e.name, len(strings)) for e in xs), np.int32, n),
-        cat=np.fromiter((_cat_code(e.cat, cats) for e in xs), np.int8, n),
-        thread=np.fromiter((threads.setdefault((e.pid, e.tid), len(threads)) for e in xs), np.int32, n),
-        ts=np.fromiter((e.ts for e in xs), np.float64, n) - t0,
-        dur=np.fromiter((e.dur or 0.0 for e in xs), np.float64, n),
-        corr=np.full(n, -1, np.int64), device=np.full(n, -1, np.int32),
+        strings=strings, name=name, cat=cat_lut[cat_raw], thread=_thread_codes(xs), ts=ts - t0,
+        dur=dur, corr=np.full(n, -1, np.int64), device=np.full(n, -1, np.int32),
         stream=np.full(n, -1, np.int32), t0=t0, memory=mem, warnings=notes, counts=counts)
-    out.strings = list(strings)
     _gpu_args(xs, out, notes)
     _op_shapes(xs, out)
     return out
@@ -330,60 +435,79 @@ def _small_int(value: int | str | None, fallback: int) -> int:
     return fallback
 
 
+def _int_column(values: list[Any], fallback: np.ndarray, lo: int = -2**31, hi: int = 2**31
+                ) -> np.ndarray:
+    """Integers strictly inside (lo, hi); anything else (absent, null, a string that is not a
+    number, out of range) takes `fallback`. Fast path: all plain ints."""
+    try:
+        arr = np.fromiter(values, np.int64, len(values))
+    except (TypeError, ValueError, OverflowError):
+        return np.fromiter((_small_int(v, int(f)) if lo == -2**31 else
+                            (v if isinstance(v, int) and lo < v < hi else int(f))
+                            for v, f in zip(values, fallback.tolist())), np.int64, len(values))
+    return np.where((arr > lo) & (arr < hi), arr, fallback)
+
+
 def _batch_decode(raws: list[msgspec.Raw], decoder: msgspec.json.Decoder) -> list[Any]:
     """Decode many small `args` in one call (one JSON array), several times faster than one call
     each; if any one is malformed, fall back to one by one with None for the bad ones."""
     try:
-        return decoder.decode(b"[" + b",".join(bytes(r) if r else b"{}" for r in raws) + b"]")
+        return decoder.decode(b"[" + b",".join(raws) + b"]")
     except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
         pass
     item = msgspec.json.Decoder(decoder.type.__args__[0])
     out: list[Any] = []
     for raw in raws:
         try:
-            out.append(item.decode(raw) if raw else None)
+            out.append(item.decode(raw))
         except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
             out.append(None)
     return out
 
 
-def _gpu_args(xs: list[_Event], out: Events, notes: list[str]) -> None:
+_CORR, _DEVICE, _STREAM = map(attrgetter, ("correlation", "device", "stream"))
+
+
+def _gpu_args(xs: list[_Complete], out: Events, notes: list[str]) -> None:
     """Decode `args` only for device activity and runtime/driver calls (correlation, device,
-    stream); a malformed `args` loses its correlation and is counted, never fatal."""
-    wanted = np.flatnonzero(np.isin(out.cat, [CAT_CODE[c] for c in DEVICE_CATS + HOST_API_CATS]))
-    device_side = out.is_cat(*DEVICE_CATS)
-    idx = wanted.tolist()
-    decoded = _batch_decode([xs[i].args for i in idx], _GPU_ARGS_LIST)
-    bad = 0
-    for i, a in zip(idx, decoded):
-        if a is None:
-            bad += xs[i].args is not None and len(xs[i].args) > 0
-            continue
-        if a.correlation is not None and 0 <= a.correlation < 2**62:
-            out.corr[i] = a.correlation
-        if device_side[i]:
-            out.device[i] = _small_int(a.device, -1)
-            out.stream[i] = _small_int(a.stream, _small_int(xs[i].tid, 0))
-    for i in np.flatnonzero(device_side & (out.device < 0)).tolist():
-        out.device[i] = _small_int(xs[i].pid, 0)
+    stream); a malformed `args` loses its correlation and is counted, never fatal. A device
+    event without a usable device id takes its pid, without a stream its tid (Kineto's layout)."""
+    wanted = np.flatnonzero(out.is_cat(*DEVICE_CATS, *HOST_API_CATS))
+    sub = list(map(xs.__getitem__, wanted.tolist()))
+    decoded = _batch_decode(list(map(_ARGS, sub)), _GPU_ARGS_LIST)
+    ok = np.fromiter(map(is_not, decoded, repeat(None)), bool, len(decoded))
+    bad = int(len(ok) - ok.sum())
     if bad:
         notes.append(f"{bad} GPU/runtime event(s) have malformed 'args' (no correlation used)")
-    out.counts["bad_args"] = int(bad)
+        wanted, decoded = wanted[ok], list(compress(decoded, ok.tolist()))
+    out.counts["bad_args"] = bad
+    out.corr[wanted] = _int_column(list(map(_CORR, decoded)), np.full(len(wanted), -1), -1, 2**62)
+    device_side = out.is_cat(*DEVICE_CATS)
+    dev = np.flatnonzero(device_side[wanted])
+    dev_args = list(map(decoded.__getitem__, dev.tolist()))
+    dev_events = list(map(xs.__getitem__, wanted[dev].tolist()))
+    tid = _int_column(list(map(_TID, dev_events)), np.zeros(len(dev), np.int64))
+    out.device[wanted[dev]] = _int_column(list(map(_DEVICE, dev_args)), np.full(len(dev), -1))
+    out.stream[wanted[dev]] = _int_column(list(map(_STREAM, dev_args)), tid)
+    no_device = np.flatnonzero(device_side & (out.device < 0))
+    pids = list(map(_PID, map(xs.__getitem__, no_device.tolist())))
+    out.device[no_device] = _int_column(pids, np.zeros(len(no_device), np.int64))
 
 
-def _memory(evs: list[_Event], notes: list[str]) -> Memory:
-    decoded = _batch_decode([e.args for e in evs], _MEM_ARGS_LIST)
-    rows = [(ev.ts, _nan(a.device_type), _nan(a.device_id), _nan(a.nbytes), _nan(a.allocated),
-             _nan(a.reserved)) for ev, a in zip(evs, decoded)
-            if a is not None and ev.ts is not None and math.isfinite(ev.ts)]
-    if len(rows) < len(evs):
-        notes.append(f"{len(evs) - len(rows)} [memory] event(s) without usable args were skipped")
-    cols = np.array(rows, np.float64).reshape(-1, 6).T
-    return Memory(*(np.ascontiguousarray(c) for c in cols))
+_MEM_FIELDS = ("device_type", "device_id", "nbytes", "allocated", "reserved")
 
 
-def _nan(value: float | None) -> float:
-    return math.nan if value is None else float(value)
+def _memory(instants: list[_Instant], notes: list[str]) -> Memory:
+    """`[memory]` instants; one without usable args (absent, malformed, no finite ts) is skipped."""
+    evs = [e for e in instants if e.name == "[memory]"]
+    decoded = _batch_decode(list(map(_ARGS, evs)), _MEM_ARGS_LIST)
+    ts = _floats(map(_TS, evs), len(evs))
+    ok = np.isfinite(ts) & np.fromiter(map(is_not, decoded, repeat(None)), bool, len(evs))
+    if not ok.all():
+        notes.append(f"{int(len(ok) - ok.sum())} [memory] event(s) without usable args were skipped")
+        decoded, ts = list(compress(decoded, ok.tolist())), ts[ok]
+    cols = [_floats(map(attrgetter(f), decoded), len(decoded)) for f in _MEM_FIELDS]
+    return Memory(ts, *cols)
 
 
 # --- Input shapes of cpu_op events (record_shapes=True). Kept apart from the column pass above:
@@ -396,7 +520,7 @@ _SHAPE_ARGS_LIST = msgspec.json.Decoder(list[_ShapeArgs])
 _SHAPE_PROBE = 64
 
 
-def _op_shapes(xs: list[_Event], out: Events) -> None:
+def _op_shapes(xs: list[_Complete], out: Events) -> None:
     """`out.shape[i]` = code of op i's input dims, spelled as torch does ("[[64, 32], []]")."""
     ops = np.flatnonzero(out.cat == CAT_CODE["cpu_op"]).tolist()
     if not any(b'"Input Dims"' in bytes(xs[i].args) for i in ops[:_SHAPE_PROBE]):
