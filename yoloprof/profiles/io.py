@@ -3,18 +3,15 @@ that turns either a profile.json or any raw Kineto trace into a profile dict for
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import tempfile
-import zlib
 from pathlib import Path
 from typing import Any
 
 from yoloprof.errors import ProfileError, UsageError
+from yoloprof.profiles.inputs import Input
 from yoloprof.profiles.model import SCHEMA, SCHEMA_MAJOR, SCHEMA_NAME
-
-_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
@@ -64,25 +61,10 @@ def write_profile(path: str | os.PathLike, profile: dict[str, Any]) -> Path:
 
 
 def read_bytes(path: str | os.PathLike) -> bytes:
-    """The file's bytes, gunzipped when it is gzip. Missing/unreadable = usage error (exit 2);
-    present but broken = profile error (exit 1)."""
-    p = Path(path)
-    if not p.exists():
-        raise UsageError(f"no such file: {p}")
-    if p.is_dir():
-        raise UsageError(f"{p} is a directory; give a profile.json or a trace file")
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"cannot read {p}: {exc.strerror or exc}") from None
-    if raw[:2] == _GZIP_MAGIC:
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise ProfileError(f"{p}: corrupt gzip stream ({exc})") from None
-    if not raw.strip():
-        raise ProfileError(f"{p} is empty")
-    return raw
+    """The file's bytes, gunzipped when it is gzip. Missing, unreadable, not a regular file or over
+    the size limit = usage error (exit 2); present but broken = profile error (exit 1). The checks
+    live in `profiles.inputs`."""
+    return _nonblank(Input(path).read(), path)
 
 
 def looks_like_profile(data: bytes) -> bool:
@@ -117,10 +99,18 @@ def read_profile(path: str | os.PathLike) -> dict[str, Any]:
 
 def load_any(path: str | os.PathLike) -> dict[str, Any]:
     """A profile dict from a profile.json, or from any Kineto trace (.json / .json.gz) by running
-    the trace engine over it (kind "trace")."""
-    data = read_bytes(path)
-    if looks_like_profile(data):
-        return parse_profile(data, str(path))
+    the trace engine over it (kind "trace"). For a gzipped trace, decompression runs on a thread
+    while the engine's modules (numpy...) are imported."""
+    src = Input(path)
+    if looks_like_profile(src.head):
+        return parse_profile(_nonblank(src.read(), path), str(path))
+    src.prefetch()
     from yoloprof.traces.to_profile import profile_from_trace_bytes
 
-    return profile_from_trace_bytes(data, source=str(path))
+    return profile_from_trace_bytes(_nonblank(src.read(), path), source=str(path))
+
+
+def _nonblank(data: bytes, path: str | os.PathLike) -> bytes:
+    if not data.strip():
+        raise ProfileError(f"{path} is empty")
+    return data

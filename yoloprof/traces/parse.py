@@ -201,14 +201,19 @@ def _decode(data: bytes) -> tuple[list[Any], _Trace, list[str]]:
     except msgspec.ValidationError as exc:
         return _decode_loose(data, str(exc), notes)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-        # msgspec < 0.23 raises UnicodeDecodeError on invalid UTF-8, 0.23+ a DecodeError: check the
-        # bytes ourselves (one linear pass, only on this error path) instead of the exception type.
-        if not _is_utf8(data):
+        # msgspec < 0.23 raises UnicodeDecodeError on invalid UTF-8, 0.23+ a DecodeError saying
+        # "UTF-8": only then check the bytes ourselves (one linear pass), so that a large file that
+        # fails at its first byte fails at once.
+        if _maybe_utf8_error(exc) and not _is_utf8(data):
             data = data.decode("utf-8", "replace").encode("utf-8")
             notes.append("trace has bytes that are not UTF-8; they were replaced with U+FFFD")
             return _decode_repaired(data, notes)
         return _decode_repaired(data, notes, first_error=exc)
     return _events_of(doc), doc, notes
+
+
+def _maybe_utf8_error(exc: Exception) -> bool:
+    return isinstance(exc, UnicodeDecodeError) or "utf-8" in str(exc).lower()
 
 
 def _is_utf8(data: bytes) -> bool:
@@ -221,9 +226,15 @@ def _is_utf8(data: bytes) -> bool:
 
 def _decode_repaired(data: bytes, notes: list[str], first_error: Exception | None = None
                      ) -> tuple[list[Any], _Trace, list[str]]:
-    # Only bytes that hold a \u escape can have a lone surrogate: a memchr-speed test first, so
-    # that a large file that is simply not JSON never reaches the (linear but slower) regex.
-    fixed = _LONE_SURROGATE.sub(lambda m: m.group(1) or rb"\ufffd", data) if b"\\u" in data else data
+    # A lone surrogate needs a backslash (memchr-speed test) and shows as "surrogate" or, for a lone
+    # high one, "truncated" in msgspec's error: anything else (a file of zeros, plain garbage) is
+    # refused at once instead of after a regex pass over the whole file.
+    fixed = data
+    hint = str(first_error).lower() if first_error is not None else "surrogate"
+    if ("surrogate" in hint or "truncated" in hint) and data.find(b"\\") >= 0:
+        fixed = _LONE_SURROGATE.sub(lambda m: m.group(1) or rb"\ufffd", data)
+    if first_error is not None and fixed is data:  # nothing repaired: the same error again
+        raise ProfileError(f"not valid JSON ({first_error})")
     try:
         doc = _TRACE_DECODER.decode(fixed)
     except msgspec.ValidationError as exc:
