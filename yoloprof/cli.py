@@ -103,7 +103,16 @@ def _emit(args: argparse.Namespace, result: Any, render: Callable[..., None], **
     return 0
 
 
+def _is_folder(path: str) -> bool:
+    return os.path.isdir(path)
+
+
 def cmd_summary(args: argparse.Namespace) -> int:
+    if _is_folder(args.profile):  # one trace per rank: the multi-rank view
+        from yoloprof.readers.ranks import read_ranks
+        from yoloprof.render.ranks import render_ranks
+
+        return _emit(args, read_ranks(args.profile, jobs=args.jobs), render_ranks)
     from yoloprof.profiles.io import load_any
     from yoloprof.readers.summary import compute_summary
     from yoloprof.render.terminal import render_summary
@@ -145,7 +154,21 @@ def cmd_ops(args: argparse.Namespace) -> int:
     return _emit(args, compute_ops(load_any(args.profile), top=args.top, phase=args.phase), render_ops)
 
 
+def _compare_folders(args: argparse.Namespace) -> int:
+    if not (_is_folder(args.before) and _is_folder(args.after)):
+        side = "before" if _is_folder(args.before) else "after"
+        raise UsageError(f"{getattr(args, side)} ({side}) is a folder of rank traces but the other side "
+                         "is not; compare two folders or two files")
+    from yoloprof.readers.ranks import compare_ranks, read_ranks
+    from yoloprof.render.ranks import render_ranks_compare
+
+    return _emit(args, compare_ranks(read_ranks(args.before, jobs=args.jobs),
+                                     read_ranks(args.after, jobs=args.jobs)), render_ranks_compare)
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
+    if _is_folder(args.before) or _is_folder(args.after):
+        return _compare_folders(args)
     from yoloprof.profiles.io import load_any
     from yoloprof.readers.compare import compute_compare, regressions
     from yoloprof.render.terminal import render_compare
@@ -190,6 +213,11 @@ def cmd_completion(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_jobs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--jobs", type=int, default=None,
+                   help="processes parsing a folder of rank traces (default: one per core)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Where does a PyTorch training step or inference call "
                      "spend its time, and did a change really make it faster?")
@@ -228,7 +256,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--json", action="store_true", help="machine output on stdout")
         return p
 
-    reader("summary", "the broad reading of a profile or trace", cmd_summary)
+    p = reader("summary", "the broad reading of a profile or trace; a folder of rank traces gives "
+               "the per-rank view", cmd_summary)
+    _add_jobs(p)
     p = reader("get", "one metric, for shell loops (no field = list the fields)", cmd_get)
     p.add_argument("field", nargs="?", default=None)
     reader("phases", "per phase: device ms, wall ms, kernels, ops", cmd_phases)
@@ -255,6 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--noise", type=float, default=0.02)
     p.add_argument("--fail-on-regression", action="store_true")
     p.add_argument("--json", action="store_true")
+    _add_jobs(p)
 
     p = add("analyze", "the analysis stages over a finished (or partly finished) sweep", cmd_analyze)
     p.add_argument("sweep_dir")

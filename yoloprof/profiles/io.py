@@ -107,7 +107,12 @@ def load_any(path: str | os.PathLike) -> dict[str, Any]:
     src.prefetch()
     from yoloprof.traces.to_profile import profile_from_trace_bytes
 
-    return profile_from_trace_bytes(_nonblank(src.read(), path), source=str(path))
+    try:
+        return profile_from_trace_bytes(_nonblank(src.read(), path), source=str(path))
+    except ProfileError as exc:  # every error names its file (the engine's messages may not)
+        if str(path) in str(exc):
+            raise
+        raise ProfileError(f"{path}: {exc}") from None
 
 
 def _nonblank(data: bytes, path: str | os.PathLike) -> bytes:
