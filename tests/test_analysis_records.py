@@ -149,3 +149,86 @@ def test_flags_and_names_from_settings(given: dict, flags: list[str], name: str)
     back = recorded.with_given(baseline=given.get("baseline"), metrics=given.get("metrics"),
                                correction=given.get("correction"), auto_baseline=given.get("auto_baseline", False))
     assert back == s
+
+
+# ---- every job folder accounted for (issue 10) ---------------------------------------------------
+
+def _broken_sweep(tmp_path: Path) -> Path:
+    """Six good jobs (two configs x 3 trials), then one job folder of each broken kind."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from test_analysis_helpers import BASE_CONFIG, write_job
+
+    sweep = make_sweep(tmp_path, [{"batch": 4}, {"batch": 8}], batch_truth, trials=3)
+    write_job(sweep, 6, {**BASE_CONFIG, "batch": 16}, None, status="failed", error="boom")
+    (sweep / "7").mkdir()                                             # missing row
+    (sweep / "8" / "row.parquet").mkdir(parents=True)                 # a folder named row.parquet
+    (sweep / "9").mkdir()
+    (sweep / "9" / "row.parquet").write_bytes(b"not parquet")        # corrupt
+    good = pq.read_table(sweep / "0" / "row.parquet")
+    (sweep / "10").mkdir()
+    pq.write_table(good.slice(0, 0), sweep / "10" / "row.parquet")    # zero rows
+    (sweep / "11").mkdir()
+    pq.write_table(pa.table({"a": [1], "b": ["x"]}), sweep / "11" / "row.parquet")  # foreign schema
+    two = pa.concat_tables([good, good]).set_column(2, "job_num", pa.array([12, 12], pa.int32()))
+    (sweep / "12").mkdir()
+    pq.write_table(two, sweep / "12" / "row.parquet")                # two rows in one file
+    (sweep / "13").mkdir()
+    pq.write_table(good, sweep / "13" / "row.parquet")               # a copy of job 0's row
+    return sweep
+
+
+EXPECTED_STATES = {"6": "failed", "7": "missing_row", "8": "corrupt_row", "9": "corrupt_row",
+                   "10": "corrupt_row", "11": "foreign_schema", "12": "duplicate_rows", "13": "duplicate_rows"}
+
+
+def test_every_job_folder_is_accounted_for(tmp_path: Path, capsys) -> None:
+    sweep = _broken_sweep(tmp_path)
+    assert cli_main(["analyze", str(sweep), "--no-html", "--json"]) == 1
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    states = {f["job"]: f["state"] for f in doc["job_folders"]}
+    assert states == EXPECTED_STATES
+    assert doc["jobs"] == {"total": 14, "ok": 6, "failed": 1, "corrupt_row": 3, "missing_row": 1,
+                           "foreign_schema": 1, "duplicate_rows": 2}
+    # only the six good jobs are analysed: 3 trials per side, the two-row file is not counted twice
+    assert {(c["n_baseline"], c["n"]) for c in doc["comparisons"]} == {(3, 3)}
+    err = captured.err
+    assert err.count("\n") == 1 and err.startswith("yoloprof: error:") and "--allow-partial" in err
+    assert "job 7: missing_row" in err
+    md = (sweep / "analysis" / "comparison.md").read_text()
+    for job, state in EXPECTED_STATES.items():
+        if state != "failed":
+            assert f"job {job}: {state.replace('_', ' ')}" in md
+    assert "same job (20240101-000000-abcd/0) as folder 0" in md and "holds 2 rows" in md
+    assert cli_main(["analyze", str(sweep), "--no-html", "--allow-partial"]) == 0
+    out = capsys.readouterr().out
+    assert "job 11: foreign schema" in out and "job 8: corrupt row: row.parquet is a folder" in out
+
+
+def test_only_failed_jobs_is_still_exit_0(tmp_path: Path) -> None:
+    from test_analysis_helpers import BASE_CONFIG, write_job
+
+    sweep = make_sweep(tmp_path, [{"batch": 4}, {"batch": 8}], batch_truth, trials=3)
+    write_job(sweep, 6, {**BASE_CONFIG, "batch": 16}, None, status="failed", error="boom")
+    assert cli_main(["analyze", str(sweep), "--no-html"]) == 0
+
+
+def test_matplotlib_chatter_becomes_one_note(tmp_path: Path, monkeypatch, capfd) -> None:
+    import warnings
+
+    import yoloprof.render.html as html
+
+    def chatty(result):
+        for _ in range(3):
+            warnings.warn("Tight layout not applied. The left and right margins cannot be made large "
+                          "enough\n to accommodate all Axes decorations.", UserWarning)
+        return "<html></html>"
+
+    monkeypatch.setattr(html, "render_report", chatty)
+    sweep = make_sweep(tmp_path, [{"batch": 4}, {"batch": 8}], batch_truth, trials=3)
+    assert cli_main(["analyze", str(sweep)]) == 0
+    out, err = capfd.readouterr()
+    assert "UserWarning" not in out + err and "warnings.warn" not in out + err
+    assert out.count("note: report figures: Tight layout not applied.") == 1

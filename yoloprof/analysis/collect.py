@@ -54,10 +54,9 @@ def _job_ids(rows: pd.DataFrame) -> pd.Series:
     return sid + "/" + rows["job_num"].astype("Int64").astype("string").fillna("?")
 
 
-def _profile_candidates(sweep_dir: Path, row: pd.Series) -> list[Path]:
+def _profile_candidates(sweep_dir: Path, rel: object, sid: object, job: object) -> list[Path]:
     """The row's profile_path is relative to its sweep-id folder; the user may have pointed us at
     that folder or at the sweep-name folder above it."""
-    rel, sid, job = row.get("profile_path"), row.get("sweep_id"), row.get("job_num")
     out: list[Path] = []
     if isinstance(rel, str) and rel:
         out += [sweep_dir / rel, sweep_dir / str(sid) / rel]
@@ -69,15 +68,16 @@ def _profile_candidates(sweep_dir: Path, row: pd.Series) -> list[Path]:
 def _load_profiles(sweep_dir: Path, ok: pd.DataFrame) -> tuple[dict[str, dict], list[str]]:
     profiles: dict[str, dict] = {}
     missing: list[str] = []
-    for _, row in ok.iterrows():
-        path = next((p for p in _profile_candidates(sweep_dir, row) if p.is_file()), None)
+    cols = [ok[c] if c in ok else pd.Series([None] * len(ok)) for c in ("job_id", "profile_path", "sweep_id", "job_num")]
+    for job_id, rel, sid, job in zip(*(c.tolist() for c in cols)):
+        path = next((p for p in _profile_candidates(sweep_dir, rel, sid, job) if p.is_file()), None)
         if path is None:
-            missing.append(f"job {row['job_id']}: profile.json not found (headline metrics from its row)")
+            missing.append(f"job {job_id}: profile.json not found (headline metrics from its row)")
             continue
         try:
-            profiles[row["job_id"]] = read_profile(path)  # version-checked like every reader
+            profiles[job_id] = read_profile(path)  # version-checked like every reader
         except YoloprofError as exc:
-            missing.append(f"job {row['job_id']}: {path.name} unreadable ({exc}); headline metrics from its row")
+            missing.append(f"job {job_id}: {path.name} unreadable ({exc}); headline metrics from its row")
     return profiles, missing
 
 

@@ -150,13 +150,26 @@ def render_outputs(result: AnalysisResult, *, html: bool = True) -> dict[str, by
     for name, df in frames.items():
         out[f"{name}.parquet"] = _parquet_bytes(df)
     if html:
-        from yoloprof.render.html import render_report
-
-        out["report.html"] = render_report(result).encode()
+        out["report.html"] = _report_html(result)
     rec = record(AnalysisSettings.from_mapping(result.settings), result.name, result.command,
                  result.sweep_dir, [*out, SETTINGS_FILE], {"jobs": result.jobs, "baseline": result.baseline})
     out[SETTINGS_FILE] = (json.dumps(rec, indent=1) + "\n").encode()
     return out
+
+
+def _report_html(result: AnalysisResult) -> bytes:
+    """The HTML report; what matplotlib warns while drawing (layout chatter) becomes one note line
+    each in the terminal output, never a raw Python warning with its source line."""
+    import warnings
+
+    from yoloprof.render.html import render_report
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        data = render_report(result).encode()
+    for text in dict.fromkeys(" ".join(str(w.message).split()) for w in caught):
+        result.notes.append(f"report figures: {text[:200]}")
+    return data
 
 
 def write_outputs(result: AnalysisResult, *, html: bool = True) -> dict[str, Path]:
