@@ -51,8 +51,14 @@ def _profile(config: dict, metrics: dict[str, list[float]], env: dict) -> dict[s
 
 def write_job(sweep: Path, job_num: int, config: dict[str, Any], metrics: dict[str, list[float]] | None, *,
               status: str = "ok", error: str | None = None, trial: int = 0, profile: bool = True,
-              env: dict[str, str] | None = None) -> Path:
-    """One job folder with its row (and profile.json when ok and asked for)."""
+              env: dict[str, str] | None = None, overrides: list[str] | None = None,
+              extra: dict[str, Any] | None = None) -> Path:
+    """One job folder with its row (and profile.json when ok and asked for). The row's Hydra
+    overrides are `overrides`, else batch plus every key that differs from BASE_CONFIG (what a
+    sweep over those keys records)."""
+    if overrides is None:
+        overrides = [f"batch={config['batch']}"] + [f"{k}={v}" for k, v in config.items()
+                                                    if k != "batch" and BASE_CONFIG.get(k) != v]
     env = {"torch_version": "2.13.0", "device_name": "cpu", **(env or {})}
     job = sweep / str(job_num)
     (job / ".hydra").mkdir(parents=True, exist_ok=True)
@@ -60,9 +66,10 @@ def write_job(sweep: Path, job_num: int, config: dict[str, Any], metrics: dict[s
     row: dict[str, Any] = {"sweep_name": "test", "sweep_id": sweep.name, "job_num": job_num,
                            "config_hash": group_hash(cfg) + f"-{trial}", "group_hash": group_hash(config),
                            "status": status, "error": error, "wall_s": 1.0, **config, "trial": trial,
-                           "overrides": json.dumps([f"batch={config['batch']}"]), "launcher": "basic",
+                           "overrides": json.dumps(overrides + [f"trial={trial}"]), "launcher": "basic",
                            "threads": 2, "python_version": "3.11", "hostname": "h",
-                           "profile_path": f"{job_num}/profile.json" if status == "ok" and profile else None, **env}
+                           "profile_path": f"{job_num}/profile.json" if status == "ok" and profile else None, **env,
+                           **(extra or {})}
     for m in ("step_ms", "img_per_s", "peak_mem_mb", "p50_ms"):
         vals = (metrics or {}).get(m)
         row[m] = float(np.mean(vals)) if vals else None

@@ -20,6 +20,12 @@ AXIS_COLUMNS = ("mode", "model", "size", "data", "device", "batch", "imgsz", "am
                 "workers", "warmup", "steps", "runs", "repeat")
 # Keys that never define a configuration: trials are pooled, seeds are part of a trial.
 NOT_AXES = {"trial", "seed"}
+# Override keys spelled differently from their row column.
+KEY_COLUMNS = {"model._target_": "model", "model.name": "model", "capture.warmup": "warmup",
+               "capture.steps": "steps", "capture.runs": "runs", "data.path": "data"}
+# Row fields that follow from the mode (steps for training, runs for inference, its data): never
+# an axis unless the user swept them.
+DERIVED = ("steps", "runs", "data", "warmup", "batch")
 
 
 def fmt_value(v: object) -> str:
@@ -33,8 +39,27 @@ def fmt_value(v: object) -> str:
     return str(v)
 
 
-def _override_axes(overrides: object) -> dict[str, str]:
-    """Extra axes from the job's Hydra overrides (e.g. capture.steps=50) not in the row columns."""
+def short_value(v: object) -> str:
+    """A dotted import path shortened to its last name (`pkg.models.Net` -> `Net`)."""
+    text = fmt_value(v)
+    head, dot, tail = text.rpartition(".")
+    return tail if dot and head and tail and text.replace(".", "").replace("_", "").isalnum() \
+        and not text.replace(".", "").isdigit() else text
+
+
+def column_of(key: str) -> str:
+    """The row column (or extra axis name) an override key sets."""
+    key = key.lstrip("+~")
+    if key in KEY_COLUMNS:
+        return KEY_COLUMNS[key]
+    if key.startswith("capture.") and key[len("capture."):] in AXIS_COLUMNS:
+        return key[len("capture."):]
+    return key
+
+
+def _overrides(overrides: object) -> dict[str, str]:
+    """A job's Hydra overrides as {key: value}, without Hydra's own keys, the sweep choice, trials
+    and seeds."""
     try:
         items = json.loads(overrides) if isinstance(overrides, str) else []
     except ValueError:
@@ -42,8 +67,36 @@ def _override_axes(overrides: object) -> dict[str, str]:
     out = {}
     for item in items if isinstance(items, list) else []:
         key, sep, value = str(item).lstrip("+~").partition("=")
-        if sep and key not in AXIS_COLUMNS and key not in NOT_AXES and not key.startswith(("hydra", "sweep")):
+        if sep and key not in NOT_AXES and not key.startswith(("hydra", "sweep", "resume")):
             out[key] = value
+    return out
+
+
+def _override_axes(overrides: object) -> dict[str, str]:
+    """Extra axes from the job's Hydra overrides (e.g. model.width=32) not in the row columns."""
+    return {k: v for k, v in _overrides(overrides).items() if column_of(k) not in AXIS_COLUMNS}
+
+
+def swept_columns(first: pd.DataFrame) -> set[str] | None:
+    """The columns (and extra axes) whose override value differs between configurations; None
+    when the rows carry no overrides (older rows, synthetic tables)."""
+    if "overrides" not in first or first["overrides"].isna().all():
+        return None
+    per_job = [_overrides(o) for o in first["overrides"]]
+    keys = {k for d in per_job for k in d}
+    return {column_of(k) for k in keys if len({d.get(k) for d in per_job}) > 1}
+
+
+def _fallback_varying(table: pd.DataFrame, cols: list[str]) -> list[str]:
+    """Without overrides: columns that vary, less the derived ones that only follow the mode."""
+    out = []
+    for a in cols:
+        if table[a].map(fmt_value).nunique() <= 1:
+            continue
+        if a in DERIVED and "mode" in table and table["mode"].map(fmt_value).nunique() > 1 and \
+                (table.groupby(table["mode"].map(fmt_value))[a].agg(lambda s: s.map(fmt_value).nunique()) <= 1).all():
+            continue
+        out.append(a)
     return out
 
 
@@ -65,19 +118,36 @@ class Configs:
         return sorted(nums) if len(nums) == len(vals) else vals
 
 
+def _labels(table: pd.DataFrame, varying: list[str]) -> pd.Series:
+    """`axis=value, ...` over the swept axes; import paths shortened when that stays unambiguous."""
+    if not varying:
+        return pd.Series("all jobs", index=table.index)
+    shown = {}
+    for a in varying:
+        full = table[a].map(fmt_value)
+        short = table[a].map(short_value)
+        shown[a] = short if short.nunique() == full.nunique() else full
+    labels = pd.Series([", ".join(f"{a}={shown[a][g]}" for a in varying) for g in table.index], index=table.index)
+    dup = labels.duplicated(keep=False)
+    labels[dup] = labels[dup] + " #" + table.index[dup].str[:6]
+    return labels
+
+
 def build_configs(ok: pd.DataFrame) -> Configs:
+    """One row per configuration. Its axes are the keys the user swept (read from the jobs'
+    override lists), not every field that happens to differ: steps/runs/data follow the mode."""
     first = ok.drop_duplicates("group_hash", keep="first").set_index("group_hash", drop=False)
     extra = pd.DataFrame([_override_axes(o) for o in first.get("overrides", pd.Series(index=first.index))],
                          index=first.index)
     axes = [c for c in AXIS_COLUMNS if c in first] + [c for c in extra.columns if c not in first]
     table = pd.concat([first[[c for c in AXIS_COLUMNS if c in first]], extra[[c for c in axes if c in extra]]], axis=1)
     table = table.astype(object).where(table.notna(), None)
-    varying = [a for a in axes if table[a].map(fmt_value).nunique() > 1]
-    labels = (table[varying].apply(lambda r: ", ".join(f"{a}={fmt_value(r[a])}" for a in varying), axis=1)
-              if varying else pd.Series("all jobs", index=table.index))
-    dup = labels.duplicated(keep=False)
-    labels[dup] = labels[dup] + " #" + table.index[dup].str[:6]
-    table.insert(0, "config", labels)
+    swept = swept_columns(first)
+    if swept is None:
+        varying = _fallback_varying(table, axes)
+    else:
+        varying = [a for a in axes if a in swept and table[a].map(fmt_value).nunique() > 1]
+    table.insert(0, "config", _labels(table, varying))
     table.insert(1, "group_hash", table.index)
     table["n_jobs"] = ok.groupby("group_hash").size().reindex(table.index).to_numpy()
     return Configs(table, axes, varying)
@@ -93,23 +163,38 @@ class Plan:
     unpaired: list[str] = field(default_factory=list)
 
 
+def axis_name(name: str, configs: Configs, flag: str) -> str:
+    """The axis a user's key names: the axis itself, the override key that sets it
+    (`model._target_` -> model, `capture.steps` -> steps), or the only axis under a dotted prefix
+    (`model` -> model.width when only that one exists)."""
+    if name in configs.axes:
+        return name
+    col = column_of(name)
+    if col in configs.axes:
+        return col
+    under = [a for a in configs.axes if a.startswith(name + ".")]
+    if len(under) == 1:
+        return under[0]
+    raise UsageError(f"{flag}: unknown axis {name!r}; axes: {', '.join(configs.axes)}")
+
+
 def _parse_baseline(items: list[str], configs: Configs) -> dict[str, str]:
     keys: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise UsageError(f"--baseline takes KEY=VALUE, not {item!r}")
-        if key not in configs.axes:
-            raise UsageError(f"--baseline: unknown axis {key!r}; axes: {', '.join(configs.axes)}")
-        keys[key] = value
+        keys[axis_name(key, configs, "--baseline")] = value
     return keys
 
 
 def _match(configs: Configs, keys: dict[str, str]) -> list[str]:
+    """Configurations whose value of every key is the given one (full or short spelling)."""
     t = configs.table
     mask = pd.Series(True, index=t.index)
     for k, v in keys.items():
-        mask &= t[k].map(fmt_value).str.lower() == v.lower()
+        v = v.strip("'\"").lower()
+        mask &= (t[k].map(fmt_value).str.lower() == v) | (t[k].map(short_value).str.lower() == v)
     if not mask.any():
         avail = "; ".join(f"{k} has {', '.join(fmt_value(x) for x in configs.levels(k))}" for k in keys)
         shown = " ".join(f"{k}={v}" for k, v in keys.items())
@@ -136,22 +221,14 @@ def _pair(configs: Configs, keys: dict[str, str], base: list[str], description: 
     return Plan(pairs, base, description, unpaired)
 
 
-def plan_baseline(configs: Configs, *, baseline: list[str] | None = None, vary: str | None = None) -> Plan:
-    """Resolve --baseline / --vary / the default rule into comparison pairs (see module doc)."""
-    if baseline and vary:
-        raise UsageError("give either --baseline or --vary, not both")
-    if vary is not None:
-        if vary not in configs.varying:
-            raise UsageError(f"--vary {vary}: that axis does not vary in this sweep; axes that vary: "
-                             f"{', '.join(configs.varying) or 'none'}")
-        first = fmt_value(configs.levels(vary)[0])
-        keys = {vary: first}
-        return _pair(configs, keys, _match(configs, keys), f"each level of {vary} vs {vary}={first}, "
-                     "within every combination of the other axes")
-    if baseline:
-        keys = _parse_baseline(baseline, configs)
-        shown = " ".join(f"{k}={v}" for k, v in keys.items())
-        return _pair(configs, keys, _match(configs, keys), f"baseline {shown} (given)")
+def _subset(configs: Configs, mode: str) -> Configs:
+    """The configurations of one mode, with the axes that vary inside it."""
+    t = configs.table[configs.table["mode"].map(fmt_value) == mode]
+    varying = [a for a in configs.varying if a != "mode" and t[a].map(fmt_value).nunique() > 1]
+    return Configs(t, configs.axes, varying)
+
+
+def _default_plan(configs: Configs) -> Plan:
     if not configs.varying:
         return Plan({}, list(configs.table.index[:1]), "one configuration only: nothing to compare")
     if len(configs.varying) == 1:
@@ -164,3 +241,48 @@ def plan_baseline(configs: Configs, *, baseline: list[str] | None = None, vary: 
     keys = {a: fmt_value(configs.table.loc[g0, a]) for a in configs.varying}
     return _pair(configs, keys, [g0], f"baseline {configs.label(g0)} (the first job's configuration; "
                  "choose with --baseline KEY=VALUE or --vary AXIS)")
+
+
+def _per_mode(configs: Configs) -> Plan:
+    """The default rule applied inside each mode: a training step is never compared with an
+    inference call."""
+    pairs, bases, parts, unpaired = {}, [], [], []
+    for mode in dict.fromkeys(configs.table["mode"].map(fmt_value)):
+        sub = _default_plan(_subset(configs, mode))
+        pairs.update(sub.pairs)
+        bases += sub.baselines
+        unpaired += sub.unpaired
+        parts.append(f"mode={mode}: {sub.description}")
+    return Plan(pairs, bases, "within each mode: " + "; ".join(parts), unpaired)
+
+
+def plan_baseline(configs: Configs, *, baseline: list[str] | None = None, vary: str | None = None) -> Plan:
+    """Resolve --baseline / --vary / the default rule into comparison pairs (see module doc).
+    Pairs never cross modes: mode is never a baseline key, and configurations are only paired
+    with a baseline of their own mode."""
+    if baseline and vary:
+        raise UsageError("give either --baseline or --vary, not both")
+    modes = "mode" in configs.varying
+    if vary is not None:
+        try:
+            vary = axis_name(vary, configs, "--vary")
+        except UsageError:
+            pass  # said below, with the axes that do vary
+        if vary == "mode" and modes:
+            raise UsageError("--vary mode: a training step and an inference call measure different work; "
+                             "modes are compared only within themselves")
+        if vary not in configs.varying:
+            raise UsageError(f"--vary {vary}: that axis does not vary in this sweep; axes that vary: "
+                             f"{', '.join(configs.varying) or 'none'}")
+        first = fmt_value(configs.levels(vary)[0])
+        keys = {vary: first}
+        return _pair(configs, keys, _match(configs, keys), f"each level of {vary} vs {vary}={first}, "
+                     "within every combination of the other axes")
+    if baseline:
+        keys = _parse_baseline(baseline, configs)
+        if "mode" in keys and modes:
+            raise UsageError("--baseline mode=...: modes are never compared with each other; name the "
+                             "other axes, and each mode gets its own baseline")
+        shown = " ".join(f"{k}={v}" for k, v in keys.items())
+        return _pair(configs, keys, _match(configs, keys), f"baseline {shown} (given)")
+    return _per_mode(configs) if modes else _default_plan(configs)
