@@ -86,3 +86,40 @@ def test_common_slope_fit_matches_lstsq_and_scipy_t() -> None:
     se = math.sqrt(rss[0] / df * np.linalg.inv(design.T @ design)[-1, -1])
     assert b == pytest.approx(coef[-1], rel=1e-9)
     assert p == pytest.approx(2 * sps.t.sf(abs(coef[-1] / se), df), rel=1e-6)
+
+
+def _mem_sweep(root: Path, device: str, growth: bool) -> Path:
+    """Two labels of the same work; the process RSS peak (peak_mem_mb) of the second label is 8%
+    higher because earlier jobs left memory behind, the job's own growth is the same."""
+    rng = np.random.default_rng(1)
+    sweep = root / "sweeps" / "mem" / "20240101-000000-memo"
+    job = 0
+    for t in range(4):
+        for dtype in ("float16", "bfloat16"):
+            start = 400.0 if dtype == "float16" else 432.0
+            own = 50.0 + rng.normal(0, 0.2)
+            m = {"step_ms": [20.0 + rng.normal(0, 0.1)], "peak_mem_mb": [start + own]}
+            if growth:
+                m["peak_mem_growth_mib"] = [own]
+            write_job(sweep, job, {**BASE_CONFIG, "device": device, "amp_dtype": dtype}, m, trial=t)
+            job += 1
+    return sweep
+
+
+def test_cpu_memory_compared_as_the_jobs_own_growth(tmp_path: Path) -> None:
+    res = analyze_collected(collect(_mem_sweep(tmp_path / "a", "cpu", growth=True)))
+    assert "peak_mem_growth_mib" in res.metrics_compared and "peak_mem_mb" not in res.metrics_compared
+    growth = res.comparisons.set_index("metric").loc["peak_mem_growth_mib"]
+    assert growth["verdict_code"] == "equivalent"
+    assert any("peak_mem_growth_mib (each job's peak over its own starting footprint)" in n for n in res.notes)
+    # asked for explicitly, the absolute peak still shows the inherited difference
+    rss = analyze_collected(collect(_mem_sweep(tmp_path / "b", "cpu", growth=True)), metrics=["peak_mem_mb"])
+    assert rss.comparisons["verdict_code"].tolist() == ["regressed"]
+
+
+def test_gpu_memory_is_the_allocator_peak_and_missing_growth_is_said(tmp_path: Path) -> None:
+    gpu = analyze_collected(collect(_mem_sweep(tmp_path / "g", "cuda", growth=True)))
+    assert "peak_mem_mb" in gpu.metrics_compared and "peak_mem_growth_mib" not in gpu.metrics_compared
+    old = analyze_collected(collect(_mem_sweep(tmp_path / "o", "cpu", growth=False)))
+    assert "peak_mem_mb" in old.metrics_compared
+    assert any("without peak_mem_growth_mib" in n for n in old.notes)

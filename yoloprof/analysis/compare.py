@@ -20,6 +20,10 @@ from yoloprof.metrics.stats import adjust_pvalues, compare_batch, detectable_cha
 
 DEFAULT_METRICS = ("step_ms", "img_per_s", "peak_mem_mb")
 INFER_METRICS = ("p50_ms",)
+# Memory that belongs to the job: on CPU the process RSS peak includes whatever earlier jobs of the
+# same process left behind, so CPU sweeps compare each job's own peak growth over its starting
+# footprint (a sweep row column); on a GPU the allocator peak is reset per job and is the job's own.
+MEM_ABSOLUTE, MEM_GROWTH = "peak_mem_mb", "peak_mem_growth_mib"
 DECISIVE = ("improved", "regressed", "within_noise")
 COLUMNS = ["config", "metric", "baseline_config", "baseline_value", "value", "unit", "better",
            "ratio", "ci_low", "ci_high", "p", "p_adj", "p_mannwhitney", "verdict", "verdict_code",
@@ -27,7 +31,20 @@ COLUMNS = ["config", "metric", "baseline_config", "baseline_value", "value", "un
            "group_hash", "baseline_hash"]
 
 
-def choose_metrics(metrics: pd.DataFrame, requested: list[str] | None, modes: list[str]) -> tuple[list[str], list[str]]:
+def _memory_metric(available: list[str], devices: list[str]) -> tuple[str, list[str]]:
+    """(the memory metric to compare by default, notes saying why)."""
+    cpu_only = bool(devices) and all(d == "cpu" for d in devices)
+    if not cpu_only:
+        return MEM_ABSOLUTE, []
+    if MEM_GROWTH in available:
+        return MEM_GROWTH, [f"CPU jobs: memory compared as {MEM_GROWTH} (each job's peak over its own starting "
+                            f"footprint); {MEM_ABSOLUTE} (process RSS) also counts what earlier jobs left"]
+    return MEM_ABSOLUTE, [f"CPU jobs without {MEM_GROWTH} in their rows: {MEM_ABSOLUTE} is the process RSS "
+                          "peak, which also counts what earlier jobs in the same process left"]
+
+
+def choose_metrics(metrics: pd.DataFrame, requested: list[str] | None, modes: list[str],
+                   devices: list[str] | None = None) -> tuple[list[str], list[str]]:
     """(metrics to compare, notes). A requested metric that no job has is a usage error listing
     the ones that exist; a default one that no job has is just noted."""
     available = sorted(metrics["metric"].unique())
@@ -36,9 +53,11 @@ def choose_metrics(metrics: pd.DataFrame, requested: list[str] | None, modes: li
         if unknown:
             raise UsageError(f"no ok job has metric(s) {', '.join(unknown)}; available: {', '.join(available)}")
         return list(dict.fromkeys(requested)), []
-    wanted = list(DEFAULT_METRICS) + (list(INFER_METRICS) if "infer" in modes else [])
+    memory, notes = _memory_metric(available, devices or [])
+    wanted = [memory if m == MEM_ABSOLUTE else m for m in DEFAULT_METRICS]
+    wanted += list(INFER_METRICS) if "infer" in modes else []
     missing = [m for m in wanted if m not in available]
-    notes = [f"metric {m} is in no ok job's results; not compared" for m in missing]
+    notes += [f"metric {m} is in no ok job's results; not compared" for m in missing]
     return [m for m in wanted if m in available], notes
 
 

@@ -99,7 +99,8 @@ def analyze_collected(c: Collected, *, baseline: list[str] | None = None, vary: 
     cfg: Configs = build_configs(c.ok)
     plan = plan_baseline(cfg, baseline=baseline, vary=vary)
     modes = sorted(c.ok["mode"].dropna().unique()) if "mode" in c.ok else []
-    names, metric_notes = choose_metrics(tables["metrics"], metrics, modes)
+    devices = sorted(c.ok["device"].dropna().astype(str).unique()) if "device" in c.ok else []
+    names, metric_notes = choose_metrics(tables["metrics"], metrics, modes, devices)
     comparisons = compare_configs(tables["metrics"], cfg, plan, names, alpha=alpha, noise=noise,
                                   correction=correction)
     jobs = job_values(tables["metrics"][tables["metrics"]["metric"].isin(names)], c.ok)

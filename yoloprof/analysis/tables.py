@@ -20,9 +20,10 @@ ROW_METRICS = ROWS_METRICS  # the headline metrics every row carries (sweep/rows
 # Direction of the headline metrics when no profile says it (the profile's own `better` wins).
 BETTER = {"step_ms": "lower", "img_per_s": "higher", "peak_mem_mb": "lower", "p50_ms": "lower",
           "p90_ms": "lower", "p99_ms": "lower", "device_util_pct": "higher",
-          "launches_per_step": "lower", "host_overhead_ms": "lower"}
+          "launches_per_step": "lower", "host_overhead_ms": "lower", "peak_mem_growth_mib": "lower"}
 UNITS = {"step_ms": "ms", "img_per_s": "img/s", "peak_mem_mb": "MB", "p50_ms": "ms", "p90_ms": "ms",
-         "p99_ms": "ms", "device_util_pct": "%", "launches_per_step": "1/step", "host_overhead_ms": "ms"}
+         "p99_ms": "ms", "device_util_pct": "%", "launches_per_step": "1/step", "host_overhead_ms": "ms",
+         "peak_mem_growth_mib": "MiB"}
 TOP_N = 20
 METRIC_COLUMNS = ["job_id", "job_order", "group_hash", "metric", "trial", "value", "unit", "better", "source"]
 
