@@ -12,7 +12,7 @@ import os
 import sys
 from typing import Any, Callable, Sequence
 
-from yoloprof import __version__
+from yoloprof import __version__, warn
 from yoloprof.errors import UsageError, YoloprofError
 
 PROG = "yoloprof"
@@ -77,7 +77,9 @@ def _run_capture(args: argparse.Namespace, mode: str) -> int:
         from yoloprof.readers.summary import compute_summary
         from yoloprof.render.terminal import render_summary
 
-        render_summary(compute_summary(profile), source=str(out_dir / "profile.json"))
+        summary = compute_summary(profile)
+        summary["warnings"] = []  # already printed on stderr, one line each, as they arose
+        render_summary(summary, source=str(out_dir / "profile.json"))
     return 0
 
 
@@ -342,7 +344,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = _debug_wanted(argv)
     try:
-        return _dispatch(argv)
+        with warn.channel():
+            return _dispatch(argv)
     except YoloprofError as exc:
         if debug:
             raise

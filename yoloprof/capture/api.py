@@ -5,20 +5,24 @@ every sweep job. Timing pass (N trials) -> trace pass -> trace analysis -> profi
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
+from yoloprof.capture import interrupt
 from yoloprof.capture.device import DeviceInfo, resolve_device
 from yoloprof.capture.preflight import check_memory, check_output_dir
 from yoloprof.capture.progress import CaptureProgress
 from yoloprof.capture.settings import CaptureSettings
 from yoloprof.capture.timing import TrialResult
+from yoloprof import warn
 from yoloprof.errors import UsageError
 from yoloprof.profiles.io import write_profile
 from yoloprof.profiles.model import empty_profile
 
 PROFILE_NAME = "profile.json"
 TRACE_NAME = "profile_trace.json"
+_STAGED = ".partial."  # the trace is written under this prefix and renamed when the profile is
 
 
 def resolve_amp(settings: CaptureSettings, device: DeviceInfo) -> tuple[bool, list[str]]:
@@ -43,11 +47,15 @@ def _resolve_batch(settings: CaptureSettings, device: DeviceInfo) -> CaptureSett
     return dataclasses.replace(settings, batch=largest_batch(settings, device))
 
 
-def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = False) -> dict[str, Any]:
+def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = False,
+            echo_warnings: bool = True) -> dict[str, Any]:
     """Run the capture and write `out_dir/profile.json` (+ `profile_trace.json`); return the profile.
 
-    Nothing is written until the end, and then atomically: an interrupted capture leaves any
-    earlier profile.json intact.
+    Every flag and the output folder are checked before any work. Nothing is written until the
+    end, and then atomically: an interrupted capture (Ctrl-C at any moment: KeyboardInterrupt)
+    leaves any earlier profile.json and trace byte-identical. Warnings (ours and the libraries')
+    are printed once each as `yoloprof: warning: ...` (unless `echo_warnings` is false) and kept
+    in the profile's `warnings`.
     """
     settings.validate()
     out_dir = check_output_dir(out_dir)
@@ -58,15 +66,39 @@ def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = 
     from yoloprof.capture import infer as infer_mod, train as train_mod
 
     runner = train_mod if settings.mode == "train" else infer_mod
-    inputs, input_notes = runner.prepare(settings)  # dataset or images, built once, checked first
-    with CaptureProgress(progress).running() as bar:
-        run = runner.measure(settings, device, amp, bar, inputs)
-        trace_path = None
-        if settings.trace:
-            trace_path = runner.trace(settings, device, amp, out_dir / TRACE_NAME, bar, inputs)
-    profile = assemble(settings, device, amp, run, trace_path, warnings + input_notes)
-    write_profile(out_dir / PROFILE_NAME, profile)
+    with interrupt.guard(), warn.collecting(echo=echo_warnings) as notes:
+        interrupt.stage("prepare")
+        inputs, input_notes = runner.prepare(settings)  # dataset or images, built once, checked first
+        target = out_dir / f"{_STAGED}{TRACE_NAME}"
+        try:
+            with CaptureProgress(progress).running() as bar:
+                run = runner.measure(settings, device, amp, bar, inputs)
+                staged = runner.trace(settings, device, amp, target, bar, inputs) if settings.trace else None
+            interrupt.checkpoint()
+            profile = assemble(settings, device, amp, run, staged, warnings + input_notes)
+            notes.extend(profile["warnings"])  # one channel: each printed once, all kept
+            profile["warnings"] = list(notes.messages)
+            interrupt.stage("write")
+            _commit(out_dir, profile, staged)
+        finally:  # after an interrupt or a failure, no staged trace stays behind
+            for leftover in (target, target.with_name(target.name + ".gz")):
+                leftover.unlink(missing_ok=True)
     return profile
+
+
+def _commit(out_dir: Path, profile: dict[str, Any], staged: Path | None) -> None:
+    """Put the trace and the profile in place together: an interrupt before this leaves both old
+    files untouched, one during it is held back until both new ones are in place."""
+    interrupt.checkpoint()
+    with interrupt.deferred():
+        if staged is not None:
+            os.replace(staged, out_dir / _final_trace_name(staged))
+        write_profile(out_dir / PROFILE_NAME, profile)
+
+
+def _final_trace_name(staged: Path) -> str:
+    """`.partial.profile_trace.json[.gz]` -> `profile_trace.json[.gz]`."""
+    return staged.name[len(_STAGED):]
 
 
 def trial_metrics(trials: list[TrialResult], batch: int) -> dict[str, list[float]]:
@@ -109,7 +141,8 @@ def assemble(settings: CaptureSettings, device: DeviceInfo, amp: bool, run: Any,
         profile["latency"] = run.latency
         profile["stages"] = run.stages
     if trace_path is not None:
-        merge_trace_sections(profile, trace_path)
+        interrupt.stage("analyse")
+        merge_trace_sections(profile, trace_path, name=_final_trace_name(trace_path))
     from yoloprof.metrics.verdict import decide
 
     profile["verdict"] = decide(profile)

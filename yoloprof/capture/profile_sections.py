@@ -69,8 +69,9 @@ def phases_from_run(run: RunResult) -> list[dict[str, Any]]:
     return rows
 
 
-def merge_trace_sections(profile: dict[str, Any], trace_path: Path) -> None:
-    """Fill kernels, ops, categories and the trace-derived phase figures from our own trace."""
+def merge_trace_sections(profile: dict[str, Any], trace_path: Path, name: str | None = None) -> None:
+    """Fill kernels, ops, categories and the trace-derived phase figures from our own trace
+    (`name`: the file name it will have beside the profile, when it is read from a staging name)."""
     from yoloprof.traces.analyze import analyze_trace_file
 
     sections = analyze_trace_file(trace_path).profile_sections()
@@ -92,6 +93,6 @@ def merge_trace_sections(profile: dict[str, Any], trace_path: Path) -> None:
     for row in by_phase.values():
         profile["phases"].append({**row, "wall_ms_per_step": None})
     trace = dict(sections.get("trace") or {})
-    trace["file"] = trace_path.name
+    trace["file"] = name or trace_path.name
     profile["trace"] = trace
     profile["warnings"].extend(sections.get("warnings", []))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import Any, Callable, Iterator
 
 
@@ -10,7 +11,9 @@ class CaptureProgress:
     """One bar per pass ("trial 2/3", "trace"); a no-op when disabled."""
 
     def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
+        # Only on a terminal: piped or logged, rich would still print an empty line when the bar
+        # ends, and an error after it would then start with a blank line.
+        self.enabled = enabled and sys.stderr.isatty()
         self._progress: Any = None
 
     @contextlib.contextmanager

@@ -89,6 +89,10 @@ class CaptureSettings:
             raise UsageError(f"--workers must be >= 0 (got {self.workers})")
         if not 0.0 <= self.conf <= 1.0 or not 0.0 <= self.iou <= 1.0:
             raise UsageError("--conf and --iou must be within [0, 1]")
+        if self.mode == "train" and self.model == "yolo" and 1 <= self.batch * (self.imgsz // 32) ** 2 < 2:
+            # the detector's stride-32 batch norm needs more than one value per channel to train
+            raise UsageError(f"training the built-in detector at --batch {self.batch} needs --imgsz >= 64 "
+                             f"(got {self.imgsz}): batch norm needs more than one value per channel")
         if self.num_classes < 1:
             raise UsageError(f"--num-classes must be >= 1 (got {self.num_classes})")
         if self.max_det < 1:

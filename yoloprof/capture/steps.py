@@ -66,6 +66,18 @@ class TrainContext:
             return next(self._iter)
 
 
+    def close(self) -> None:
+        """Shut the loader's worker processes down now, where an interrupt can be raised, rather
+        than in the iterator's `__del__` at some later moment (where Python swallows it)."""
+        it, self._iter = self._iter, None
+        shutdown = getattr(it, "_shutdown_workers", None)  # multi-process iterators only
+        if shutdown is not None:
+            from yoloprof.capture import interrupt
+
+            interrupt.stage("loader-shutdown")
+            shutdown()
+
+
 def train_step(ctx: TrainContext, phase: PhaseFn, cycle: bool = False) -> None:
     import torch
 

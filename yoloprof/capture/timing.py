@@ -69,10 +69,24 @@ def run_trials(settings: Any, device: DeviceInfo, build: Callable[[], Any],
                time_trial: Callable[..., TrialResult], bar: Any) -> list[TrialResult]:
     """`--repeat N`: N timing passes, each over a freshly built context (model, optimizer, loader),
     so that no trial inherits another's warm state."""
+    from yoloprof.capture import interrupt
+
     trials = []
     for t in range(settings.repeat):
         ctx = build()
-        update = bar.task(f"{settings.mode} trial {t + 1}/{settings.repeat}", settings.warmup + settings.measured)
-        trials.append(time_trial(ctx, device, settings.warmup, settings.measured, update))
+        try:
+            update = bar.task(f"{settings.mode} trial {t + 1}/{settings.repeat}",
+                              settings.warmup + settings.measured)
+            interrupt.stage("measure")
+            trials.append(time_trial(ctx, device, settings.warmup, settings.measured, update))
+        finally:
+            _close(ctx)
         del ctx  # free this trial's model before the next one is built
+        interrupt.checkpoint()
     return trials
+
+
+def _close(ctx: Any) -> None:
+    close = getattr(ctx, "close", None)  # training contexts own loader workers
+    if close is not None:
+        close()

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from yoloprof.capture import interrupt
 from yoloprof.capture.device import DeviceInfo, synchronize
 from yoloprof.capture.steps import profiler_phases
 
@@ -89,11 +90,13 @@ def run_trace_pass(step: Callable[[Callable[[str], Any]], Any], device: DeviceIn
     with _kineto_chatter_filtered():
         prof.start()
     try:
-        for _ in range(schedule.total):
+        for i in range(schedule.total):
             step(phase)
             synchronize(device)
             with _kineto_chatter_filtered():
                 prof.step()
+            if i == 0:
+                interrupt.stage("trace")
     finally:
         with _kineto_chatter_filtered():
             prof.stop()
@@ -106,6 +109,7 @@ def run_trace_pass(step: Callable[[Callable[[str], Any]], Any], device: DeviceIn
                                dir=out_path.parent)
     os.close(fd)
     try:
+        interrupt.stage("export")
         prof.export_chrome_trace(tmp)
         os.replace(tmp, out_path)
     except BaseException:

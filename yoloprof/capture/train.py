@@ -28,7 +28,7 @@ def measure(settings: CaptureSettings, device: DeviceInfo, amp: bool, bar: Captu
         warnings.append(f"--workers {settings.workers} capped at {workers} (CPU cores on this machine)")
     # FLOPs of one whole step (forward + loss + backward; the optimizer adds no matmul/conv) on a
     # throwaway context, outside the timed steps.
-    flops = count_flops(lambda: train_step(build_train_context(settings, device, dataset, amp), no_phases()))
+    flops = count_flops(lambda: _one_step(settings, device, dataset, amp))
     trials = run_trials(settings, device, lambda: build_train_context(settings, device, dataset, amp),
                         time_train_trial, bar)
     return RunResult(samples=trial_metrics(trials, settings.batch), phase_order=TRAIN_PHASES,
@@ -36,9 +36,20 @@ def measure(settings: CaptureSettings, device: DeviceInfo, amp: bool, bar: Captu
                      warnings=warnings)
 
 
+def _one_step(settings: CaptureSettings, device: DeviceInfo, dataset: Any, amp: bool) -> None:
+    ctx = build_train_context(settings, device, dataset, amp)
+    try:
+        train_step(ctx, no_phases())
+    finally:
+        ctx.close()
+
+
 def trace(settings: CaptureSettings, device: DeviceInfo, amp: bool, path: Path, bar: CaptureProgress,
           dataset: Any, schedule: TraceSchedule = TraceSchedule()) -> Path:
     ctx = build_train_context(settings, device, dataset, amp)
     bar.task("trace pass", 1)
-    return run_trace_pass(lambda phase: train_step(ctx, phase, cycle=True), device, path, schedule,
-                          gzip=settings.trace_gzip)
+    try:
+        return run_trace_pass(lambda phase: train_step(ctx, phase, cycle=True), device, path, schedule,
+                              gzip=settings.trace_gzip)
+    finally:
+        ctx.close()

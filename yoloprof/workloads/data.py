@@ -64,7 +64,19 @@ def make_loader(dataset: Dataset, batch: int, workers: int = 0, shuffle: bool = 
     gen.manual_seed(seed)
     return DataLoader(dataset, batch_size=batch, shuffle=shuffle, num_workers=workers, collate_fn=collate,
                       drop_last=True, generator=gen, pin_memory=pin_memory,
-                      persistent_workers=False)
+                      persistent_workers=False, worker_init_fn=_quiet_worker if workers else None)
+
+
+def _quiet_worker(_worker_id: int) -> None:
+    """Loader workers leave Ctrl-C to the main process (which shuts them down in order: no
+    traceback from every worker), and print Python warnings as one channel line each."""
+    import signal
+    import warnings
+
+    from yoloprof import warn
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    warnings.showwarning = warn.showwarning
 
 
 def num_batches(dataset: Dataset, batch: int) -> int:
