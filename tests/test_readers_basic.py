@@ -117,7 +117,8 @@ def test_kernels_filters_sorts_and_totals() -> None:
     assert compute_kernels(p, category="attention")["kernels"] == []  # known, just absent
 
 
-@pytest.mark.parametrize("kw,word", [({"category": "gemm"}, "gemm/conv"), ({"phase": "fwd"}, "forward"),
+@pytest.mark.parametrize("kw,word", [({"category": "/"}, "gemm/conv"), ({"category": "tensor"}, "gemm/conv"),
+                                     ({"phase": "fwd"}, "forward"),
                                      ({"grep": "("}, "invalid --grep")])
 def test_kernels_bad_filters_are_usage_errors(kw, word) -> None:
     with pytest.raises(UsageError) as exc:

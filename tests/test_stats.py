@@ -68,11 +68,41 @@ def test_inconclusive_reports_detectable_change_and_trials_needed() -> None:
     assert power(n) >= 0.8 > power(n - 1)
 
 
-def test_fewer_than_three_trials_gives_point_ratio_only() -> None:
-    r = compare_samples([10.0, 11.0], [9.0, 9.5, 9.7], better="lower")
+def test_one_trial_gives_point_ratio_only() -> None:
+    r = compare_samples([10.0], [9.0, 9.5, 9.7], better="lower")
     assert r["verdict"] == NEEDS_TRIALS and r["verdict_code"] == "insufficient"
     assert r["p_welch"] is None and r["ci_low"] is None
-    assert r["ratio"] == pytest.approx(sps.gmean([10, 11]) / sps.gmean([9, 9.5, 9.7]))
+    assert r["ratio"] == pytest.approx(10 / sps.gmean([9, 9.5, 9.7]))
+
+
+def test_two_trials_get_ratio_interval_and_p_labelled_low_power() -> None:
+    """Against scipy directly: Welch's t on the log values, CI of the difference of log means."""
+    b, a = [10.0, 11.0], [9.0, 9.4]
+    r = compare_samples(b, a, better="lower")
+    ref = sps.ttest_ind(np.log(a), np.log(b), equal_var=False)
+    ci = ref.confidence_interval(0.95)
+    assert r["p_welch"] == pytest.approx(ref.pvalue)
+    assert (r["ci_low"], r["ci_high"]) == pytest.approx((math.exp(-ci.high), math.exp(-ci.low)))
+    assert r["ratio"] == pytest.approx(sps.gmean(b) / sps.gmean(a))
+    assert r["low_power"] and "low power" in r["verdict"]
+    assert any("low power" in w for w in r["warnings"])
+    assert not compare_samples([10, 11, 12], [9, 9.4, 9.1])["low_power"]
+
+
+@pytest.mark.parametrize("better", ["lower", "higher"])
+def test_two_trials_keep_false_positives_at_or_below_alpha(better) -> None:
+    """Many seeds of identical (log-normal, CV 5%) samples, 2 trials per side: the share of
+    improved/regressed verdicts, and of p < alpha, stays at or below alpha (Monte-Carlo margin
+    3 standard errors)."""
+    rng = np.random.default_rng(20261130)
+    n, alpha = 4000, 0.05
+    pairs = [(rng.lognormal(3.0, 0.05, 2), rng.lognormal(3.0, 0.05, 2), better) for _ in range(n)]
+    results = compare_batch(pairs, alpha=alpha, noise=0.0)
+    wrong = sum(r["verdict_code"] in ("improved", "regressed") for r in results) / n
+    rejected = sum(r["p_welch"] < alpha for r in results) / n
+    margin = 3 * math.sqrt(alpha * (1 - alpha) / n)
+    assert wrong <= alpha + margin and rejected <= alpha + margin
+    assert all(r["low_power"] for r in results)
 
 
 def test_constant_samples_give_exact_ratio() -> None:

@@ -153,7 +153,9 @@ def cmd_ops(args: argparse.Namespace) -> int:
     from yoloprof.readers.ops import compute_ops
     from yoloprof.render.terminal import render_ops
 
-    return _emit(args, compute_ops(load_any(args.profile), top=args.top, phase=args.phase), render_ops)
+    result = compute_ops(load_any(args.profile), top=args.top, phase=args.phase, sort=args.sort,
+                         shapes=args.shapes)
+    return _emit(args, result, render_ops)
 
 
 def _compare_folders(args: argparse.Namespace) -> int:
@@ -266,7 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
     reader("phases", "per phase: device ms, wall ms, kernels, ops", cmd_phases)
     p = reader("kernels", "device kernels by share of device time", cmd_kernels)
     p.add_argument("--top", type=int, default=20)
-    p.add_argument("--category", default=None)
+    p.add_argument("--category", default=None,
+                   help="a category, or a unique prefix/substring of one (gemm -> gemm/conv)")
     p.add_argument("--grep", default=None, help="regular expression on the kernel name")
     p.add_argument("--tensorcore", action="store_true", help="only Tensor Core kernels")
     p.add_argument("--sort", default="time", choices=("time", "count", "name"))
@@ -274,9 +277,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = reader("ops", "framework view: aten/autograd ops by self CPU time", cmd_ops)
     p.add_argument("--top", type=int, default=20)
     p.add_argument("--phase", default=None)
+    p.add_argument("--sort", default="self", choices=("self", "total", "calls", "name"))
+    p.add_argument("--shapes", action="store_true",
+                   help="one row per (op, input shapes) when the trace recorded shapes")
     p = reader("what-if", "estimate the gain of a change before writing it", cmd_what_if)
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--remove-category", default=None)
+    g.add_argument("--remove-category", default=None,
+                   help="a category, or a unique prefix/substring of one (gemm -> gemm/conv)")
     g.add_argument("--remove-launches", type=int, default=None)
 
     p = add("compare", "deltas and a significance verdict per metric", cmd_compare)

@@ -14,7 +14,10 @@ Verdict, with the CI [L, U] and noise threshold d, checked in this order:
   changed, within noise    significant (p < alpha) but the CI overlaps the +-d band
   inconclusive             anything else; we then report the smallest change this n could detect
                            and the trials per side needed to detect a change of d
-Fewer than 3 trials on either side gives no verdict at all, only the point ratio.
+Two trials per side (the `--repeat 2` minimum) are tested like more, but the result is labelled
+low power (`low_power`, a warning and "(low power)" in the verdict words): with df <= 2 the CI is
+wide, yet Welch's test keeps its false-positive rate at or below alpha (a simulation test holds it).
+Fewer than 2 trials on either side gives no verdict at all, only the point ratio.
 
 Power math (no statsmodels): the smallest detectable change uses the usual t approximation
 ``(t[1-alpha/2, df] + t[power, df]) * se`` on the log scale (df = Welch's df); the trials needed
@@ -39,12 +42,14 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 from scipy import stats as sps
 
-MIN_TRIALS = 3
+MIN_TRIALS = 2          # fewest trials per side that get a test
+FULL_POWER_TRIALS = 3   # below this per side, a tested result is labelled low power
 MW_MIN_TRIALS = 5
 POWER = 0.8
 CV_WARN = 0.10
 SLOW_FIRST_FRACTION = 0.10
 NEEDS_TRIALS = f"needs at least {MIN_TRIALS} trials per side"
+LOW_POWER = "low power"
 
 # verdict_code -> words shown to a person; the codes are stable for JSON/CSV consumers.
 VERDICT_WORDS = {
@@ -86,7 +91,7 @@ def _side_stats(X: np.ndarray, higher: np.ndarray) -> dict[str, np.ndarray]:
     if n >= 4:
         q1, q3, iqr = _rowwise_iqr_fences(X)
         out["outliers"] = (X < (q1 - 1.5 * iqr)[:, None]) | (X > (q3 + 1.5 * iqr)[:, None])
-    if n >= MIN_TRIALS:
+    if n >= FULL_POWER_TRIALS:  # a "slow first" needs at least two others to compare with
         rest = X[:, 1:]
         _, _, iqr = _rowwise_iqr_fences(rest)
         nearest = np.where(higher, rest.min(axis=1), rest.max(axis=1))
@@ -246,7 +251,7 @@ def _compare_group(B: np.ndarray, A: np.ndarray, betters: list[str | None], drop
             "p_mannwhitney": None, "mde_pct": None, "trials_needed": None,
             "outliers_before": np.flatnonzero(sb["outliers"][i]).tolist(),
             "outliers_after": np.flatnonzero(sa["outliers"][i]).tolist(),
-            "verdict_code": "insufficient", "verdict": NEEDS_TRIALS, "warnings": notes,
+            "verdict_code": "insufficient", "verdict": NEEDS_TRIALS, "low_power": False, "warnings": notes,
         }
         if tested:
             _fill_test(r, float(p[i]), float(lo[i]), float(hi[i]), float(p_mw[i]),
@@ -266,6 +271,10 @@ def _fill_test(r: dict[str, Any], p: float, lo: float, hi: float, p_mw: float, m
                              f"alpha={alpha}: the log-normal assumption may not hold")
     code = classify(lo, hi, p, alpha=alpha, noise=noise)
     r.update(verdict_code=code, verdict=verdict_words(code, r["better"]))
+    if min(r["n_before"], r["n_after"]) < FULL_POWER_TRIALS:
+        r.update(low_power=True, verdict=f"{r['verdict']} ({LOW_POWER})")
+        r["warnings"].append(f"{LOW_POWER}: {min(r['n_before'], r['n_after'])} trials on a side; the "
+                             f"interval is wide, use {FULL_POWER_TRIALS} or more trials per side")
     if code == "inconclusive":
         r.update(mde_pct=_opt(mde), trials_needed=int(need) if math.isfinite(need) else None)
 
@@ -297,7 +306,7 @@ def compare_batch(pairs: Sequence[tuple[Iterable[float], Iterable[float], str | 
 def detectable_change(before: Iterable[float], after: Iterable[float], *, alpha: float = 0.05,
                       noise: float = 0.02) -> tuple[float | None, int | None]:
     """(smallest change in % detectable at these trial counts, trials per side needed to detect a
-    change of `noise`) with 80% power; None when either side has fewer than 3 usable trials."""
+    change of `noise`) with 80% power; None when either side has fewer than MIN_TRIALS usable trials."""
     (b, _), (a, _) = _clean(before), _clean(after)
     if min(b.size, a.size) < MIN_TRIALS:
         return None, None

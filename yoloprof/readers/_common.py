@@ -41,6 +41,13 @@ DEVICE_ONLY_RE = re.compile(r".+_(device_ms|kernels)")  # per-phase device figur
 PERCENTILE_RE = re.compile(r"p\d+_ms")  # latency percentiles, not preprocess_*/postprocess_*
 
 
+# Metrics the readers know by name: `get` answers n/a (with the reason) for one a profile lacks,
+# the way summary shows it, instead of calling it an unknown field.
+KNOWN_METRICS = frozenset({name for name, _ in HEADLINE} | set(COMPARE_DEFAULT) | DEVICE_ONLY | {
+    "kernel_ms", "memcpy_ms", "memset_ms", "host_sync_ms", "malloc_calls_per_step",
+    "alloc_calls_per_step"})
+
+
 def device_only(name: str) -> bool:
     return name in DEVICE_ONLY or DEVICE_ONLY_RE.fullmatch(name) is not None
 
@@ -118,6 +125,24 @@ def choose(value: str | None, valid: Iterable[str], what: str) -> str | None:
         return value
     shown = ", ".join(valid) if valid else f"none (this profile has no {what}s)"
     raise UsageError(f"unknown {what} {value!r}; valid: {shown}")
+
+
+def match_category(value: str, valid: Iterable[str], flag: str = "--category") -> str:
+    """A category given as the spec allows: its exact name, or a case-insensitive prefix or
+    substring matching exactly one name (`gemm` -> `gemm/conv`, `comm` -> `communication`).
+    No match, or several (`m` matches many), is a usage error (exit 2) listing the candidates."""
+    names = sorted(set(valid))
+    if value in names:
+        return value
+    low = value.lower()
+    for rule in (lambda n: n.lower() == low, lambda n: n.lower().startswith(low),
+                 lambda n: low in n.lower()):
+        hits = [n for n in names if rule(n)]
+        if len(hits) == 1:
+            return hits[0]
+        if len(hits) > 1:
+            raise UsageError(f"{flag} {value!r} is ambiguous: it matches {', '.join(hits)}")
+    raise UsageError(f"unknown category {value!r} for {flag}; valid: {', '.join(names) or 'none'}")
 
 
 def phases_present(profile: dict) -> list[str]:

@@ -2,9 +2,12 @@
 95% CI and a verdict (DESIGN.md section 7), from the per-trial samples of each side.
 
 Statistics come from `yoloprof.metrics.stats.compare_samples`; this module picks the metrics,
-refuses verdicts below 3 trials per side (one value per trial, never per step), and adds the
-plain deltas a reader wants next to them. Two raw traces carry one sample per step, which is not a
-trial: they get per-step and per-category deltas without significance.
+refuses verdicts below 2 trials per side (one value per trial, never per step; 2 trials are
+labelled low power), and adds the plain deltas a reader wants next to them. Every difference
+between the sides besides the code (device model, threads, torch, precision, batch, capture
+time: `yoloprof.metrics.sides`) is listed, and a big one flags every verdict. Two raw traces
+carry one sample per step, which is not a trial: they get per-step and per-category deltas
+without significance.
 """
 
 from __future__ import annotations
@@ -13,12 +16,13 @@ import statistics
 from typing import Any
 
 from yoloprof.errors import UsageError
+from yoloprof.metrics.sides import differences, flag_reasons, profile_facts
+from yoloprof.metrics.stats import FULL_POWER_TRIALS, NEEDS_TRIALS as NEED_TRIALS
 from yoloprof.readers._common import COMPARE_DEFAULT, finite, metric_entry, metric_value, per_step
 
-NEED_TRIALS = "needs at least 3 trials per side"
 TRACE_NOTE = ("both inputs are raw traces: one sample per step is not a trial (steps of one run are "
               "not independent), so there is no significance verdict; run `yoloprof run/infer "
-              "--repeat 3` (or more) on each side for one")
+              f"--repeat {FULL_POWER_TRIALS}` (or more) on each side for one")
 REGRESSED = "regressed"
 
 # Plain deltas shown beside the verdicts: (label, function of a profile, unit, better).
@@ -89,7 +93,7 @@ def compare_metric(name: str, before: dict, after: dict, *, alpha: float, noise:
     st = compare_samples(sb, sa, better=better, alpha=alpha, noise=noise)
     row.update(stats=st, ratio=st.get("ratio"), p_welch=st.get("p_welch"),
                p_mwu=st.get("p_mannwhitney"), verdict=st.get("verdict"),
-               verdict_code=st.get("verdict_code"),
+               verdict_code=st.get("verdict_code"), low_power=bool(st.get("low_power")),
                warnings=[f"{name}: {w}" for w in st.get("warnings") or []])
     if st.get("ci_low") is not None:
         row["ci"] = [st["ci_low"], st["ci_high"]]
@@ -156,12 +160,22 @@ def compute_compare(before: dict, after: dict, *, metrics: list[str] | None = No
     notes = [TRACE_NOTE] if traces else []
     if before.get("kind") != after.get("kind"):
         notes.append(f"comparing a {before.get('kind')} profile with a {after.get('kind')} profile")
+    diffs = differences(profile_facts(before), profile_facts(after))
+    flags = flag_reasons(diffs)
+    if flags:
+        for r in rows:
+            if r.get("verdict_code") not in (None, "insufficient"):
+                r["flagged"] = flags
+                r["verdict"] = f"{r['verdict']} (flagged: {'; '.join(flags)})"
+        notes.append("verdicts are flagged: the sides differ in more than the code ("
+                     + "; ".join(flags) + ")")
     warnings = [w for r in rows for w in r["warnings"]]
     if not names:
         warnings.append("the two profiles have no headline metric in common")
     result: dict[str, Any] = {
         "alpha": alpha, "noise": noise, "kinds": [before.get("kind"), after.get("kind")],
         "metrics": rows, "deltas": deltas(before, after),
+        "differences": diffs, "flagged": flags,
         "bound": {"before": _bound(before), "after": _bound(after)},
         "categories": category_deltas(before, after),
         "per_step": {"before": step_table(before), "after": step_table(after)} if traces else None,

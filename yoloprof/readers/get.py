@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from yoloprof.errors import UsageError
-from yoloprof.readers._common import finite, na_reason
+from yoloprof.readers._common import KNOWN_METRICS, _unit_from_name, finite, na_reason
 
 # Sections whose scalar leaves are fields, as dotted paths. Order = listing order.
 DOTTED_SECTIONS = ("latency", "verdict", "trace", "config", "env", "tool")
@@ -69,8 +69,12 @@ def compute_get(profile: dict, field: str | None) -> dict[str, Any]:
         if row["field"] == field:
             return row
     # `metrics.step_ms` is accepted as a spelling of `step_ms`.
-    if field.startswith("metrics.") and field[len("metrics."):] in (profile.get("metrics") or {}):
-        return compute_get(profile, field[len("metrics."):])
+    bare = field[len("metrics."):] if field.startswith("metrics.") else field
+    if bare != field and bare in (profile.get("metrics") or {}):
+        return compute_get(profile, bare)
+    if bare in KNOWN_METRICS:  # a known metric this profile has no value for: n/a, as summary says
+        return {"field": bare, "value": None, "unit": _unit_from_name(bare), "n": 0,
+                "na": na_reason(profile, bare)}
     import difflib  # only on the error path: `get` stays fast
 
     names = [r["field"] for r in fields]

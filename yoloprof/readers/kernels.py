@@ -11,14 +11,38 @@ import re
 from typing import Any
 
 from yoloprof.errors import UsageError
-from yoloprof.readers._common import categories_present, choose, finite, phases_present
+from yoloprof.readers._common import (
+    categories_present, choose, finite, match_category, phases_present,
+)
 
 SORTS: dict[str, tuple[str, bool]] = {  # --sort value -> (row key, descending)
     "time": ("ms_per_step", True),
     "count": ("count_per_step", True),
     "name": ("name", False),
 }
-KEYS = ("name", "short_name", "category", "tensorcore", "phase", "ms_per_step", "pct", "count_per_step")
+KEYS = ("name", "short_name", "category", "tensorcore", "phase", "kind", "ms_per_step", "pct",
+        "count_per_step")
+# CUPTI activity kinds, each with its own total: a memcpy is not kernel time.
+KINDS = ("kernel", "memcpy", "memset")
+_MEM_KIND = re.compile(r"^\s*(memcpy|memset)\b", re.IGNORECASE)
+
+
+def kind_of(row: dict) -> str:
+    """The row's activity kind; profiles written before kinds were recorded get it from the
+    name (CUPTI names memory activity `Memcpy HtoD (...)`, `Memset (Device)`)."""
+    kind = row.get("kind")
+    if kind in KINDS:
+        return kind
+    m = _MEM_KIND.match(str(row.get("name", "")))
+    return m.group(1).lower() if m else "kernel"
+
+
+def kind_totals(rows: list[dict]) -> dict[str, float]:
+    """Summed ms per step of each activity kind (a sum of durations, not a union)."""
+    out = dict.fromkeys(KINDS, 0.0)
+    for k in rows:
+        out[kind_of(k)] += finite(k.get("ms_per_step")) or 0.0
+    return out
 
 
 def known_categories() -> list[str]:
@@ -63,8 +87,9 @@ def compute_kernels(profile: dict, *, top: int = 20, category: str | None = None
     """The kernel table after filters, sorted, cut to `top` rows (`top <= 0` = all)."""
     if sort not in SORTS:
         raise UsageError(f"unknown sort {sort!r}; valid: {', '.join(SORTS)}")
-    kernels = [k for k in profile.get("kernels") or [] if isinstance(k, dict)]
-    choose(category, categories_present(profile) + known_categories(), "category")
+    kernels = [dict(k, kind=kind_of(k)) for k in profile.get("kernels") or [] if isinstance(k, dict)]
+    if category is not None:
+        category = match_category(category, categories_present(profile) + known_categories())
     choose(phase, phases_present(profile), "phase")
     rx = compile_grep(grep)
     warnings: list[str] = []
@@ -84,7 +109,8 @@ def compute_kernels(profile: dict, *, top: int = 20, category: str | None = None
     rows.sort(key=lambda k: (_sort_value(k.get(key)), str(k.get("name"))), reverse=desc)
     if sort == "name":
         rows.sort(key=lambda k: str(k.get("short_name") or k.get("name")).lower())
-    total_ms = sum(finite(k.get("ms_per_step")) or 0.0 for k in kernels)
+    totals = kind_totals(kernels)
+    total_ms = sum(totals.values())
     matched_ms = sum(finite(k.get("ms_per_step")) or 0.0 for k in rows)
     shown = rows if top <= 0 else rows[:top]
     return {
@@ -95,7 +121,10 @@ def compute_kernels(profile: dict, *, top: int = 20, category: str | None = None
         "matched": len(rows),
         "total": len(kernels),
         "matched_ms_per_step": matched_ms,
-        "kernel_ms_per_step": total_ms,
+        "kernel_ms_per_step": totals["kernel"],
+        "memcpy_ms_per_step": totals["memcpy"],
+        "memset_ms_per_step": totals["memset"],
+        "device_activity_ms_per_step": total_ms,
         "matched_pct": 100.0 * matched_ms / total_ms if total_ms else None,
         "warnings": warnings,
     }

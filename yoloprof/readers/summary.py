@@ -13,6 +13,13 @@ from yoloprof.readers._common import (
 )
 
 TOP_KERNELS = 5
+# Device time figures, each saying what it counts: (metric, label).
+DEVICE_TIME: tuple[tuple[str, str], ...] = (
+    ("device_busy_ms", "device busy (union of kernels, memcpy, memset)"),
+    ("kernel_ms", "kernel time (sum)"),
+    ("memcpy_ms", "memcpy time (sum)"),
+    ("memset_ms", "memset time (sum)"),
+)
 
 
 def compute_summary(profile: dict) -> dict[str, Any]:
@@ -24,6 +31,8 @@ def compute_summary(profile: dict) -> dict[str, Any]:
         "workload": _workload(profile),
         "headline": [figure(profile, name, label) for name, label in HEADLINE],
         "verdict": _verdict(profile),
+        "device_time": ([figure(profile, name, label) for name, label in DEVICE_TIME]
+                        if has_device(profile) else []),
         "categories": _categories(profile),
         "top_kernels": _top_kernels(profile),
         "has_device": has_device(profile),
@@ -76,9 +85,10 @@ def _categories(profile: dict) -> list[dict[str, Any]]:
 
 
 def _top_kernels(profile: dict) -> list[dict[str, Any]]:
-    from yoloprof.readers.kernels import by_name
+    from yoloprof.readers.kernels import by_name, kind_of
 
-    kernels = by_name([k for k in profile.get("kernels") or [] if finite(k.get("ms_per_step")) is not None])
+    kernels = by_name([k for k in profile.get("kernels") or []
+                       if finite(k.get("ms_per_step")) is not None and kind_of(k) == "kernel"])
     kernels.sort(key=lambda k: -k["ms_per_step"])
     keys = ("short_name", "name", "category", "tensorcore", "phase", "ms_per_step", "pct", "count_per_step")
     return [{k: kern.get(k) for k in keys} for kern in kernels[:TOP_KERNELS]]

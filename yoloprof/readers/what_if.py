@@ -8,10 +8,17 @@ predicted step is S - (max(H, D) - max(H', D')), so it never falls below the oth
 - `--remove-launches N` (GPU): N fewer kernel launches, each worth the measured host cost per
   launch c = H / launches per step; the device work is assumed to stay (fusion keeps the math):
   H' = H - N c, D' = D.
-- `--remove-category C` (GPU): the category's device time goes (D' = D - d_C, assuming its kernels
-  do not overlap others) and so do its launches (H' = H - n_C c).
+- `--remove-category C` (GPU): the device clock loses what the category adds to the busy union,
+  taken from the trace (`busy_saving_ms_per_step`: union of all device work minus the union
+  without C), so communication hidden under compute saves only its exposed part; profiles
+  without that figure fall back to the category's summed time (an upper bound, said so). Its
+  launches go too (H' = H - n_C c). C is a category name or a unique prefix/substring of one.
+- The prediction never falls below max(H', D'): whatever is removed, the remaining host work and
+  the remaining device union still have to run.
 - CPU profiles (no device kernels): `--remove-launches N` removes N op dispatches at the measured
-  mean self CPU time per op (self CPU time / ops per step); `--remove-category` is refused, because
+  mean self CPU time per op (self CPU time, at most the step, / ops per step), so removing
+  fewer than all ops always leaves a positive step; removing every op is refused (no step is
+  left to predict); `--remove-category` is refused, because
   kernel categories do not exist on a CPU trace and op names map to them too loosely to be honest.
 
 H is the host-busy metric when the profile has one, else the step minus the time the CPU spent
@@ -24,7 +31,9 @@ from __future__ import annotations
 from typing import Any
 
 from yoloprof.errors import UsageError
-from yoloprof.readers._common import categories_present, finite, has_device, metric_value, per_step
+from yoloprof.readers._common import (
+    categories_present, finite, has_device, match_category, metric_value, per_step,
+)
 
 HOST_METRICS = ("host_busy_ms", "cpu_busy_ms", "host_ms")
 DEVICE_METRICS = ("device_busy_ms",)
@@ -79,8 +88,9 @@ def _clocks(profile: dict, step: float, assumptions: list[str]) -> tuple[float, 
 
 
 def _predict(step: float, h: float, d: float, h2: float, d2: float) -> dict[str, Any]:
+    """The step shrinks by what the binding clock loses, and never below max(H', D')."""
     bound_now, bound_after = max(h, d), max(h2, d2)
-    predicted = step - (bound_now - bound_after)
+    predicted = max(step - (bound_now - bound_after), bound_after)
     return {"host_ms": h, "device_ms": d, "host_ms_after": h2, "device_ms_after": d2,
             "bound_now": "host" if h >= d else "device",
             "bound_after": "host" if h2 >= d2 else "device",
@@ -115,18 +125,26 @@ def compute_what_if(profile: dict, *, remove_category: str | None = None,
         h2, d2 = h - remove_launches * cost, d
         change = {"remove_launches": remove_launches}
     else:
-        valid = categories_present(profile)
-        if remove_category not in valid:
-            raise UsageError(f"unknown category {remove_category!r}; categories in this profile: "
-                             f"{', '.join(valid) or 'none'}")
-        dc = sum(finite(c.get("device_ms_per_step")) or 0.0 for c in profile.get("categories") or []
-                 if c.get("category") == remove_category)
+        remove_category = match_category(remove_category, categories_present(profile),
+                                          "--remove-category")
+        rows = [c for c in profile.get("categories") or [] if c.get("category") == remove_category]
+        dc = sum(finite(c.get("device_ms_per_step")) or 0.0 for c in rows)
+        saving = [finite(c.get("busy_saving_ms_per_step")) for c in rows]
         nc = sum(finite(k.get("count_per_step")) or 0.0 for k in profile.get("kernels") or []
-                 if k.get("category") == remove_category)
-        assumptions.append(f"the {remove_category} kernels do not overlap other kernels, so D drops "
-                           f"by their {dc:.3f} ms; their {nc:.0f} launches per step go too")
-        h2, d2 = max(h - nc * cost, 0.0), max(d - dc, 0.0)
-        change = {"remove_category": remove_category, "category_device_ms": dc, "category_launches": nc}
+                 if k.get("category") == remove_category and k.get("kind", "kernel") == "kernel")
+        if rows and all(v is not None for v in saving):
+            ds = sum(saving)
+            assumptions.append(f"the device union loses what {remove_category} adds to it in the trace: "
+                               f"{ds:.3f} ms of its {dc:.3f} ms (the rest overlaps other work); "
+                               f"its {nc:.0f} launches per step go too")
+        else:
+            ds = dc
+            assumptions.append(f"no overlap figure in this profile: assuming the {remove_category} work "
+                               f"does not overlap other work, so D drops by its {dc:.3f} ms (a best "
+                               f"case); its {nc:.0f} launches per step go too")
+        h2, d2 = max(h - nc * cost, 0.0), max(d - ds, 0.0)
+        change = {"remove_category": remove_category, "category_device_ms": dc,
+                  "category_busy_saving_ms": ds, "category_launches": nc}
     return {"kind": profile.get("kind"), "mode": "device", "change": change, "step_ms": step,
             "launches_per_step": launches, "cost_per_launch_us": 1000 * cost,
             **_predict(step, h, d, h2, d2), "assumptions": assumptions, "warnings": []}
@@ -161,17 +179,20 @@ def _cpu_what_if(profile: dict, step: float, remove_category: str | None,
     self_ms = sum(finite(o.get("self_ms_per_step")) or 0.0 for o in ops)
     if not n_ops or not self_ms:
         raise UsageError("what-if on a CPU profile needs its ops (self CPU time and counts), which it lacks")
-    if remove_launches > n_ops:
-        raise UsageError(f"--remove-launches {remove_launches} exceeds the {n_ops:.0f} op dispatches per step")
-    cost = self_ms / n_ops
+    if remove_launches >= n_ops:
+        raise UsageError(f"--remove-launches {remove_launches} would remove every one of the {n_ops:.0f} "
+                         "op dispatches per step: no step is left to predict")
+    # Self times summed over threads can exceed the step; the host clock cannot lose more than it has.
+    cost = min(self_ms, step) / n_ops
     assumptions = [
         "CPU profile: no device kernels, so a 'launch' is an op dispatch (every aten op call, "
         "nested ones included)",
-        f"cost per op = self CPU time / ops per step = {self_ms:.3f} ms / {n_ops:.0f} = {1000 * cost:.1f} us",
+        f"cost per op = min(self CPU time {self_ms:.3f} ms, step {step:.3f} ms) / {n_ops:.0f} ops per "
+        f"step = {1000 * cost:.1f} us",
         "the removed ops' work disappears with them (a fused op does the rest); host-bound, H = step",
     ]
-    h2 = max(step - remove_launches * cost, step - self_ms)
-    cheap = cheapest_ops_ms(ops, remove_launches)
+    h2 = step - remove_launches * cost  # > 0: fewer than all ops, each at most step / n_ops
+    cheap = min(cheapest_ops_ms(ops, remove_launches), step - h2)
     assumptions.append(f"if the removed ops are the cheapest ones per call (fusion mostly removes small "
                        f"elementwise ops), they hold only {cheap:.3f} ms: the conservative estimate")
     return {"kind": profile.get("kind"), "mode": "cpu", "change": {"remove_launches": remove_launches},

@@ -41,6 +41,8 @@ def render_summary(result: dict[str, Any], source: str | None = None, out: Out |
         out.line("  evidence: " + ", ".join(f"{k}={fmt_num(x) if isinstance(x, (int, float)) else x}"
                                             for k, x in ev.items()))
     _render_latency(out, result)
+    if result.get("device_time"):
+        out.kv([(f["label"], _figure_text(f)) for f in result["device_time"]], title="device time per step")
     if result.get("categories"):
         out.table(["category", "ms/step", "share"],
                   [[c["category"], fmt_num(c["device_ms_per_step"]), fmt_pct(c.get("pct"))]
@@ -118,17 +120,20 @@ def render_kernels(result: dict[str, Any], out: Out | None = None) -> None:
     out = out or Out()
     f = result.get("filters") or {}
     active = ", ".join(f"{k}={v}" for k, v in f.items() if v not in (None, False) and k not in ("sort", "top"))
-    rows = [[cut(k.get("short_name") or k.get("name")), k.get("category"), "yes" if k.get("tensorcore") else "",
-             k.get("phase") or "", fmt_num(k.get("ms_per_step")), fmt_pct(k.get("pct")),
-             fmt_num(k.get("count_per_step"))] for k in result.get("kernels", [])]
+    rows = [[cut(k.get("short_name") or k.get("name")), k.get("kind") or "kernel", k.get("category"),
+             "yes" if k.get("tensorcore") else "", k.get("phase") or "", fmt_num(k.get("ms_per_step")),
+             fmt_pct(k.get("pct")), fmt_num(k.get("count_per_step"))] for k in result.get("kernels", [])]
     if rows:
-        out.table(["kernel", "category", "TC", "phase", "ms/step", "share", "calls/step"], rows,
+        out.table(["kernel", "kind", "category", "TC", "phase", "ms/step", "share", "calls/step"], rows,
                   title=f"kernels by {f.get('sort', 'time')}" + (f" ({active})" if active else ""),
-                  right=(4, 5, 6))
+                  right=(5, 6, 7))
     if result.get("total"):
-        out.note(f"showing {len(rows)} of {result['matched']} matching kernels ({result['total']} in all); "
+        out.note(f"showing {len(rows)} of {result['matched']} matching rows ({result['total']} in all); "
                  f"matching: {fmt_num(result['matched_ms_per_step'])} ms/step = "
-                 f"{fmt_pct(result.get('matched_pct'))} of kernel time")
+                 f"{fmt_pct(result.get('matched_pct'))} of device activity time")
+        out.note(f"summed per step: kernels {fmt_num(result.get('kernel_ms_per_step'))} ms, memcpy "
+                 f"{fmt_num(result.get('memcpy_ms_per_step'))} ms, memset {fmt_num(result.get('memset_ms_per_step'))} ms "
+                 "(share = of the row's own kind)")
         if not rows:
             out.line("no kernel matches these filters")
     _warnings(out, result.get("warnings"))
@@ -136,21 +141,42 @@ def render_kernels(result: dict[str, Any], out: Out | None = None) -> None:
 
 def render_ops(result: dict[str, Any], out: Out | None = None) -> None:
     out = out or Out()
-    rows = [[cut(o.get("name")), o.get("phase") or "", fmt_num(o.get("self_ms_per_step")), fmt_pct(o.get("pct")),
-             fmt_num(o.get("total_ms_per_step")), fmt_num(o.get("count_per_step")), fmt_num(o.get("mean_self_us"))]
-            for o in result.get("ops", [])]
+    f = result.get("filters") or {}
+    second = "input shapes" if f.get("shapes") else "phase"
+    mem = bool(result.get("has_memory"))
+    rows = []
+    for o in result.get("ops", []):
+        row = [cut(o.get("name")), cut(str(o.get("input_shapes") if f.get("shapes") else o.get("phase") or ""), 40),
+               fmt_num(o.get("self_ms_per_step")), fmt_pct(o.get("pct")), fmt_num(o.get("total_ms_per_step")),
+               fmt_num(o.get("count_per_step")), fmt_num(o.get("mean_self_us"))]
+        if mem:
+            row += [fmt_bytes(o.get("alloc_bytes_per_step")), fmt_bytes(o.get("freed_bytes_per_step"))]
+        rows.append(row)
     if rows:
-        phase = (result.get("filters") or {}).get("phase")
-        out.table(["op", "phase", "self ms", "share", "total ms", "calls", "self us/call"], rows,
-                  title="ops by self CPU time per step" + (f" (phase={phase})" if phase else ""),
-                  right=(2, 3, 4, 5, 6))
+        phase = f.get("phase")
+        head = ["op", second, "self ms", "share", "total ms", "calls", "self us/call"]
+        out.table(head + (["self alloc", "self freed"] if mem else []), rows,
+                  title=f"ops by {f.get('sort', 'self')} per step" + (f" (phase={phase})" if phase else ""),
+                  right=tuple(range(2, len(head) + (2 if mem else 0))))
         out.note(f"showing {len(rows)} of {result['matched']} ops; self CPU time in ops "
                  f"{fmt_num(result['self_ms_per_step'])} ms/step, {fmt_num(result['calls_per_step'])} calls/step, "
                  f"mean {fmt_num(result.get('mean_self_us'))} us/call")
     _warnings(out, result.get("warnings"))
 
 
+def fmt_bytes(n: Any) -> str:
+    """Bytes per step in binary units (what torch's memory columns use)."""
+    if not isinstance(n, (int, float)):
+        return NA
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n:.0f} B"
+
+
 def render_compare(result: dict[str, Any], out: Out | None = None) -> None:
+    from yoloprof.metrics.stats import MIN_TRIALS
+
     out = out or Out()
     rows, few = [], []
     for m in result.get("metrics", []):
@@ -158,7 +184,7 @@ def render_compare(result: dict[str, Any], out: Out | None = None) -> None:
         ratio = fmt_ratio(m.get("ratio")) + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
         verdict = m.get("verdict") or "no verdict"
         if m.get("verdict_code") == "insufficient":
-            verdict = "n/a (< 3 trials)"
+            verdict = f"n/a (< {MIN_TRIALS} trials)"
             few.append(m["metric"])
         rows.append([m["metric"], verdict, NA if m.get("change_pct") is None else f"{m['change_pct']:+.1f}%",
                      ratio, _p(m.get("p_welch")), _p(m.get("p_mwu")), f"{m['before']['n']}/{m['after']['n']}",
@@ -169,8 +195,14 @@ def render_compare(result: dict[str, Any], out: Out | None = None) -> None:
                   rows, right=(2, 4, 5, 6, 7, 8), shrink=0,
                   title=f"compare (ratio > 1 = better; alpha {result.get('alpha')}, noise {result.get('noise'):.0%})")
     if few:
-        out.note(f"needs at least 3 trials per side for a verdict ({', '.join(few)}): the ratio is a point "
-                 "estimate")
+        out.note(f"needs at least {MIN_TRIALS} trials per side for a verdict ({', '.join(few)}): the ratio "
+                 "is a point estimate")
+    diffs = result.get("differences") or []
+    if diffs:
+        out.table(["differs", "before", "after", "flags verdicts"],
+                  [[d["label"], str(d.get("before")), str(d.get("after")),
+                    "yes" if d.get("big") else ""] for d in diffs],
+                  title="the sides differ besides the code")
     for m in result.get("metrics", []):
         if m.get("verdict_code") == "inconclusive" and m.get("note"):
             out.note(f"{m['metric']}: {m['note']}")

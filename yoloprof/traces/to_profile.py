@@ -6,6 +6,7 @@ schema and CUPTI versions); config is empty because no yoloprof capture produced
 
 from __future__ import annotations
 
+import datetime as _dt
 from typing import Any
 
 from yoloprof.metrics.verdict import decide
@@ -30,6 +31,10 @@ def trace_env(analysis: TraceAnalysis) -> dict[str, Any]:
         "devices": props,
         "source": "trace",
     })
+    base = meta.get("baseTimeNanoseconds")
+    if isinstance(base, (int, float)) and base > 0:  # Kineto's wall-clock origin of the trace
+        env["captured_at"] = _dt.datetime.fromtimestamp(base / 1e9, _dt.timezone.utc).isoformat(
+            timespec="seconds")
     if any("AMD" in n or "Radeon" in n or "Instinct" in n for n in names):
         env["device_vendor"] = "amd"
     elif names:
