@@ -117,7 +117,9 @@ def test_bad_choices_are_usage_errors(grid_sweep: Path, kw: dict, words: list[st
 def test_single_trial_gives_point_ratio_never_a_verdict(tmp_path: Path) -> None:
     sweep = make_sweep(tmp_path, [{"batch": 4}, {"batch": 8}], batch_truth, trials=1)
     cmp = _analyze(sweep).comparisons
-    assert set(cmp["verdict"]) == {"needs at least 3 trials per side"}
+    from yoloprof.metrics.stats import NEEDS_TRIALS
+
+    assert set(cmp["verdict"]) == {NEEDS_TRIALS}
     assert cmp["ratio"].notna().all() and cmp["p"].isna().all()
 
 

@@ -216,7 +216,7 @@ def test_bad_inputs_exit_codes(tmp_path, case: str, reader: str) -> None:
 @pytest.mark.parametrize("args,word", [
     (("get", "{gpu}", "nope"), "step_ms"),
     (("kernels", "{gpu}", "--phase", "fwd"), "forward"),
-    (("kernels", "{gpu}", "--category", "gemm"), "gemm/conv"),
+    (("kernels", "{gpu}", "--category", "/"), "gemm/conv"),  # ambiguous: lists the candidates
     (("kernels", "{gpu}", "--grep", "[a-"), "--grep"),
     (("ops", "{gpu}", "--phase", "fwd"), "forward"),
     (("what-if", "{gpu}", "--remove-category", "nope"), "elementwise"),

@@ -186,3 +186,30 @@ def test_side_differences_unknown_is_listed_not_flagged():
     near = differences(side_facts({}, {}, "2026-01-01T10:00:00Z"),
                        side_facts({}, {}, f"2026-01-01T10:{int(CAPTURE_GAP_FLAG_S // 120):02d}:00Z"))
     assert near and not near[0]["big"]
+
+
+def test_docs_quote_the_thresholds_the_code_uses():
+    from pathlib import Path
+
+    from yoloprof.metrics.stats import FULL_POWER_TRIALS, MIN_TRIALS
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "readers.md").read_text()
+    assert f"`CAPTURE_GAP_FLAG_S` =\n{CAPTURE_GAP_FLAG_S:.0f} s" in doc or \
+        f"`CAPTURE_GAP_FLAG_S` = {CAPTURE_GAP_FLAG_S:.0f} s" in doc
+    assert f"needs at least {MIN_TRIALS} trials per side" in doc
+    assert f"--repeat {FULL_POWER_TRIALS}` (or more" in doc
+
+
+def test_summary_shows_per_device_figures_and_labelled_device_time():
+    from yoloprof.readers.summary import compute_summary
+
+    p = _gpu_profile(100.0, 50.0, 45.0, [("gemm/conv", 60.0, 40.0, 10)])
+    p["metrics"].update({k: {"value": v, "unit": "ms"} for k, v in
+                         (("kernel_ms", 60.0), ("memcpy_ms", 5.0), ("memset_ms", 0.5))})
+    p["trace"] = {"devices": [{"device": 0, "busy_ms_per_step": 80.0, "util_pct": 80.0},
+                              {"device": 1, "busy_ms_per_step": 10.0, "util_pct": 10.0}]}
+    s = compute_summary(p)
+    assert [d["util_pct"] for d in s["devices"]] == [80.0, 10.0]
+    labels = {f["name"]: f["label"] for f in s["device_time"]}
+    assert "union of kernels, memcpy, memset" in labels["device_busy_ms"]
+    assert [f["value"] for f in s["device_time"]] == [45.0, 60.0, 5.0, 0.5]

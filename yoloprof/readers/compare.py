@@ -162,11 +162,11 @@ def compute_compare(before: dict, after: dict, *, metrics: list[str] | None = No
         notes.append(f"comparing a {before.get('kind')} profile with a {after.get('kind')} profile")
     diffs = differences(profile_facts(before), profile_facts(after))
     flags = flag_reasons(diffs)
-    if flags:
-        for r in rows:
-            if r.get("verdict_code") not in (None, "insufficient"):
-                r["flagged"] = flags
-                r["verdict"] = f"{r['verdict']} (flagged: {'; '.join(flags)})"
+    flagged = [r for r in rows if flags and r.get("verdict_code") not in (None, "insufficient")]
+    for r in flagged:
+        r["flagged"] = flags
+        r["verdict"] = f"{r['verdict']} (flagged: {'; '.join(flags)})"
+    if flagged:
         notes.append("verdicts are flagged: the sides differ in more than the code ("
                      + "; ".join(flags) + ")")
     warnings = [w for r in rows for w in r["warnings"]]

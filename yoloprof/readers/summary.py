@@ -33,6 +33,7 @@ def compute_summary(profile: dict) -> dict[str, Any]:
         "verdict": _verdict(profile),
         "device_time": ([figure(profile, name, label) for name, label in DEVICE_TIME]
                         if has_device(profile) else []),
+        "devices": _devices(profile),
         "categories": _categories(profile),
         "top_kernels": _top_kernels(profile),
         "has_device": has_device(profile),
@@ -71,6 +72,14 @@ def _verdict(profile: dict) -> dict[str, Any]:
     if profile.get("kind") == "trace" and not has_device(profile):
         why = "no device kernels and no verdict in this trace"
     return {"bound": "unknown", "why": why, "evidence": {}}
+
+
+def _devices(profile: dict) -> list[dict[str, Any]]:
+    """Per-device busy and utilisation, shown when the trace has more than one device."""
+    rows = (profile.get("trace") or {}).get("devices") or []
+    rows = [r for r in rows if isinstance(r, dict)]
+    return [{"device": r.get("device"), "busy_ms_per_step": finite(r.get("busy_ms_per_step")),
+             "util_pct": finite(r.get("util_pct"))} for r in rows] if len(rows) > 1 else []
 
 
 def _categories(profile: dict) -> list[dict[str, Any]]:

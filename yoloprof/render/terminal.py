@@ -43,6 +43,10 @@ def render_summary(result: dict[str, Any], source: str | None = None, out: Out |
     _render_latency(out, result)
     if result.get("device_time"):
         out.kv([(f["label"], _figure_text(f)) for f in result["device_time"]], title="device time per step")
+    if result.get("devices"):
+        out.table(["device", "busy ms/step", "utilisation"],
+                  [[str(d["device"]), fmt_num(d["busy_ms_per_step"]), fmt_pct(d["util_pct"])]
+                   for d in result["devices"]], title="per device", right=(1, 2))
     if result.get("categories"):
         out.table(["category", "ms/step", "share"],
                   [[c["category"], fmt_num(c["device_ms_per_step"]), fmt_pct(c.get("pct"))]
