@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -87,7 +88,7 @@ def write_sweep(root: Path, n_jobs: int, n_configs: int = 10) -> Path:
         job = sweep / str(r["job_num"])
         job.mkdir(parents=True)
         r = {**r, "sweep_name": "bench", "sweep_id": sweep.name, "profile_path": f"{r['job_num']}/profile.json",
-             "overrides": json.dumps([f"batch={r['batch']}", f"imgsz={r['imgsz']}", f"trial={r['trial']}"])}
+             "overrides": json.dumps([f"{k}={r[k]}" for k in ("batch", "imgsz", "size", "amp_dtype", "trial")])}
         write_row(job / "row.parquet", r)
         metrics = {m: {"value": r[m], "samples": r[f"{m}_samples"], "unit": u, "better": b}
                    for m, u, b in (("step_ms", "ms", "lower"), ("img_per_s", "img/s", "higher"),
@@ -112,12 +113,13 @@ def run_files(n_jobs: int) -> list[tuple[str, float]]:
         read_sweep(sweep)
         t1 = time.perf_counter()
         collect(sweep)
-        t2 = time.perf_counter()
+        t2, c2 = time.perf_counter(), time.process_time()
         res = analyze_sweep(sweep, html=False, console=make_console(quiet=True))
-        t3 = time.perf_counter()
-        print(f"{n_jobs} job folders, {len(res.configs)} configurations, {len(res.comparisons)} comparisons")
+        t3, c3 = time.perf_counter(), time.process_time()
+        print(f"{n_jobs} job folders, {len(res.configs)} configurations, {len(res.comparisons)} comparisons; "
+              f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     return [("read every row file (one dataset)", t1 - t0), ("collect (rows + profiles)", t2 - t1),
-            ("total (target)", t3 - t2)]
+            ("analyze: CPU time of this process", c3 - c2), ("total (target)", t3 - t2)]
 
 
 def main() -> None:
