@@ -38,7 +38,7 @@ def _plt():
 
 def _svg(fig) -> str:
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
+    fig.savefig(buf, format="svg")  # constrained layout, done during this one draw
     _plt().close(fig)
     text = buf.getvalue()
     text = text[text.index("<svg"):]
@@ -47,38 +47,54 @@ def _svg(fig) -> str:
                   text, count=1)
 
 
-def metric_vs_axes(gm: pd.DataFrame, cfg: Configs, metric: str, unit: str | None) -> str | None:
-    """One panel per swept axis: geometric mean with its CI, one line per combination of the
-    other swept axes."""
-    d = gm[gm["metric"] == metric].set_index("group_hash")
+def metrics_vs_axes(gm: pd.DataFrame, cfg: Configs, metrics: list[tuple[str, str | None]]) -> str | None:
+    """One figure for all metrics: a row per metric, a column per swept axis (at most MAX_AXES);
+    in each panel the geometric mean with its CI, one line per combination of the other swept axes
+    (at most MAX_SERIES). A series keeps its colour down a column, so the legend is drawn once, in
+    the top row: one figure and one layout pass however many metrics and configurations."""
     axes = cfg.varying[:MAX_AXES]
-    if d.empty or not axes:
+    metrics = [(m, u) for m, u in metrics if (gm["metric"] == m).any()]
+    if not axes or not metrics:
         return None
     plt = _plt()
-    fig, panels = plt.subplots(1, len(axes), figsize=(4.2 * len(axes), 3.2), squeeze=False)
-    t = cfg.table.join(d[["gmean", "lo", "hi"]], how="inner")
-    for ax, axis in zip(panels[0], axes):
-        levels = [fmt_value(v) for v in cfg.levels(axis)]
+    fig, panels = plt.subplots(len(metrics), len(axes), figsize=(4.2 * len(axes), 3.0 * len(metrics) + 0.4),
+                               squeeze=False, layout="constrained")
+    text = {a: cfg.table[a].map({v: fmt_value(v) for v in cfg.table[a].unique()}) for a in cfg.varying}
+    for col, axis in enumerate(axes):
         others = [a for a in cfg.varying if a != axis]
-        keys = t[others].apply(lambda r: ", ".join(f"{a}={fmt_value(r[a])}" for a in others), axis=1) \
-            if others else pd.Series("", index=t.index)
-        for i, (series, sub) in enumerate(t.groupby(keys, sort=False)):
-            if i >= MAX_SERIES:
-                break
-            x = sub[axis].map(fmt_value).map(levels.index)
-            sub = sub.assign(x=x).sort_values("x")
-            err = [(sub["gmean"] - sub["lo"]).fillna(0), (sub["hi"] - sub["gmean"]).fillna(0)]
-            ax.errorbar(sub["x"], sub["gmean"], yerr=err, marker="o", ms=4, capsize=3, lw=1.6,
-                        label=series or None)
-        ax.set_xticks(range(len(levels)), levels)
-        ax.set_xlabel(axis)
-        ax.set_ylabel(f"{metric}" + (f" ({unit})" if unit else ""))
-        if others:  # each panel has its own series (the other axes), so each needs its legend
-            ax.legend(fontsize=8, loc="best")
-    fig.suptitle(f"{metric} vs swept axes (geometric mean, {int(round(100 * 0.95))}% CI)", fontsize=11,
+        keys = pd.Series("", index=cfg.table.index)
+        for j, a in enumerate(others):  # "a=1, b=x": vectorised, one pass per axis
+            keys = keys + ((", " if j else "") + f"{a}=") + text[a]
+        levels = [fmt_value(v) for v in cfg.levels(axis)]
+        x_all = text[axis].map({lv: i for i, lv in enumerate(levels)})
+        colours: dict[str, str] = {}
+        for row, (metric, unit) in enumerate(metrics):
+            ax = panels[row][col]
+            d = gm[gm["metric"] == metric].set_index("group_hash")[["gmean", "lo", "hi"]]
+            t = cfg.table.join(d, how="inner")
+            _series(ax, t, keys.loc[t.index], x_all.loc[t.index], colours)
+            ax.set_xticks(range(len(levels)), levels)
+            ax.set_xlabel(axis)
+            ax.set_ylabel(metric + (f" ({unit})" if unit else ""))
+            if others and row == 0:
+                ax.legend(fontsize=8, loc="upper left")  # "best" searches positions: slow with many lines
+    fig.suptitle(f"metrics vs swept axes (geometric mean, {int(round(100 * 0.95))}% CI)", fontsize=11,
                  fontweight="bold", x=0.01, ha="left")
-    fig.tight_layout()
     return _svg(fig)
+
+
+def _series(ax, t: pd.DataFrame, keys: pd.Series, x: pd.Series, colours: dict[str, str]) -> None:
+    """The lines of one panel: a plain line plus one LineCollection of CI bars per series (much
+    cheaper to draw and to list in a legend than errorbar's containers)."""
+    for series, idx in t.groupby(keys, sort=False).indices.items():
+        if series not in colours:
+            if len(colours) >= MAX_SERIES:
+                continue
+            colours[series] = PALETTE[len(colours) % len(PALETTE)]
+        sub = t.iloc[idx].assign(x=x.iloc[idx].to_numpy()).sort_values("x")
+        c = colours[series]
+        ax.plot(sub["x"], sub["gmean"], marker="o", ms=4, lw=1.6, color=c, label=series or None)
+        ax.vlines(sub["x"], sub["lo"].fillna(sub["gmean"]), sub["hi"].fillna(sub["gmean"]), color=c, lw=1.2)
 
 
 def stacked_bars(df: pd.DataFrame, part: str, value: str, title: str, order: list[str]) -> str | None:
@@ -91,7 +107,7 @@ def stacked_bars(df: pd.DataFrame, part: str, value: str, title: str, order: lis
     if wide.empty or not (wide.to_numpy() > 0).any():
         return None
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(9, 0.9 + 0.34 * len(wide)))
+    fig, ax = plt.subplots(figsize=(9, 0.9 + 0.34 * len(wide)), layout="constrained")
     left = pd.Series(0.0, index=wide.index)
     for i, col in enumerate(wide.columns):
         ax.barh(range(len(wide)), wide[col], left=left, color=PALETTE[i % len(PALETTE)], label=str(col), height=0.7)
@@ -102,7 +118,6 @@ def stacked_bars(df: pd.DataFrame, part: str, value: str, title: str, order: lis
     ax.set_xlabel(value.replace("_", " "))
     ax.set_title(title, loc="left")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
-    fig.tight_layout()
     return _svg(fig)
 
 
@@ -115,7 +130,7 @@ def pareto_chart(p: pd.DataFrame) -> str | None:
     xcol, ycol = (lat, axes[0]) if lat else (axes[1], axes[0])
     d = p.dropna(subset=[xcol, ycol])
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    fig, ax = plt.subplots(figsize=(7.5, 4.6), layout="constrained")
     size = 40.0
     if "peak_mem_mb" in d and d["peak_mem_mb"].notna().any() and xcol != "peak_mem_mb":
         mem = d["peak_mem_mb"].fillna(d["peak_mem_mb"].min())
@@ -132,5 +147,4 @@ def pareto_chart(p: pd.DataFrame) -> str | None:
     extra = " - marker size = peak memory" if hasattr(size, "index") else ""
     ax.set_title(f"Pareto set: {', '.join(axes)}{extra}", loc="left")
     ax.legend(fontsize=8)
-    fig.tight_layout()
     return _svg(fig)

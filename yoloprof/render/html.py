@@ -106,10 +106,8 @@ def _figures(result: Any) -> list[tuple[str, str]]:
 
     cfg = Configs(result.configs.set_index("group_hash", drop=False), [], result.varying)
     meta = metric_meta(result.tables["metrics"])
-    figs = []
-    for m in dict.fromkeys(result.metrics_compared + ["img_per_s"]):
-        if m in meta:
-            figs.append((f"{m} vs swept axes", plots.metric_vs_axes(result.gmeans, cfg, m, meta[m][1])))
+    shown = [(m, meta[m][1]) for m in dict.fromkeys(result.metrics_compared + ["img_per_s"]) if m in meta]
+    figs = [("metrics vs swept axes", plots.metrics_vs_axes(result.gmeans, cfg, shown))]
     order = list(result.configs["config"])
     figs.append(("phases", plots.stacked_bars(result.tables["phases"], "phase", "wall_ms_per_step",
                                               "phase wall time per step (ms)", order)))
@@ -121,6 +119,14 @@ def _figures(result: Any) -> list[tuple[str, str]]:
     figs.append(("kernel categories or top ops", cats))
     figs.append(("pareto", plots.pareto_chart(result.pareto)))
     return [(t, s) for t, s in figs if s]
+
+
+def _caps_note() -> str:
+    from yoloprof.analysis import plots
+
+    return (f"Plots are capped so that they stay readable (the tables above and the parquet files hold "
+            f"everything): at most {plots.MAX_AXES} swept axes, {plots.MAX_SERIES} lines per panel, "
+            f"{plots.MAX_BARS} configurations per bar chart and {plots.MAX_BARS} labels on the Pareto chart.")
 
 
 def _top_ops(ops: pd.DataFrame, n: int = 8) -> pd.DataFrame:
@@ -168,6 +174,7 @@ def render_report(result: Any) -> str:
             for _, r in result.scaling.iterrows()) + "</ul>"]
     if figs:
         parts.append("<h2>Plots</h2>")
+        parts.append(f'<p class="sub">{escape(_caps_note())}</p>')
         parts += [f'<div class="box" aria-label="{escape(t)}">{svg}</div><br>' for t, svg in figs]
     parts += ["<h2>Warnings and notes</h2>", _notes(result)]
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
