@@ -75,7 +75,7 @@ def test_every_fixture_gives_a_valid_profile(name):
     jsonschema.validate(profile, SCHEMA)
     assert profile["kind"] == "trace"
     assert profile["trace"]["steps_analyzed"] >= 1
-    assert profile["verdict"]["bound"] in {"device", "host", "memory", "dataloader", "unknown"}
+    assert profile["verdict"]["bound"] in {"device", "communication", "host", "memory", "dataloader", "unknown"}
     assert profile["kernels"], "every fixture has kernels"
     assert profile["env"]["device_count"] >= 1
 
