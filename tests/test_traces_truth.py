@@ -233,3 +233,18 @@ def test_ops_by_input_shape_like_key_averages(recorded):
     assert ours and any(s != "[]" for _, s in ours)
     for key, count in ours.items():
         assert by_shape[key] == count, key
+
+
+def test_host_running_ahead_is_said_not_hidden():
+    """rank-0.Apr: the work launched per step keeps the GPU busier than the CPU step lasts; the
+    union stays a union (utilisation <= 100 over the window, which runs to the end of that work)
+    and a warning gives the tail after the last step, recomputed here."""
+    name = "rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
+    events = raw(name)
+    steps = steps_of(events)
+    tail = max(e["ts"] + e["dur"] for _, e in launched_in_steps(events)) - steps[-1][1]
+    a = engine(name)
+    assert a.busy.mean() > a.step_wall.mean() and a.device_util_pct <= 100.0
+    assert a.device_tail_us == pytest.approx(tail, abs=1.0)
+    note = next(w for w in a.warnings if "runs ahead" in w)
+    assert f"{tail / 1000:.1f} ms of device work after the last step" in note

@@ -256,6 +256,11 @@ def _check(ev: Events, j: Join, steps: Steps, out: TraceAnalysis) -> list[str]:
         notes.append(f"{n_orphans} device event(s) have no launch event in the trace (launched before "
                      f"the profiler started?); {out.orphans_in_steps} kernel(s) of them were placed "
                      "in steps by their own GPU start time")
+    if out.busy is not None and out.n_steps and out.busy.mean() > out.step_wall.mean() * 1.001:
+        notes.append(f"the device work launched per step ({out.busy.mean() / US_PER_MS:.1f} ms busy) exceeds the "
+                     f"step's wall time ({out.step_wall.mean() / US_PER_MS:.1f} ms): the host runs ahead and the "
+                     f"device queue grows ({out.device_tail_us / US_PER_MS:.1f} ms of device work after the last "
+                     "step); a steady-state step takes at least the busy time")
     util = out.device_util_pct
     if util is not None and util > 100.0 + 1e-9:
         notes.append(f"BUG: device utilisation computes to {util:.3f}% (> 100%); please report it")
