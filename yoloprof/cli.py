@@ -8,9 +8,10 @@ Heavy modules (torch, pandas, hydra) are imported inside the subcommands that ne
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from yoloprof import __version__, warn
 from yoloprof.errors import UsageError, YoloprofError
@@ -177,8 +178,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from yoloprof.readers.compare import compute_compare, regressions
     from yoloprof.render.terminal import render_compare
 
-    result = compute_compare(load_any(args.before), load_any(args.after), metrics=args.metric,
-                             alpha=args.alpha, noise=args.noise)
+    with _about(args.before, "before"):
+        before = load_any(args.before)
+    with _about(args.after, "after"):
+        after = load_any(args.after)
+    result = compute_compare(before, after, metrics=args.metric, alpha=args.alpha, noise=args.noise)
     _emit(args, result, render_compare)
     if args.fail_on_regression:
         bad = regressions(result)
@@ -344,7 +348,32 @@ def _dispatch(argv: list[str]) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
+    if isinstance(getattr(args, "profile", None), str):  # a reader of one file: errors name it
+        with _about(args.profile):
+            return int(args.func(args) or 0)
     return int(args.func(args) or 0)
+
+
+@contextlib.contextmanager
+def _about(path: str, side: str | None = None) -> Iterator[None]:
+    """Make an error of the block name the file it is about (and, in `compare`, its side)."""
+    try:
+        yield
+    except YoloprofError as exc:
+        text = _one_line(str(exc))
+        if path not in text:
+            text = f"{path}: {text}"
+        exc.args = (f"{side}: {text}" if side else text,)
+        raise
+    except Exception as exc:  # noqa: BLE001 - tagged for main's one-line internal error
+        if not hasattr(exc, "yoloprof_subject"):
+            exc.yoloprof_subject = f"{side} {path}" if side else path  # type: ignore[attr-defined]
+        raise
+
+
+def _one_line(text: str) -> str:
+    """An error message as one line: no leading blank line, inner line breaks joined with '; '."""
+    return "; ".join(part.strip() for part in str(text).splitlines() if part.strip())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -356,7 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except YoloprofError as exc:
         if debug:
             raise
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        print(f"{PROG}: error: {_one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
@@ -367,7 +396,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - the one place that turns surprises into one line
         if debug:
             raise
-        print(f"{PROG}: error: internal error: {type(exc).__name__}: {exc} "
+        subject = getattr(exc, "yoloprof_subject", None)
+        where = f" reading {subject}" if subject else ""
+        print(f"{PROG}: error: internal error{where}: {type(exc).__name__}: {_one_line(str(exc))} "
               "(rerun with --debug for the traceback)", file=sys.stderr)
         return 1
 

@@ -1,0 +1,92 @@
+"""Error lines: one line, naming the file (and the side in compare), --debug keeps the traceback;
+warnings: one channel line each, never Python's source-path format."""
+
+from __future__ import annotations
+
+import io
+import warnings
+from contextlib import redirect_stderr, redirect_stdout
+
+import pytest
+
+from yoloprof import cli, warn
+from yoloprof.errors import ProfileError
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = cli.main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def good(tmp_path):
+    from yoloprof.profiles.io import write_profile
+    from yoloprof.profiles.model import empty_profile, metric
+
+    p = empty_profile("train", config={"batch": 2}, env={})
+    p["metrics"] = {"step_ms": metric([10.0, 11.0], "ms", "lower")}
+    path = tmp_path / "good.json"
+    write_profile(path, p)
+    return str(path)
+
+
+@pytest.mark.parametrize("side", ["before", "after"])
+def test_compare_errors_say_which_side(tmp_path, good, side):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": "yoloprof.profile/1", "metr')
+    argv = ["compare", str(bad), good] if side == "before" else ["compare", good, str(bad)]
+    code, _, err = run(*argv)
+    assert code == 1 and err.count("\n") == 1, err
+    assert err.startswith(f"yoloprof: error: {side}: ") and str(bad) in err
+
+
+def test_missing_side_is_exit_2_naming_it(tmp_path, good):
+    code, _, err = run("compare", good, str(tmp_path / "nope.json"))
+    assert code == 2 and err == f"yoloprof: error: after: no such file: {tmp_path / 'nope.json'}\n"
+
+
+def test_multi_line_messages_become_one_line(monkeypatch, good):
+    def boom(*_a, **_k):
+        raise ProfileError("\nfirst part\n\n  second part\n")
+
+    monkeypatch.setattr("yoloprof.readers.summary.compute_summary", boom)
+    code, _, err = run("summary", good)
+    assert code == 1 and err == f"yoloprof: error: {good}: first part; second part\n"
+
+
+def test_internal_error_names_the_file_and_debug_keeps_the_traceback(monkeypatch, good):
+    def boom(*_a, **_k):
+        raise AttributeError("'str' object has no attribute 'get'")
+
+    monkeypatch.setattr("yoloprof.readers.summary.compute_summary", boom)
+    code, _, err = run("summary", good)
+    assert code == 1 and err.count("\n") == 1
+    assert err.startswith(f"yoloprof: error: internal error reading {good}: AttributeError:")
+    with pytest.raises(AttributeError):
+        run("summary", good, "--debug")
+
+
+def test_python_warnings_print_as_one_channel_line(monkeypatch, good):
+    def chatty(profile):
+        warnings.warn("Tight layout not applied.\nThe bottom and top margins cannot be made large enough",
+                      UserWarning)
+        return {"kind": "train", "headline": [], "warnings": []}
+
+    monkeypatch.setattr("yoloprof.readers.summary.compute_summary", chatty)
+    code, _, err = run("summary", good)
+    assert code == 0
+    assert err == (f"{warn.PREFIX}Tight layout not applied. The bottom and top margins cannot be made "
+                   "large enough\n")
+
+
+def test_collector_keeps_each_warning_once_in_order():
+    stream = io.StringIO()
+    with warn.collecting(stream=stream) as notes:
+        for _ in range(3):
+            warnings.warn("skipping corrupt image a.jpg", UserWarning)
+        notes.add("--workers 8 capped at 2")
+        notes.add("skipping corrupt image a.jpg")
+    assert notes.messages == ["skipping corrupt image a.jpg", "--workers 8 capped at 2"]
+    assert stream.getvalue().splitlines() == [warn.PREFIX + m for m in notes.messages]
