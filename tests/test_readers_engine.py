@@ -213,3 +213,26 @@ def test_summary_shows_per_device_figures_and_labelled_device_time():
     labels = {f["name"]: f["label"] for f in s["device_time"]}
     assert "union of kernels, memcpy, memset" in labels["device_busy_ms"]
     assert [f["value"] for f in s["device_time"]] == [45.0, 60.0, 5.0, 0.5]
+
+
+def test_cli_as_a_libreyolo_or_key_averages_user_types_it():
+    """`kernels --category gemm`, `what-if --remove-category gemm` and `ops --sort total`, which
+    used to exit 2."""
+    t = trace_path("nccl_data.json.gz")
+    k = run_cli("kernels", t, "--category", "gemm", "--json")
+    assert k.returncode == 0, k.stderr
+    import json
+
+    rows = json.loads(k.stdout)["kernels"]
+    assert rows and {r["category"] for r in rows} == {"gemm/conv"}
+    w = run_cli("what-if", t, "--remove-category", "gemm", "--json")
+    assert w.returncode == 0 and json.loads(w.stdout)["change"]["remove_category"] == "gemm/conv"
+    o = run_cli("ops", t, "--sort", "total", "--top", "3", "--json")
+    totals = [r["total_ms_per_step"] for r in json.loads(o.stdout)["ops"]]
+    assert o.returncode == 0 and totals == sorted(totals, reverse=True)
+
+
+def test_what_if_says_when_the_measured_step_is_not_steady_state(rank_apr):
+    r = compute_what_if(rank_apr, remove_launches=100)
+    assert r["device_ms"] > r["step_ms"] and any("not a steady state" in w for w in r["warnings"])
+    assert r["predicted_step_ms"] >= max(r["host_ms_after"], r["device_ms_after"]) - 1e-9

@@ -83,7 +83,7 @@ def _clocks(profile: dict, step: float, assumptions: list[str]) -> tuple[float, 
         d = util / 100.0 * step
     else:
         d = sum(finite(c.get("device_ms_per_step")) or 0.0 for c in profile.get("categories") or [])
-    assumptions.append(f"device busy time per step D = {d:.3f} ms (union of kernel/memcpy intervals)")
+    assumptions.append(f"device busy time per step D = {d:.3f} ms (union of kernel, memcpy and memset intervals)")
     return h, d
 
 
@@ -145,9 +145,14 @@ def compute_what_if(profile: dict, *, remove_category: str | None = None,
         h2, d2 = max(h - nc * cost, 0.0), max(d - ds, 0.0)
         change = {"remove_category": remove_category, "category_device_ms": dc,
                   "category_busy_saving_ms": ds, "category_launches": nc}
+    warnings = []
+    if d > step:
+        warnings.append(f"the device is busy {d:.3f} ms per step, longer than the measured {step:.3f} ms step: "
+                        "the host ran ahead of the device (its queue grew), so the measured step is not a "
+                        "steady state; predictions are bounded below by the remaining device time")
     return {"kind": profile.get("kind"), "mode": "device", "change": change, "step_ms": step,
             "launches_per_step": launches, "cost_per_launch_us": 1000 * cost,
-            **_predict(step, h, d, h2, d2), "assumptions": assumptions, "warnings": []}
+            **_predict(step, h, d, h2, d2), "assumptions": assumptions, "warnings": warnings}
 
 
 def cheapest_ops_ms(ops: list[dict], n: float) -> float:
