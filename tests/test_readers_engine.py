@@ -236,3 +236,11 @@ def test_what_if_says_when_the_measured_step_is_not_steady_state(rank_apr):
     r = compute_what_if(rank_apr, remove_launches=100)
     assert r["device_ms"] > r["step_ms"] and any("not a steady state" in w for w in r["warnings"])
     assert r["predicted_step_ms"] >= max(r["host_ms_after"], r["device_ms_after"]) - 1e-9
+
+
+def test_side_facts_read_a_sweep_row_too():
+    row = {"device_name": "NVIDIA H200", "threads": 4, "torch_version": "2.13.0", "batch": 8,
+           "amp": True, "amp_dtype": "float16"}
+    f = side_facts(row, row)
+    assert (f["device"], f["threads"], f["torch"], f["batch"], f["precision"]) == (
+        "NVIDIA H200", 4, "2.13.0", 8, "float16")

@@ -6,7 +6,8 @@ of the machines, not of the change; a verdict drawn across such a difference is 
 every difference is listed (table and JSON), so that nothing changes silently.
 
 A side is described by `side_facts(env, config, created_at)` (the profile's `env`, `config` and
-`created_at`, or a sweep row's equivalents); `differences(before, after)` lists the fields whose
+`created_at`, or a sweep row's equivalents: a row can be passed as both env and config, its
+`torch_version`, `device_name`, `threads`, `batch`, `amp`/`amp_dtype` are read); `differences(before, after)` lists the fields whose
 values differ, each with `big` = True when it invalidates a like-for-like verdict.
 """
 
@@ -37,7 +38,7 @@ def _precision(env: Mapping[str, Any], cfg: Mapping[str, Any]) -> Any:
 FIELDS: tuple[tuple[str, str, Getter, bool], ...] = (
     ("device", "device model", lambda env, cfg: env.get("device_name"), True),
     ("threads", "thread count", lambda env, cfg: cfg.get("threads", env.get("threads")), True),
-    ("torch", "torch version", lambda env, cfg: env.get("torch"), True),
+    ("torch", "torch version", lambda env, cfg: env.get("torch", env.get("torch_version")), True),
     ("precision", "precision", _precision, True),
     ("batch", "batch", lambda env, cfg: cfg.get("batch"), True),
 )
