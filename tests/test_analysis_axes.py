@@ -116,3 +116,61 @@ def test_model_targets_and_kwargs_are_axes_with_short_labels(models_sweep: Path)
     with pytest.raises(UsageError, match="unknown axis 'colour'"):
         _analyze(models_sweep, baseline=["colour=red"])
     assert json.loads(json.dumps(res.to_json(), default=str))["varying_axes"] == ["model", "model.width"]
+
+
+# ---- differences between compared sides besides the swept axes ---------------------------------
+
+def _env_sweep(root: Path, *, threads_b: int = 2, device_b: str = "cpu", hours_apart: float = 0.0,
+               interleave: bool = True) -> Path:
+    """batch=4 vs batch=8, 3 trials each (batch 8 is 10% faster per image by construction); the
+    batch=8 jobs may run with another thread count, device model, or hours after batch=4."""
+    import datetime as dt
+
+    import numpy as np
+
+    sweep = root / "sweeps" / "env" / "20240101-000000-envd"
+    rng = np.random.default_rng(0)
+    t0 = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    order = [(t, b) for t in range(3) for b in (4, 8)] if interleave else [(t, b) for b in (4, 8) for t in range(3)]
+    for job, (t, b) in enumerate(order):
+        cfg = {**BASE_CONFIG, "batch": b}
+        start = t0 + dt.timedelta(minutes=job) + (dt.timedelta(hours=hours_apart) if b == 8 else dt.timedelta())
+        extra = {"started_at": start, **({"threads": threads_b} if b == 8 else {})}
+        write_job(sweep, job, cfg, batch_truth(cfg, rng), trial=t, profile=False, extra=extra,
+                  env={"device_name": device_b if b == 8 else "cpu"})
+    return sweep
+
+
+def test_sides_that_differ_only_in_the_swept_axis_are_not_flagged(tmp_path: Path) -> None:
+    res = analyze_collected(collect(_env_sweep(tmp_path), load_profiles=False), metrics=["img_per_s"])
+    (row,) = res.comparisons.to_dict("records")
+    assert row["verdict_code"] == "improved" and row["flagged"] == ""
+    assert row["env_diff"] == "batch 4 vs 8 (swept)"
+    (d,) = res.to_json()["env_differences"]
+    assert (d["field"], d["before"], d["after"], d["big"], d["expected"]) == ("batch", "4", "8", True, True)
+
+
+def test_thread_count_and_device_differences_flag_the_verdict(tmp_path: Path) -> None:
+    res = analyze_collected(collect(_env_sweep(tmp_path, threads_b=1, device_b="other-cpu"), load_profiles=False),
+                            metrics=["img_per_s", "step_ms"])
+    cmp = res.comparisons.set_index("metric")
+    assert set(cmp["verdict_code"]) == {"flagged"}
+    assert res.regressions().empty  # step_ms is a "regression" by construction, but flagged
+    text = cmp.loc["img_per_s", "env_diff"]
+    assert "device model cpu vs other-cpu" in text and "thread count 2 vs 1" in text and "batch 4 vs 8 (swept)" in text
+    assert cmp.loc["img_per_s", "verdict"].startswith("flagged: improved across ")
+    fields = {d["field"]: d for d in res.to_json()["env_differences"]}
+    assert fields["threads"]["big"] and not fields["threads"]["expected"]
+    assert any("differ in more than the swept axes" in w for w in res.warnings)
+
+
+def test_capture_time_gap_between_blocks_flags_and_interleaving_does_not(tmp_path: Path) -> None:
+    apart = analyze_collected(collect(_env_sweep(tmp_path / "a", hours_apart=3, interleave=False),
+                                      load_profiles=False), metrics=["img_per_s"])
+    (row,) = apart.comparisons.to_dict("records")
+    assert row["verdict_code"] == "flagged" and "capture time" in row["env_diff"]
+    gap = {d["field"]: d for d in apart.to_json()["env_differences"]}["captured_at"]
+    # the windows' nearest ends: batch=4's last start (job 2, +2 min) and batch=8's first (+3 h 3 min)
+    assert (gap["before"], gap["after"]) == ("2024-01-01T00:02:00+00:00", "2024-01-01T03:03:00+00:00")
+    close = analyze_collected(collect(_env_sweep(tmp_path / "b"), load_profiles=False), metrics=["img_per_s"])
+    assert "capture time" not in close.comparisons.iloc[0]["env_diff"]

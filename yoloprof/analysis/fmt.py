@@ -18,6 +18,7 @@ VERDICT_STYLE = {
     "insufficient": ("magenta", "#f1e1f7", "#6a2a83"),
     "missing": ("dim", "#f4f4f4", "#777777"),
     "drift": ("bold magenta", "#fde2f3", "#8a1a5c"),
+    "flagged": ("bold magenta", "#fde2f3", "#8a1a5c"),
 }
 
 

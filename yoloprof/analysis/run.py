@@ -20,6 +20,7 @@ from yoloprof.analysis.collect import Collected, collect
 from yoloprof.analysis.compare import choose_metrics, compare_configs, gmean_table, regressions
 from yoloprof.analysis.configs import Configs, build_configs, plan_baseline
 from yoloprof.analysis.drift import apply_drift, drift_table, drift_warnings, job_values
+from yoloprof.analysis.envdiff import apply_env_flags, env_differences, env_warnings
 from yoloprof.analysis.inventory import PROBLEMS
 from yoloprof.analysis.insights import best_per_metric, pareto, scaling
 from yoloprof.analysis.outputs import (SETTINGS_FILE, analysis_dir, check_target, commit, record,
@@ -65,6 +66,7 @@ class AnalysisResult:
 
     folders: list[dict[str, str]] = field(default_factory=list)  # job folders not ok (state, detail)
     drift: pd.DataFrame = field(default_factory=pd.DataFrame)    # per configuration and metric
+    env_diffs: pd.DataFrame = field(default_factory=pd.DataFrame)  # per compared pair and field
 
     def regressions(self) -> pd.DataFrame:
         return regressions(self.comparisons)
@@ -84,6 +86,8 @@ class AnalysisResult:
                 "pareto": _records(front.drop(columns=["group_hash"], errors="ignore")),
                 "scaling": _records(self.scaling), "job_folders": self.folders,
                 "drift": _records(self.drift.drop(columns=["group_hash"], errors="ignore")),
+                "env_differences": _records(self.env_diffs.drop(columns=["group_hash", "baseline_hash"],
+                                                                errors="ignore")),
                 "warnings": self.warnings, "notes": self.notes}
 
 
@@ -106,6 +110,8 @@ def analyze_collected(c: Collected, *, baseline: list[str] | None = None, vary: 
     jobs = job_values(tables["metrics"][tables["metrics"]["metric"].isin(names)], c.ok)
     comparisons = apply_drift(comparisons, jobs, alpha=alpha, noise=noise)
     drift = drift_table(jobs, dict(zip(cfg.table.index, cfg.table["config"].astype(str))), alpha=alpha)
+    env_diffs = env_differences(c.ok, cfg, plan.pairs)
+    comparisons = apply_env_flags(comparisons, env_diffs)
     view = sorted(set(names) | {"img_per_s", "step_ms", "p50_ms", "peak_mem_mb"})
     gm = gmean_table(tables["metrics"], cfg, view, alpha)
     samples = pooled_samples(tables["metrics"][tables["metrics"]["metric"].isin(names)])
@@ -125,7 +131,8 @@ def analyze_collected(c: Collected, *, baseline: list[str] | None = None, vary: 
         pareto=pareto(gm), scaling=scaling(gm, cfg, noise=noise), gmeans=gm,
         settings=AnalysisSettings(tuple(baseline or ()), vary, tuple(metrics or ()), alpha, noise,
                                   correction).to_dict(),
-        warnings=list(c.warnings) + drift_warnings(drift), notes=notes, drift=drift,
+        warnings=list(c.warnings) + env_warnings(env_diffs) + drift_warnings(drift), notes=notes, drift=drift,
+        env_diffs=env_diffs,
         jobs={"total": int(len(c.folders) or len(c.rows)), **{str(k): int(v) for k, v in status.items()}},
         folders=[f.to_dict() for f in c.folders if f.state != "ok"],
         sweep_name=str(c.ok["sweep_name"].dropna().iloc[0]) if c.ok.get("sweep_name") is not None
@@ -154,6 +161,7 @@ def render_outputs(result: AnalysisResult, *, html: bool = True) -> dict[str, by
            "comparison.csv": comparison_csv(result.comparisons).encode()}
     frames = {"comparisons": result.comparisons, "configs": result.configs, "best": result.best,
               "pareto": result.pareto, "scaling": result.scaling, "gmeans": result.gmeans, "drift": result.drift,
+              "env_diffs": result.env_diffs,
               **result.tables}
     for name, df in frames.items():
         out[f"{name}.parquet"] = _parquet_bytes(df)

@@ -8,7 +8,7 @@ import pandas as pd
 CSV_COLUMNS = ["config", "metric", "baseline_config", "baseline_value", "value", "unit", "better",
                "ratio", "ci_low", "ci_high", "p", "p_adj", "p_mannwhitney", "verdict", "n_baseline",
                "n", "cv_baseline", "cv", "mde_pct", "trials_needed", "drift_pct", "drift_p", "drift_adj_ratio",
-               "warnings"]
+               "env_diff", "flagged", "warnings"]
 
 
 def comparison_csv(comparisons: pd.DataFrame) -> str:
