@@ -232,3 +232,33 @@ def test_matplotlib_chatter_becomes_one_note(tmp_path: Path, monkeypatch, capfd)
     out, err = capfd.readouterr()
     assert "UserWarning" not in out + err and "warnings.warn" not in out + err
     assert out.count("note: report figures: Tight layout not applied.") == 1
+
+
+def test_rows_come_from_the_consolidation_unless_rewritten_since(tmp_path: Path, monkeypatch) -> None:
+    import os
+
+    import pyarrow.parquet as pq
+
+    import yoloprof.analysis.inventory as inv
+    from yoloprof.sweep.rows import consolidate
+
+    sweep = make_sweep(tmp_path, [{"batch": 4}, {"batch": 8}], batch_truth, trials=3)
+    consolidate(sweep)
+    read = []
+    real = inv.read_one
+    monkeypatch.setattr(inv, "read_one", lambda p: read.append(p.parent.name) or real(p))
+    rows, folders = inv.read_sweep(sweep)
+    assert read == [] and rows.num_rows == 6 and {f.state for f in folders} == {"ok"}
+    # job 3 rewritten after the consolidation (a resumed job): its own file is read, and wins
+    table = pq.read_table(sweep / "3" / "row.parquet")
+    table = table.set_column(table.schema.get_field_index("step_ms"), "step_ms", __import__("pyarrow").array([1.0]))
+    pq.write_table(table, sweep / "3" / "row.parquet")
+    later = os.stat(sweep / "results.parquet").st_mtime_ns + 10**9
+    os.utime(sweep / "3" / "row.parquet", ns=(later, later))
+    rows, _ = inv.read_sweep(sweep)
+    assert read == ["3"]
+    step = dict(zip(rows.column("job_num").to_pylist(), rows.column("step_ms").to_pylist()))
+    assert step[3] == 1.0 and len(step) == 6
+    # the same rows as reading every file one by one
+    every = {int(p.parent.name): pq.read_table(p).column("step_ms")[0].as_py() for p in sweep.glob("*/row.parquet")}
+    assert step == every
