@@ -123,3 +123,17 @@ def test_gpu_memory_is_the_allocator_peak_and_missing_growth_is_said(tmp_path: P
     old = analyze_collected(collect(_mem_sweep(tmp_path / "o", "cpu", growth=False)))
     assert "peak_mem_mb" in old.metrics_compared
     assert any("without peak_mem_growth_mib" in n for n in old.notes)
+
+
+def test_docs_state_the_thresholds_of_the_code() -> None:
+    from yoloprof.analysis.inventory import STATES
+    from yoloprof.analysis.settings import MAX_NAME
+    from yoloprof.analysis import drift
+    from yoloprof.metrics.sides import CAPTURE_GAP_FLAG_S
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "analysis.md").read_text()
+    assert f"`MIN_JOBS = {drift.MIN_JOBS}`" in doc and "`p < alpha/2`" in doc
+    assert "`|adjusted| <= log(1 + noise)`" in doc
+    assert f"`CAPTURE_GAP_FLAG_S` = {CAPTURE_GAP_FLAG_S:.0f} s" in doc
+    assert f"longer than {MAX_NAME}" in doc
+    assert all(f"`{s}`" in doc for s in STATES)
