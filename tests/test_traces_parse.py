@@ -170,3 +170,40 @@ def test_mutated_traces_raise_only_project_errors(name, mutations, cut):
         return
     assert profile["kind"] == "trace"
     json.dumps(profile, allow_nan=False)
+
+
+def _same_events(a, b):
+    for col in ("ts", "dur", "corr", "device", "stream", "cat", "name", "thread"):
+        assert np.array_equal(getattr(a, col), getattr(b, col)), col
+    for col in ("ts", "nbytes", "allocated", "reserved"):
+        assert np.array_equal(getattr(a.memory, col), getattr(b.memory, col), equal_nan=True), col
+    assert (a.strings, a.meta, a.warnings, a.counts, a.t0) == (b.strings, b.meta, b.warnings, b.counts, b.t0)
+
+
+@pytest.mark.parametrize("name", ["nccl_data.json.gz", "rank0.json.gz"])
+def test_slice_by_slice_decode_equals_one_piece(name, monkeypatch):
+    """Large traces are decoded a slice of events at a time (traces.kineto.chunks); cutting a real
+    trace into hundreds of slices must give exactly the one-piece columns, shapes included."""
+    from yoloprof.traces import kineto
+
+    data = gzip.decompress(trace_path(name).read_bytes())
+    whole = parse_trace_bytes(data)  # below 2 x CHUNK_BYTES: one piece
+    monkeypatch.setattr(kineto, "CHUNK_BYTES", 40_000)
+    assert len(kineto._cuts(data, 40_000)) > 100
+    sliced = parse_trace_bytes(data)
+    _same_events(whole, sliced)
+    if whole.shape is not None:
+        texts = lambda ev: np.array(ev.shape_strings + ["-"], object)[ev.shape]  # noqa: E731
+        assert np.array_equal(texts(whole), texts(sliced))
+
+
+def test_a_slice_that_fails_falls_back_to_the_one_piece_repairs(monkeypatch):
+    from yoloprof.traces import kineto
+
+    events = [step(1, 0, 10_000)] + [kernel(10 + i, 5, i, name=f"k{i}") for i in range(400)]
+    raw = trace(events).replace(b'"k399"', b'"k\xff"')  # invalid UTF-8 in the last slice only
+    monkeypatch.setattr(kineto, "CHUNK_BYTES", 2_000)
+    assert kineto._cuts(raw, 2_000)
+    ev = parse_trace_bytes(raw)
+    assert "k\ufffd" in ev.strings and any("not UTF-8" in w for w in ev.warnings)
+    assert len(ev) == 401
