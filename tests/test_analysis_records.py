@@ -38,7 +38,8 @@ def demo(tmp_path_factory) -> Path:
 
 
 def _snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
-    return {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in folder.iterdir() if p.is_file()}
+    return {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in folder.iterdir()
+            if p.is_file() and p.name != ".lock"}
 
 
 def test_manifest_records_the_resolved_settings(demo: Path) -> None:
@@ -94,6 +95,11 @@ def test_same_name_other_settings_is_refused(tmp_path: Path, capsys) -> None:
     assert "holds another analysis" in capsys.readouterr().err
     assert _snapshot(sweep / "analysis" / "strict") == kept
     assert cli_main(["analyze", str(sweep), "--no-html", "--name", "../x"]) == 2
+    # a name that is one of the default analysis' files never touches that file
+    assert cli_main(["analyze", str(sweep), "--no-html"]) == 0
+    md = (sweep / "analysis" / "comparison.md").read_bytes()
+    assert cli_main(["analyze", str(sweep), "--no-html", "--name", "comparison.md"]) == 2
+    assert (sweep / "analysis" / "comparison.md").read_bytes() == md
 
 
 def test_outputs_are_written_together_or_not_at_all(tmp_path: Path, monkeypatch) -> None:
@@ -109,7 +115,7 @@ def test_outputs_are_written_together_or_not_at_all(tmp_path: Path, monkeypatch)
     with pytest.raises(ZeroDivisionError):
         cli_main(["analyze", str(sweep), "--html", "--correction", "bh", "--debug"])
     assert not (sweep / "analysis" / "correction-bh").exists()
-    assert not [p for p in (sweep / "analysis").iterdir() if p.name.startswith(".")]
+    assert not [p for p in (sweep / "analysis").iterdir() if p.name.endswith((".tmp", ".old"))]
 
 
 def test_no_html_rerun_removes_the_stale_report(tmp_path: Path, monkeypatch) -> None:
@@ -122,7 +128,7 @@ def test_no_html_rerun_removes_the_stale_report(tmp_path: Path, monkeypatch) -> 
     assert cli_main(["analyze", str(sweep), "--no-html"]) == 0
     assert not (sweep / "analysis" / "report.html").exists()
     rec = json.loads((sweep / "analysis" / "settings.json").read_text())
-    assert sorted(p.name for p in (sweep / "analysis").iterdir() if p.is_file()) == rec["files"]
+    assert sorted(p.name for p in (sweep / "analysis").iterdir() if p.is_file() and p.name != ".lock") == rec["files"]
 
 
 def test_json_document_states_settings_and_command(tmp_path: Path, capsys) -> None:

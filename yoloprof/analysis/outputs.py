@@ -12,13 +12,14 @@ analysis interrupted while being written, and `--list` says so.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from yoloprof.analysis.folder import ANALYSIS_DIR, MANIFEST_NAME
 from yoloprof.analysis.settings import DEFAULT_NAME, AnalysisSettings
@@ -26,6 +27,7 @@ from yoloprof.errors import UsageError
 from yoloprof.profiles.io import write_bytes_atomic
 
 SETTINGS_FILE = "settings.json"
+LOCK_FILE = ".lock"
 SETTINGS_SCHEMA = "yoloprof.analysis/1"
 # Files an analysis writes into its folder (parquet tables are matched by suffix): the only ones
 # a newer analysis of the same folder removes when it no longer writes them (e.g. report.html
@@ -66,7 +68,10 @@ def read_record(folder: Path) -> dict[str, Any] | None:
 
 
 def check_target(folder: Path, settings: AnalysisSettings, name: str) -> None:
-    """Refuse to replace an analysis with other settings (same settings: a rerun, replaced)."""
+    """Refuse to replace an analysis with other settings (same settings: a rerun, replaced), or
+    anything that is not an analysis folder."""
+    if name != DEFAULT_NAME and folder.exists() and (not folder.is_dir() or folder.is_symlink()):
+        raise UsageError(f"{folder} exists and is not an analysis folder; choose another --name")
     old = read_record(folder)
     if old is not None and old.get("settings") != settings.to_dict():
         where = folder.name if name != DEFAULT_NAME else ANALYSIS_DIR
@@ -124,11 +129,36 @@ def _commit_default(folder: Path, outputs: dict[str, bytes]) -> None:
     write_bytes_atomic(folder / SETTINGS_FILE, outputs[SETTINGS_FILE])
 
 
-def commit(folder: Path, name: str, outputs: dict[str, bytes]) -> dict[str, Path]:
-    """Write every output (settings.json included) into `folder`, together or not at all."""
+@contextlib.contextmanager
+def _locked(root: Path) -> Iterator[None]:
+    """One analysis commit at a time per sweep (two `yoloprof analyze` started together would
+    otherwise interleave the default analysis' files). POSIX advisory lock; elsewhere none."""
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    with open(root / LOCK_FILE, "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def commit(folder: Path, name: str, outputs: dict[str, bytes],
+           settings: AnalysisSettings | None = None) -> dict[str, Path]:
+    """Write every output (settings.json included) into `folder`, together or not at all; the
+    target is checked again under the lock, so a concurrent analysis with other settings that got
+    there first is never overwritten."""
     if SETTINGS_FILE not in outputs:
         raise ValueError("an analysis is committed with its settings.json")
-    (_commit_default if name == DEFAULT_NAME else _commit_named)(folder, outputs)
+    root = folder if name == DEFAULT_NAME else folder.parent
+    with _locked(root):
+        if settings is not None:
+            check_target(folder, settings, name)
+        (_commit_default if name == DEFAULT_NAME else _commit_named)(folder, outputs)
     return {fname: folder / fname for fname in outputs}
 
 
