@@ -92,7 +92,8 @@ def read_one(path: Path) -> tuple[pa.Table | None, str, str]:
     try:
         table = pq.read_table(path)
     except (OSError, pa.ArrowException, ValueError) as exc:
-        return None, "corrupt_row", f"unreadable row.parquet: {' '.join(str(exc).split())[:160]}"
+        text = " ".join(str(exc).replace(f"'{path}'", "it").replace(str(path), "it").split())
+        return None, "corrupt_row", f"unreadable row.parquet: {text[:160]}"
     missing = [c for c in IDENTITY if c not in table.column_names]
     if missing:
         return None, "foreign_schema", f"not a yoloprof row (no {', '.join(missing)} column)"
