@@ -241,7 +241,9 @@ def _merge(parts: list[_Part], notes: list[str]) -> Events:
     counts.pop("bad_memory")
     cat = lambda name: np.concatenate([getattr(p, name) for p in parts])  # noqa: E731
     mem = Memory(*(np.concatenate([getattr(p.mem, f) for p in parts]) for f in ("ts",) + _MEM_FIELDS))
-    ts = cat("ts")
+    ts, dur = cat("ts"), cat("dur")
+    keep = _plausible(ts, dur, notes, counts)
+    ts = ts[keep]
     t0 = float(ts.min()) if len(ts) else 0.0
     if len(mem):
         t0 = min(t0, float(mem.ts.min())) if len(ts) else float(mem.ts.min())
@@ -249,16 +251,43 @@ def _merge(parts: list[_Part], notes: list[str]) -> Events:
     name, strings = _remap(parts, "name", "names")
     pid, _ = _remap(parts, "pid", "pids")
     tid, _ = _remap(parts, "tid", "tids")
-    out = Events(strings=strings, name=name, cat=cat("cat"), thread=_pair_codes(pid, tid), ts=ts - t0,
-                 dur=cat("dur"), corr=cat("corr"), device=cat("device"), stream=cat("stream"), t0=t0,
-                 memory=mem, warnings=notes, counts=counts)
+    out = Events(strings=strings, name=name[keep], cat=cat("cat")[keep], thread=_pair_codes(pid, tid)[keep],
+                 ts=ts - t0, dur=dur[keep], corr=cat("corr")[keep], device=cat("device")[keep],
+                 stream=cat("stream")[keep], t0=t0, memory=mem, warnings=notes, counts=counts)
     if any(p.shape is not None for p in parts):
         for p in parts:
             if p.shape is None:
                 p.shape = np.full(len(p.ts), -1, np.int32)
         shape, out.shape_strings = _remap(parts, "shape", "shapes")
-        out.shape = np.where(cat("shape") >= 0, shape, -1).astype(np.int32)
+        out.shape = np.where(cat("shape") >= 0, shape, -1).astype(np.int32)[keep]
     return out
+
+
+# Bounds on the times a trace can hold (microseconds). Beyond MAX_ABS_US a float64 no longer holds
+# every microsecond and nanosecond integers overflow int64 in later arithmetic; a duration longer
+# than the trace (the span of all start times, doubled, and at least MAX_DUR_SLACK_US beyond it)
+# is a corrupt value, not a measurement: summed, it would turn every figure into nonsense.
+MAX_ABS_US = float(2**53)
+MAX_DUR_SLACK_US = 60e6
+
+
+def _plausible(ts: np.ndarray, dur: np.ndarray, notes: list[str], counts: dict[str, int]) -> np.ndarray:
+    """Mask of events whose start and duration a trace can hold; the others are counted in a
+    warning that gives the largest offending value (never a silent overflow)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        far = ~(np.abs(ts) <= MAX_ABS_US)
+        starts = ts[~far]
+        span = float(starts.max() - starts.min()) if len(starts) else 0.0
+        limit = span + max(span, MAX_DUR_SLACK_US)
+        long_ = ~far & (np.isinf(dur) | (dur > limit))
+    if far.any():
+        notes.append(f"{int(far.sum())} event(s) with a timestamp beyond {MAX_ABS_US:.3g} us were dropped "
+                     f"(largest {float(np.abs(ts[far]).max()):.3g} us)")
+    if long_.any():
+        notes.append(f"{int(long_.sum())} event(s) lasting longer than the trace were dropped (largest "
+                     f"'dur' {float(dur[long_].max()):.3g} us; the trace's start times span {span:.3g} us)")
+    counts.update(far_ts=int(far.sum()), overlong_dur=int(long_.sum()))
+    return ~(far | long_)
 
 
 def _count_notes(counts: dict[str, int]) -> list[str]:
