@@ -62,3 +62,29 @@ def test_a_legit_long_step_is_kept():
     events = parse_trace_bytes(gzip.decompress(trace_path("triton_example.json.gz").read_bytes()))
     assert events.counts["overlong_dur"] == 0 and events.counts["far_ts"] == 0
     assert float(events.dur.max()) == pytest.approx(13336315.805)
+
+
+def _tiny_trace(mem_ts: float, nbytes: float = 4096.0) -> dict:
+    step = {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1,
+            "ts": 1000.0, "dur": 500.0}
+    op = {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 1100.0, "dur": 400.0}
+    mem = {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": mem_ts,
+           "s": "t", "args": {"Device Type": 0, "Device Id": -1, "Bytes": nbytes,
+                              "Total Allocated": nbytes, "Total Reserved": nbytes}}
+    return {"traceEvents": [step, op, mem]}
+
+
+@pytest.mark.parametrize("mem_ts,nbytes", [(-1e300, 4096.0), (1e308, 4096.0), (1200.0, 1e300)])
+def test_memory_events_far_out_or_huge_do_not_overflow(tmp_path, recwarn, mem_ts, nbytes):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(_tiny_trace(mem_ts, nbytes)))
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(["summary", str(path), "--json"])
+    assert code == 0 and err.getvalue() == "", err.getvalue()
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+    result = json.loads(out.getvalue())
+    step = next(f for f in result["headline"] if f.get("key", f.get("name")) == "step_ms" or
+                f.get("label") == "step time")
+    assert step["value"] == pytest.approx(0.5)
+    assert all(math.isfinite(x) for x in _numbers(result))

@@ -241,6 +241,11 @@ def _merge(parts: list[_Part], notes: list[str]) -> Events:
     counts.pop("bad_memory")
     cat = lambda name: np.concatenate([getattr(p, name) for p in parts])  # noqa: E731
     mem = Memory(*(np.concatenate([getattr(p.mem, f) for p in parts]) for f in ("ts",) + _MEM_FIELDS))
+    mem_far = ~(np.abs(mem.ts) <= MAX_ABS_US)
+    if mem_far.any():  # a [memory] instant far out would shift every time of the trace
+        notes.append(f"{int(mem_far.sum())} [memory] event(s) with a timestamp beyond {MAX_ABS_US:.3g} us "
+                     "were dropped")
+        mem = Memory(*(getattr(mem, f)[~mem_far] for f in ("ts",) + _MEM_FIELDS))
     ts, dur = cat("ts"), cat("dur")
     keep = _plausible(ts, dur, notes, counts)
     ts = ts[keep]
