@@ -12,7 +12,6 @@ from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
-from tests.conftest import trace_path
 from yoloprof.cli import main
 
 
@@ -27,8 +26,18 @@ def _numbers(obj):
         yield obj
 
 
-def _mutant(tmp_path, index: int, key: str, value: float):
-    doc = json.loads(gzip.decompress(trace_path("triton_example.json.gz").read_bytes()))
+TRITON = "triton_example.json.gz"
+
+
+def _fixture(traces_dir, name: str = TRITON):
+    path = traces_dir / name
+    if not path.is_file():
+        pytest.skip(f"fixture trace {name} is not available")
+    return path
+
+
+def _mutant(tmp_path, traces_dir, index: int, key: str, value: float):
+    doc = json.loads(gzip.decompress(_fixture(traces_dir).read_bytes()))
     doc["traceEvents"][index][key] = value
     path = tmp_path / f"mut_{index}_{key}.json"
     path.write_text(json.dumps(doc))
@@ -41,8 +50,8 @@ CASES = [(0, "dur", 1e308), (4, "dur", 1e308), (3, "dur", 1e19), (4, "ts", 1e308
 
 @pytest.mark.parametrize("index,key,value", CASES)
 @pytest.mark.parametrize("command", ["summary", "phases", "kernels"])
-def test_absurd_times_are_dropped_with_a_warning(tmp_path, recwarn, command, index, key, value):
-    path = _mutant(tmp_path, index, key, value)
+def test_absurd_times_are_dropped_with_a_warning(tmp_path, traces_dir, recwarn, command, index, key, value):
+    path = _mutant(tmp_path, traces_dir, index, key, value)
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
         code = main([command, str(path), "--json"])
@@ -55,11 +64,11 @@ def test_absurd_times_are_dropped_with_a_warning(tmp_path, recwarn, command, ind
         assert any("dropped" in w for w in result["warnings"]), result["warnings"]
 
 
-def test_a_legit_long_step_is_kept():
+def test_a_legit_long_step_is_kept(traces_dir):
     """The fixture's own step lasts 13.3 s against 0.36 s of start times: within the slack."""
     from yoloprof.traces.parse import parse_trace_bytes
 
-    events = parse_trace_bytes(gzip.decompress(trace_path("triton_example.json.gz").read_bytes()))
+    events = parse_trace_bytes(gzip.decompress(_fixture(traces_dir).read_bytes()))
     assert events.counts["overlong_dur"] == 0 and events.counts["far_ts"] == 0
     assert float(events.dur.max()) == pytest.approx(13336315.805)
 

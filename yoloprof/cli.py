@@ -182,7 +182,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         before = load_any(args.before)
     with _about(args.after, "after"):
         after = load_any(args.after)
-    result = compute_compare(before, after, metrics=args.metric, alpha=args.alpha, noise=args.noise)
+    with _internal_about(f"{args.before} and {args.after}"):
+        result = compute_compare(before, after, metrics=args.metric, alpha=args.alpha, noise=args.noise)
     _emit(args, result, render_compare)
     if args.fail_on_regression:
         bad = regressions(result)
@@ -366,9 +367,25 @@ def _about(path: str, side: str | None = None) -> Iterator[None]:
         exc.args = (f"{side}: {text}" if side else text,)
         raise
     except Exception as exc:  # noqa: BLE001 - tagged for main's one-line internal error
-        if not hasattr(exc, "yoloprof_subject"):
-            exc.yoloprof_subject = f"{side} {path}" if side else path  # type: ignore[attr-defined]
+        _tag(exc, f"{side} {path}" if side else path)
         raise
+
+
+@contextlib.contextmanager
+def _internal_about(subject: str) -> Iterator[None]:
+    """Name `subject` in the line of an internal error raised by the block."""
+    try:
+        yield
+    except YoloprofError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - tagged for main's one-line internal error
+        _tag(exc, subject)
+        raise
+
+
+def _tag(exc: Exception, subject: str) -> None:
+    if not hasattr(exc, "yoloprof_subject"):
+        exc.yoloprof_subject = subject  # type: ignore[attr-defined]
 
 
 def _one_line(text: str) -> str:
