@@ -74,7 +74,8 @@ def _hta_available() -> bool:
 def _in_process(data: bytes, repeat: int) -> dict[str, float]:
     """CPU seconds (median) of the parse and of msgspec's typed decode it starts with."""
     sys.path.insert(0, str(REPO))
-    from yoloprof.traces.parse import _TRACE_DECODER, parse_trace_bytes
+    from yoloprof.traces.kineto import _TRACE_DECODER
+    from yoloprof.traces.parse import parse_trace_bytes
 
     out = {}
     for name, op in (("typed decode", lambda: _TRACE_DECODER.decode(data)),
@@ -92,6 +93,7 @@ def _in_process(data: bytes, repeat: int) -> dict[str, float]:
 def measure(trace: Path, repeat: int, hta: bool) -> dict:
     raw = trace.read_bytes()
     data = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+    in_process = _in_process(data, repeat)
     with tempfile.TemporaryDirectory() as tmp:
         plain, gz = Path(tmp, "trace.json"), Path(tmp, "trace.json.gz")
         plain.write_bytes(data)
@@ -107,7 +109,7 @@ def measure(trace: Path, repeat: int, hta: bool) -> dict:
         for r in range(repeat):
             order = names[r % len(names):] + names[:r % len(names)]
             rounds.append({name: _run(cases[name]) for name in order})
-    return {"json_bytes": len(data), "rounds": rounds, "in_process": _in_process(data, repeat)}
+    return {"json_bytes": len(data), "rounds": rounds, "in_process": in_process}
 
 
 def summarise(m: dict) -> dict:
