@@ -4,8 +4,9 @@ Usage: python bench/bench_parse.py [TRACE.json.gz] [--repeat 5] [--json]
 
 Method (so that ratios mean something on a shared, noisy machine):
 - Every case is a fresh Python process started by this script, timed from outside (wall clock
-  around `subprocess`, imports and interpreter start included) with its own peak RSS
-  (`os.wait4`'s `ru_maxrss`): what a user waits for and what the machine must hold.
+  around `subprocess`, imports and interpreter start included) with its own peak RSS (VmHWM of
+  /proc/self/status, printed at exit: `ru_maxrss` would also count the parent's pages copied at
+  fork): what a user waits for and what the machine must hold.
 - A round runs every case once, in a rotated order; each ratio is computed inside a round (both
   sides measured seconds apart) and the table shows the median over `--repeat` rounds.
 - References: gunzip + `json.loads` of the same file (always); Holistic Trace Analysis 0.5's
@@ -39,16 +40,33 @@ TARGETS = {"json_over_summary": 2.0, "hta_over_summary": 8.0, "summary_s": 0.4,
            "peak_over_json": 3.0, "gz_over_json": 1.3}
 
 
+# Runs a module or code, then reports its peak RSS (this process's own memory map only).
+PROBE = """import atexit, runpy, sys
+def _hwm():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            sys.stderr.write("\\n@@VmHWM " + line.split()[1] + "\\n")
+atexit.register(_hwm)
+mode, target = sys.argv[1], sys.argv[2]
+sys.argv = [target] + sys.argv[3:]
+if mode == "-m":
+    runpy.run_module(target, run_name="__main__", alter_sys=True)
+else:
+    exec(compile(target, "<bench>", "exec"), {"__name__": "__main__"})
+"""
+
+
 def _cases(gz: Path, plain: Path, hta_dir: Path | None) -> dict[str, list[str]]:
-    py = sys.executable
+    probe = [sys.executable, "-c", PROBE]
     cases = {
-        "summary .json.gz": [py, "-m", "yoloprof", "summary", str(gz)],
-        "summary .json": [py, "-m", "yoloprof", "summary", str(plain)],
-        "gunzip + json.loads": [py, "-c", f"import gzip, json; json.loads(gzip.decompress(open({str(gz)!r}, 'rb').read()))"],
+        "summary .json.gz": probe + ["-m", "yoloprof", "summary", str(gz)],
+        "summary .json": probe + ["-m", "yoloprof", "summary", str(plain)],
+        "gunzip + json.loads": probe + ["-c", "import gzip, json; "
+                                        f"json.loads(gzip.decompress(open({str(gz)!r}, 'rb').read()))"],
     }
     if hta_dir is not None:
-        cases["HTA 0.5 load"] = [py, "-c", "from hta.trace_analysis import TraceAnalysis; "
-                                 f"TraceAnalysis(trace_dir={str(hta_dir)!r})"]
+        cases["HTA 0.5 load"] = probe + ["-c", "from hta.trace_analysis import TraceAnalysis; "
+                                         f"TraceAnalysis(trace_dir={str(hta_dir)!r})"]
     return cases
 
 
@@ -56,14 +74,13 @@ def _run(cmd: list[str]) -> tuple[float, int]:
     """Wall seconds and peak RSS bytes of one process."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=REPO)
-    _, status, usage = os.wait4(proc.pid, 0)
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=REPO)
     wall = time.perf_counter() - t
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    err = proc.stderr.decode(errors="replace")
     if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd[:4])} failed ({proc.returncode}): {err.strip()[-500:]}")
-    return wall, usage.ru_maxrss * 1024
+        raise SystemExit(f"{' '.join(cmd[3:6])} failed ({proc.returncode}): {err.strip()[-500:]}")
+    hwm = [line.split()[1] for line in err.splitlines() if line.startswith("@@VmHWM ")]
+    return wall, int(hwm[-1]) * 1024 if hwm else 0
 
 
 def _hta_available() -> bool:
@@ -93,7 +110,6 @@ def _in_process(data: bytes, repeat: int) -> dict[str, float]:
 def measure(trace: Path, repeat: int, hta: bool) -> dict:
     raw = trace.read_bytes()
     data = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
-    in_process = _in_process(data, repeat)
     with tempfile.TemporaryDirectory() as tmp:
         plain, gz = Path(tmp, "trace.json"), Path(tmp, "trace.json.gz")
         plain.write_bytes(data)
@@ -109,7 +125,7 @@ def measure(trace: Path, repeat: int, hta: bool) -> dict:
         for r in range(repeat):
             order = names[r % len(names):] + names[:r % len(names)]
             rounds.append({name: _run(cases[name]) for name in order})
-    return {"json_bytes": len(data), "rounds": rounds, "in_process": in_process}
+    return {"json_bytes": len(data), "rounds": rounds, "in_process": _in_process(data, repeat)}
 
 
 def summarise(m: dict) -> dict:
