@@ -207,3 +207,20 @@ def test_a_slice_that_fails_falls_back_to_the_one_piece_repairs(monkeypatch):
     ev = parse_trace_bytes(raw)
     assert "k\ufffd" in ev.strings and any("not UTF-8" in w for w in ev.warnings)
     assert len(ev) == 401
+
+
+def test_forked_slice_helper_gives_the_same_columns(monkeypatch):
+    """The second half of the slices may be turned into columns by a forked helper process."""
+    from yoloprof.traces import kineto, parse
+
+    data = gzip.decompress(trace_path("nccl_data.json.gz").read_bytes())
+    monkeypatch.setattr(kineto, "CHUNK_BYTES", 400_000)
+    monkeypatch.setattr(parse, "SLICE_WORKERS", 1)
+    alone = parse_trace_bytes(data)
+    monkeypatch.setattr(parse, "SLICE_WORKERS", 2)
+    monkeypatch.setattr(parse, "_idle_core", lambda: True)
+    forks = []
+    real_fork = parse._fork_slices
+    monkeypatch.setattr(parse, "_fork_slices", lambda *a: forks.append(1) or real_fork(*a))
+    _same_events(alone, parse_trace_bytes(data))
+    assert forks == [1]

@@ -48,6 +48,9 @@ def trace_files(folder: str | os.PathLike) -> list[Path]:
 
 def _load_one(path: str) -> dict[str, Any]:
     from yoloprof.profiles.io import load_any
+    from yoloprof.traces import parse
+
+    parse.SLICE_WORKERS = 1  # the pool already runs one process per core
 
     return load_any(path)
 

@@ -286,32 +286,26 @@ def _cuts(data: bytes, size: int) -> list[tuple[int, int]]:
     return cuts
 
 
-def chunks(data: bytes, size: int | None = None) -> Iterator[tuple[list[Any], Trace | None]] | None:
-    """None when `data` is small or has no place to cut; else an iterator of (events, top-level
-    document or None) per slice: the first and last slices carry the top-level keys before and
-    after "traceEvents". Raises ChunkError, possibly after yielding, when a slice fails."""
+def plan(data: bytes, size: int | None = None) -> list[tuple[int, int]]:
+    """Where to cut `data` into slices of about `size` bytes of events (CHUNK_BYTES by default):
+    empty when it is small or has no place to cut. len(cuts) + 1 slices."""
     size = size or CHUNK_BYTES
-    if len(data) < 2 * size:
-        return None
-    cuts = _cuts(data, size)
-    return _slices(data, cuts) if cuts else None
+    return _cuts(data, size) if len(data) >= 2 * size else []
 
 
-def _slices(data: bytes, cuts: list[tuple[int, int]]) -> Iterator[tuple[list[Any], Trace | None]]:
+def decode_slice(data: bytes, cuts: list[tuple[int, int]], i: int) -> tuple[list[Any], Trace | None]:
+    """The events of slice i (and, for the first and last slices, the top-level document holding
+    the keys before or after "traceEvents"). ChunkError when the slice does not decode alone."""
     view = memoryview(data)
-    first = b"".join((view[:cuts[0][0]], b"]}"))
-    yield _top(first)
-    del first
-    for (_, start), (end, _) in zip(cuts, cuts[1:]):
-        piece = b"".join((b"[", view[start:end], b"]"))
-        try:
-            events = _EVENTS_DECODER.decode(piece)
-        except _DECODE_ERRORS as exc:
-            raise ChunkError(str(exc)) from None
-        del piece
-        yield events, None
-    last = b"".join((b'{"traceEvents":[', view[cuts[-1][1]:]))
-    yield _top(last)
+    if i == 0:
+        return _top(b"".join((view[:cuts[0][0]], b"]}")))
+    if i == len(cuts):
+        return _top(b"".join((b'{"traceEvents":[', view[cuts[-1][1]:])))
+    piece = b"".join((b"[", view[cuts[i - 1][1]:cuts[i][0]], b"]"))
+    try:
+        return _EVENTS_DECODER.decode(piece), None
+    except _DECODE_ERRORS as exc:
+        raise ChunkError(str(exc)) from None
 
 
 def _top(piece: bytes) -> tuple[list[Any], Trace]:

@@ -12,6 +12,8 @@ shifted by the trace's first timestamp so float64 keeps sub-ns precision in diff
 
 from __future__ import annotations
 
+import os
+import pickle
 import re
 from dataclasses import dataclass, field
 from itertools import compress, repeat
@@ -105,21 +107,91 @@ def parse_trace_bytes(data: bytes) -> Events:
     return out
 
 
-def _chunked(data: bytes) -> tuple[list[_Part] | None, dict[str, Any], list[str]]:
-    """Slice by slice (large traces): each slice's Structs are freed once it is columns."""
-    pieces = kineto.chunks(data)
-    if pieces is None:
-        return None, {}, []
-    parts, docs = [], []
+# Processes that decode the slices of one large trace: this one and, on a machine with a second
+# core, one forked helper that takes the second half (set to 1 where processes already run one
+# trace each, as readers.ranks does). The helper is only forked while a core is idle (1-minute
+# load average below the core count minus one): on a busy machine it would only add a fork.
+SLICE_WORKERS = min(2, os.cpu_count() or 1)
+
+
+def _idle_core() -> bool:
     try:
-        for events, doc in pieces:
-            parts.append(_part(events))
-            if doc is not None:
-                docs.append(doc)
-            del events
-    except kineto.ChunkError:
+        return os.getloadavg()[0] < (os.cpu_count() or 1) - 1
+    except OSError:
+        return True
+
+
+def _chunked(data: bytes) -> tuple[list[_Part] | None, dict[str, Any], list[str]]:
+    """Slice by slice (large traces): each slice's Structs are freed once it is columns. With two
+    workers a forked child turns the second half of the slices into columns meanwhile (the data
+    is shared copy-on-write; its columns come back pickled, a few MB)."""
+    cuts = kineto.plan(data)
+    if not cuts:
         return None, {}, []
+    n = len(cuts) + 1
+    fork = SLICE_WORKERS > 1 and n >= 4 and hasattr(os, "fork") and _idle_core()
+    split = (n + 1) // 2 if fork else n
+    helper = _fork_slices(data, cuts, range(split, n)) if split < n else None
+    if helper is None:  # one worker, few slices, or fork failed: all slices here
+        split = n
+    try:
+        mine = _slices(data, cuts, range(split))
+    except kineto.ChunkError:
+        mine = None
+    theirs = _join_helper(helper) if helper is not None else ([], [])
+    if mine is None or theirs is None:
+        return None, {}, []
+    parts, docs = mine[0] + theirs[0], mine[1] + theirs[1]
     return parts, kineto.merged_meta(docs), []
+
+
+def _slices(data: bytes, cuts: list[tuple[int, int]], which: range) -> tuple[list[_Part], list[Any]]:
+    parts, docs = [], []
+    for i in which:
+        events, doc = kineto.decode_slice(data, cuts, i)
+        parts.append(_part(events))
+        if doc is not None:
+            docs.append(doc)
+        del events
+    return parts, docs
+
+
+def _fork_slices(data: bytes, cuts: list[tuple[int, int]], which: range) -> tuple[int, int] | None:
+    """(pid, read fd) of a child turning slices `which` into columns, or None if fork fails."""
+    read_fd, write_fd = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_fd)
+        os.close(write_fd)
+        return None
+    if pid == 0:  # the child: never returns, never runs the parent's exit handlers
+        code = 0
+        try:
+            os.close(read_fd)
+            try:
+                result: Any = _slices(data, cuts, which)
+            except kineto.ChunkError:
+                result = None
+            with os.fdopen(write_fd, "wb") as out:
+                pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    return pid, read_fd
+
+
+def _join_helper(helper: tuple[int, int]) -> tuple[list[_Part], list[Any]] | None:
+    """The helper's columns; None (the one-piece path) when a slice failed or the helper died."""
+    pid, read_fd = helper
+    with os.fdopen(read_fd, "rb") as src:
+        payload = src.read()
+    _, status = os.waitpid(pid, 0)
+    if status != 0 or not payload:
+        return None
+    return pickle.loads(payload)
 
 
 # Column building. Every loop over events below runs in C: `map` with `attrgetter` or a bound
