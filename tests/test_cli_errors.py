@@ -90,3 +90,26 @@ def test_collector_keeps_each_warning_once_in_order():
         notes.add("skipping corrupt image a.jpg")
     assert notes.messages == ["skipping corrupt image a.jpg", "--workers 8 capped at 2"]
     assert stream.getvalue().splitlines() == [warn.PREFIX + m for m in notes.messages]
+
+
+class _ChattyImages:
+    """A dataset whose decoding warns the way Pillow does on a damaged file."""
+
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, i):
+        import torch
+
+        warnings.warn(f"Corrupt EXIF data in image {i}.\nExpecting to read 4 bytes", UserWarning)
+        return torch.zeros(3, 8, 8, dtype=torch.uint8), torch.zeros(0, 5)
+
+
+def test_loader_workers_print_library_warnings_as_channel_lines(capfd):
+    from yoloprof.workloads.data import make_loader
+
+    batches = list(make_loader(_ChattyImages(), batch=1, workers=1))
+    assert len(batches) == 2
+    err = capfd.readouterr().err
+    assert f"{warn.PREFIX}Corrupt EXIF data in image 0. Expecting to read 4 bytes" in err
+    assert "UserWarning" not in err and ".py:" not in err
