@@ -145,3 +145,16 @@ def test_memory_check_passes_ordinary_captures():
     for mode, size, batch, imgsz in (("train", "n", 16, 640), ("infer", "l", 1, 1280)):
         s = CaptureSettings.for_mode(mode, size=size, batch=batch, imgsz=imgsz)
         check_memory(s, resolve_device("cpu"), amp=False)
+
+
+@pytest.mark.parametrize("flag,value,word", [("--weights", "missing.pt", "missing.pt"),
+                                             ("--model", "no_such_module_xyz.Net", "no_such_module_xyz")])
+def test_model_flags_are_checked_before_the_data(tmp_path, flag, value, word):
+    """A folder of 'images' that would fail verification: the flag error must come first."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.jpg").write_bytes(b"not an image")
+    code, _, err = cli("run", str(data), "--device", "cpu", "--imgsz", "64", flag, value,
+                       "--project", str(tmp_path / "out"))
+    line = one_error_line(err)
+    assert code == 2 and word in line and "corrupt" not in line, line

@@ -11,7 +11,7 @@ from typing import Any
 
 from yoloprof.capture import interrupt
 from yoloprof.capture.device import DeviceInfo, resolve_device
-from yoloprof.capture.preflight import check_memory, check_output_dir
+from yoloprof.capture.preflight import check_memory, check_model_inputs, check_output_dir
 from yoloprof.capture.progress import CaptureProgress
 from yoloprof.capture.settings import CaptureSettings
 from yoloprof.capture.timing import TrialResult
@@ -63,6 +63,7 @@ def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = 
     settings = _resolve_batch(settings, device)
     amp, warnings = resolve_amp(settings, device)
     check_memory(settings, device, amp)
+    check_model_inputs(settings)
     from yoloprof.capture import infer as infer_mod, train as train_mod
 
     runner = train_mod if settings.mode == "train" else infer_mod

@@ -49,6 +49,21 @@ def check_output_dir(out_dir: str | Path) -> Path:
     return path
 
 
+def check_model_inputs(settings: CaptureSettings) -> None:
+    """The model, loss and weights named by the flags exist, before the data is read: a typo in
+    `--weights` or `--model` must not wait for a large dataset to be verified first."""
+    from yoloprof.workloads.models import import_target, is_builtin
+
+    if not is_builtin(settings.model):
+        import_target(settings.model)
+    if settings.loss:
+        import_target(settings.loss)
+    if settings.weights and settings.weights != "none":
+        path = Path(settings.weights).expanduser()
+        if not path.is_file():
+            raise UsageError(f"weights file {str(path)!r} does not exist (--weights)")
+
+
 def _activation_bytes_per_pixel(settings: CaptureSettings) -> float:
     """Bytes of float32 activations per input pixel of one image (see the module docstring)."""
     if settings.model != "yolo":
