@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,8 @@ from yoloprof.profiles.model import SCHEMA, SCHEMA_MAJOR, SCHEMA_NAME
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
     """Write via a temp file in the same folder + os.replace, so a crash or Ctrl-C leaves either
     the old file or the new one, never half of one."""
+    import tempfile  # here: readers never write, and tempfile (shutil, random) costs start-up time
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
