@@ -1,6 +1,6 @@
 """`yoloprof summary` of a large Kineto trace, whole process, against the references, paired.
 
-Usage: python bench/bench_parse.py [TRACE.json.gz] [--repeat 5] [--json]
+Usage: python bench/bench_parse.py [TRACE.json.gz] [--repeat 3] [--no-hta] [--json]
 
 Method (so that ratios mean something on a shared, noisy machine):
 - Every case is a fresh Python process started by this script, timed from outside (wall clock
@@ -193,7 +193,7 @@ def render(s: dict, repeat: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("trace", nargs="?", default=str(DEFAULT))
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-hta", action="store_true", help="skip Holistic Trace Analysis even if importable")
     ap.add_argument("--json", action="store_true", help="print the raw numbers as JSON")
     args = ap.parse_args(argv)
