@@ -36,3 +36,11 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeou
     full_env.pop("YOLOPROF_DEBUG", None)
     return subprocess.run([sys.executable, "-m", "yoloprof", *map(str, args)], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=timeout, input=input)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_machine_registry(tmp_path_factory):
+    """Sweep jobs take a machine-wide lock (yoloprof/sweep/machine.py); each test session gets its
+    own, so test runs started side by side do not wait for each other's jobs."""
+    os.environ["YOLOPROF_RUNTIME_DIR"] = str(tmp_path_factory.mktemp("yoloprof-runtime"))
+    yield

@@ -17,7 +17,8 @@ from yoloprof.sweep.app import main
 from yoloprof.sweep.rows import RESULTS_NAME, ROW_NAME, ROW_SCHEMA, read_rows, row_files
 
 CONF = Path(__file__).resolve().parents[1] / "yoloprof" / "conf"
-QUIET = ["device=cpu", "workers=0", "analysis.enabled=false"]
+# in-process jobs: these tests are about grids, rows and resume; isolation has its own tests
+QUIET = ["device=cpu", "workers=0", "analysis.enabled=false", "launch.isolation=inprocess"]
 
 
 @pytest.fixture
@@ -105,8 +106,9 @@ def test_interleaved_trials_alternate(sweep_env):
     assert main(["+sweep=interleaved", *QUIET]) == 0
     [sweep] = sweep_env("interleaved")
     df = read_rows(sweep)
+    # trials outermost, every other trial reversed: A B B A A B (a linear drift cancels)
     assert [(r.trial, bool(r.amp)) for r in df.itertuples()] == \
-        [(0, False), (0, True), (1, False), (1, True), (2, False), (2, True)]
+        [(0, False), (0, True), (1, True), (1, False), (2, False), (2, True)]
     # trials of one side pool: equal group_hash, distinct config_hash
     assert df.groupby("amp")["group_hash"].nunique().tolist() == [1, 1]
     assert df["config_hash"].nunique() == 6
@@ -187,7 +189,7 @@ def test_sweep_dir_that_cannot_be_written(sweep_env, tmp_path):
         main(["batch=1", f"project={blocker}/runs", *QUIET])
 
 
-def test_joblib_with_gpu_device_is_refused(sweep_env, tmp_path):
+def test_joblib_overlapping_gpu_captures_is_refused(sweep_env, tmp_path):
     launcher = tmp_path / "myconf" / "hydra" / "launcher"
     launcher.mkdir(parents=True)
     # the plugin need not be installed: the refusal comes before Hydra instantiates the launcher
@@ -195,7 +197,7 @@ def test_joblib_with_gpu_device_is_refused(sweep_env, tmp_path):
                                           "JoblibLauncher\nn_jobs: 2\n")
     with pytest.raises(UsageError, match="several captures on one GPU"):
         main(["--config-dir", str(tmp_path / "myconf"), "hydra/launcher=joblib", "-m", "batch=1,2",
-              "device=cuda", "workers=0"])
+              "device=cuda", "workers=0", "launch.machine=shared"])
 
 
 def test_analysis_runs_at_the_end_with_the_analysis_group(sweep_env, capsys):

@@ -31,6 +31,15 @@ Size = Enum("Size", {s: s for s in SIZES})
 AmpDtype = Enum("AmpDtype", {d: d for d in AMP_DTYPES})
 
 
+# How sweep jobs run (docs/sweeps.md "How jobs are run"); defined here, below the sweep layer.
+ISOLATIONS = ("process", "inprocess")        # a fresh worker process per job | the launcher's process
+JOB_ORDERS = ("interleave", "as_given")      # trials outermost, configurations alternating | Hydra's
+MACHINE_POLICIES = ("wait", "refuse", "shared")  # another timed capture holds the machine: ...
+Isolation = Enum("Isolation", {v: v for v in ISOLATIONS})
+JobOrder = Enum("JobOrder", {v: v for v in JOB_ORDERS})
+MachinePolicy = Enum("MachinePolicy", {v: v for v in MACHINE_POLICIES})
+
+
 class Correction(Enum):
     holm = "holm"
     bh = "bh"
@@ -81,6 +90,15 @@ class AnalysisConf:
 
 
 @dataclass
+class LaunchConf:
+    """How the sweep runs its jobs, not what they measure (not part of config_hash)."""
+
+    isolation: Isolation = Isolation.process
+    order: JobOrder = JobOrder.interleave
+    machine: MachinePolicy = MachinePolicy.wait
+
+
+@dataclass
 class YoloprofConf:
     """The whole job config. `model` stays an open dict: a user's factory takes any kwargs."""
 
@@ -89,6 +107,7 @@ class YoloprofConf:
     data: DataConf = field(default_factory=DataConf)
     capture: CaptureConf = field(default_factory=CaptureConf)
     analysis: AnalysisConf = field(default_factory=AnalysisConf)
+    launch: LaunchConf = field(default_factory=LaunchConf)
     batch: int = II("mode.batch")
     imgsz: int = 640
     amp: Optional[bool] = None

@@ -25,7 +25,7 @@ from yoloprof.analysis.settings import analysis_record
 from yoloprof.config.compose import normalise_overrides, one_line
 from yoloprof.config.schema import SWEEP_ID_ENV, new_sweep_id, register
 from yoloprof.errors import UsageError, YoloprofError
-from yoloprof.sweep.plan import (MANIFEST_SCHEMA, dir_overrides, discard_if_unused, plan_sweep, prepare_dir,
+from yoloprof.sweep.plan import (dir_overrides, discard_if_unused, new_manifest, plan_sweep, prepare_dir,
                                  read_manifest)
 
 register()
@@ -62,7 +62,7 @@ def split_resume(overrides: list[str]) -> tuple[list[str], Path | None]:
     return out, resume
 
 
-def _launch(overrides: list[str], multirun: bool, config_dir: str | None) -> None:
+def _launch(overrides: list[str], multirun: bool, config_dir: str | None, order: str = "interleave") -> None:
     """Run hydra.main with our argv; restore argv and the environment whatever happens."""
     from hydra.core.global_hydra import GlobalHydra
 
@@ -70,10 +70,10 @@ def _launch(overrides: list[str], multirun: bool, config_dir: str | None) -> Non
     sys.argv = [PROG, *(["-m"] if multirun else []), *(["--config-dir", config_dir] if config_dir else []),
                 *overrides]
     os.environ["HYDRA_FULL_ERROR"] = "1"
-    from yoloprof.sweep.sweeper import validating_basic_sweeper
+    from yoloprof.sweep.sweeper import sweep_hooks
 
     try:
-        with validating_basic_sweeper():
+        with sweep_hooks(order):
             hydra_app()
     except SystemExit as exc:
         if exc.code not in (0, None):
@@ -243,18 +243,48 @@ def _run(argv: list[str]) -> tuple[int, Path | None]:
     if implied:  # a user file without sweep_name
         overrides.append(f"sweep_name={implied}")
         plan = plan_sweep(overrides + pinned, multirun_flag=multirun, config_dir=config_dir)
-    prepare_dir(plan, resume=resume is not None, manifest={
-        "schema": MANIFEST_SCHEMA, "sweep_name": plan.sweep_name, "sweep_id": plan.sweep_dir.name,
-        "overrides": overrides, "multirun": plan.multirun, "launcher": plan.launcher, "jobs": plan.total,
-        "config_dir": os.path.abspath(config_dir) if config_dir else None,
-        "analysis": analysis_record(plan.analysis)})
+    if resume is not None:
+        show_resume(plan.sweep_dir, plan.jobs)
+    prepare_dir(plan, resume=resume is not None, manifest=new_manifest(
+        plan, overrides, config_dir, analysis=analysis_record(plan.analysis)))
     from yoloprof.sweep.progress import SweepProgress
 
     try:
         with SweepProgress(plan.total):
-            _launch(overrides + dir_overrides(plan.sweep_dir), plan.multirun, config_dir)
+            _launch(overrides + dir_overrides(plan.sweep_dir), plan.multirun, config_dir,
+                    str(plan.launch.get("order", "interleave")))
     except UsageError:
         if resume is None:
             discard_if_unused(plan.sweep_dir)
         raise
+    except KeyboardInterrupt:
+        return interrupted(plan.sweep_dir, plan.total), None
     return finish(plan.sweep_dir, plan.total, plan.analysis), plan.sweep_dir
+
+
+def interrupted(sweep_dir: Path, total: int | None) -> int:
+    """Ctrl-C: one line, exit 130. Every row on disk is whole (atomic writes); the job that was
+    running wrote none and is marked `interrupted`; results.parquet is left as it was."""
+    from yoloprof.sweep.rows import row_files
+
+    done = len(row_files(sweep_dir))
+    print(f"{PROG}: interrupted after {done} of {total if total is not None else '?'} jobs; nothing "
+          f"half-written; continue with: yoloprof sweep resume={sweep_dir}", file=sys.stderr)
+    return 130
+
+
+def show_resume(sweep_dir: Path, jobs: list[list[str]] | None, limit: int = 20) -> None:
+    """Before a resume runs anything: which jobs already have a row and the overrides of the
+    ones it will run (a job whose ok row matches its config hash is then kept, not rerun)."""
+    from yoloprof.sweep.rows import ROW_NAME, read_row
+
+    if jobs is None:
+        return
+    missing = [(n, job) for n, job in enumerate(jobs)
+               if (read_row(sweep_dir / str(n) / ROW_NAME) or {}).get("status") != "ok"]
+    print(f"{PROG}: resume {sweep_dir}: {len(jobs) - len(missing)} of {len(jobs)} jobs have an ok row; "
+          f"running {len(missing)}:", file=sys.stderr)
+    for n, job in missing[:limit]:
+        print(f"{PROG}:   job {n}: {' '.join(job) or '(defaults)'}", file=sys.stderr)
+    if len(missing) > limit:
+        print(f"{PROG}:   ... and {len(missing) - limit} more", file=sys.stderr)

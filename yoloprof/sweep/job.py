@@ -15,6 +15,7 @@ import platform
 import socket
 import time
 import traceback
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,12 @@ from omegaconf import DictConfig, OmegaConf
 
 from yoloprof.capture.api import PROFILE_NAME
 from yoloprof.capture.settings import CaptureSettings
+from yoloprof.config.translate import job_values
+from yoloprof.profiles.jobstate import read_state, write_state
 from yoloprof.sweep import progress
+from yoloprof.sweep.launchers import concurrency, kind, placement, resources
+from yoloprof.sweep.machine import MachineBusy, timed_slot
+from yoloprof.sweep.worker import WorkerError, footprint_mib, run_in_worker
 from yoloprof.sweep.rows import (ROW_NAME, failed_row, overrides_json, read_row, row_from_profile,
                                  utc_now, write_row)
 
@@ -78,11 +84,45 @@ def _kept(job_dir: Path, chash: str) -> bool:
     return bool(old and old.get("status") == "ok" and old.get("config_hash") == chash)
 
 
+def execution_columns(hc: Any, cfg: DictConfig, job_dir: Path) -> dict[str, Any]:
+    """How this job runs: isolation, where (node, cluster job id, attempt), the launcher's resources
+    and concurrency (sweep/launchers.py)."""
+    launcher_cfg = OmegaConf.to_container(hc.launcher, resolve=False) if "launcher" in hc else {}
+    launch = job_values(cfg).get("launch") or {}
+    policy, isolation = str(launch.get("machine", "wait")), str(launch.get("isolation", "process"))
+    if kind(launcher_cfg) != "serial" and str(launcher_cfg.get("_target_", "")).endswith(
+            ("SlurmLauncher", "LocalLauncher")):
+        isolation = "launcher"  # submitit starts a fresh process for every job already
+    job_id, node = placement()
+    previous = read_state(job_dir) or {}
+    return {"isolation": isolation, "node": node, "cluster_job_id": job_id, "machine_policy": policy,
+            "concurrency": concurrency(launcher_cfg, policy), "launcher_resources": resources(launcher_cfg),
+            "attempt": int(previous.get("attempt") or 0) + 1}
+
+
+def _capture(settings: CaptureSettings, job_dir: Path, isolation: str) -> tuple[dict[str, Any], float | None]:
+    """(profile, starting footprint MiB): in a fresh worker process, or in this process."""
+    from yoloprof.capture import api
+
+    if isolation == "process":
+        return run_in_worker(api.capture, settings, job_dir)
+    footprint = footprint_mib(settings.device)
+    return api.capture(settings, job_dir), footprint
+
+
+def _state(job_dir: Path, num: int, state: str, base: dict[str, Any]) -> None:
+    write_state(job_dir, num, state, attempt=base.get("attempt"), launcher=base.get("launcher"),
+                cluster_job_id=base.get("cluster_job_id"), node=base.get("node"), pid=os.getpid())
+
+
 def run_job(cfg: DictConfig) -> str:
-    """Run one sweep job; never raises for a failed capture. Returns ok / failed / kept."""
+    """Run one sweep job; never raises for a failed capture. Returns ok / failed / kept.
+
+    Ctrl-C or a scheduler's stop (SystemExit from submitit's preemption handler) writes no row and
+    marks the job `interrupted` / `preempted` in its state file, then goes on up: the job reruns on
+    requeue or with resume=."""
     from hydra.core.hydra_config import HydraConfig
 
-    from yoloprof.capture.api import capture
     from yoloprof.config.translate import settings_from_cfg
 
     hc = HydraConfig.get()
@@ -92,24 +132,34 @@ def run_job(cfg: DictConfig) -> str:
     os.environ["YOLOPROF_LAUNCHER"] = launcher  # recorded in the profile's env by the capture
     base: dict[str, Any] = {"sweep_name": str(cfg.sweep_name), "sweep_id": job_dir.parent.name,
                             "job_num": num, "overrides": overrides_json(overrides),
-                            **environment_columns(launcher)}
+                            **environment_columns(launcher), **execution_columns(hc, cfg, job_dir)}
     progress.notify_start(num, overrides)
+    _state(job_dir, num, "running", base)
     started, t0 = utc_now(), time.perf_counter()
     try:
         settings = settings_from_cfg(cfg)
         base.update(identity_columns(settings))
         if _kept(job_dir, base["config_hash"]):
             log.info("job %d: kept the existing ok row (config %s)", num, base["config_hash"])
+            _state(job_dir, num, "kept", base)
             progress.notify_done(num, "kept")
             return "kept"
-        profile = capture(settings, job_dir)
+        label = f"sweep {base['sweep_id']} job {num}"
+        with timed_slot(settings.device, base["machine_policy"], label) as machine:
+            profile, footprint = _capture(settings, job_dir, base["isolation"])
+        base.update(asdict(machine), start_footprint_mib=footprint)
         row = row_from_profile(profile, {**base, "started_at": started, "wall_s": time.perf_counter() - t0,
                                          "profile_path": f"{job_dir.name}/{PROFILE_NAME}"})
     except Exception as exc:  # noqa: BLE001 - a failed job is a row, not the end of the sweep
-        log.error("job %d failed: %s: %s", num, type(exc).__name__, exc)
-        log.debug("job %d traceback:\n%s", num, traceback.format_exc())
-        row = failed_row({**base, "started_at": started, "wall_s": time.perf_counter() - t0}, exc)
+        log.error("job %d failed: %s", num, exc if isinstance(exc, WorkerError) else f"{type(exc).__name__}: {exc}")
+        log.debug("job %d traceback:\n%s", num, getattr(exc, "trace", "") or traceback.format_exc())
+        row = failed_row({**base, "started_at": started, "wall_s": time.perf_counter() - t0},
+                         str(exc) if isinstance(exc, (WorkerError, MachineBusy)) else exc)
         _release_memory()
+    except BaseException as exc:
+        _state(job_dir, num, "interrupted" if isinstance(exc, KeyboardInterrupt) else "preempted", base)
+        raise
     write_row(job_dir / ROW_NAME, row)
+    _state(job_dir, num, "done" if row["status"] == "ok" else "failed", base)
     progress.notify_done(num, row["status"])
     return str(row["status"])

@@ -23,7 +23,12 @@ ROW_NAME = "row.parquet"
 RESULTS_NAME = "results.parquet"
 STATUSES = ("ok", "failed", "skipped")
 METRICS = ("step_ms", "img_per_s", "peak_mem_mb", "p50_ms", "p99_ms", "device_util_pct",
-           "launches_per_step", "host_overhead_ms")
+           "launches_per_step", "host_overhead_ms", "peak_mem_growth_mib")
+# How the job was run (sweep/job.py, docs/sweeps.md "How jobs are run"): isolation, launcher
+# placement (node, cluster job id, resources), and what else was running on the machine.
+EXEC_STR = ("isolation", "node", "cluster_job_id", "machine_policy", "concurrency", "launcher_resources")
+EXEC_FLOAT = ("start_footprint_mib", "load_avg_1m", "machine_wait_s")
+EXEC_INT = ("other_captures", "attempt")
 AXES_STR = ("mode", "model", "size", "data", "amp_dtype", "device")
 AXES_INT = ("batch", "imgsz", "workers", "warmup", "steps", "runs", "repeat", "trial")
 ENV_STR = ("torch_version", "python_version", "device_name", "hostname", "launcher")
@@ -40,6 +45,9 @@ ROW_SCHEMA = pa.schema(
     + [("verdict_bound", pa.string()), ("verdict_why", pa.string())]
     + [(name, pa.string()) for name in ENV_STR]
     + [("threads", pa.int32()), ("profile_path", pa.string())]
+    + [(name, pa.string()) for name in EXEC_STR]
+    + [(name, pa.float64()) for name in EXEC_FLOAT]
+    + [(name, pa.int32()) for name in EXEC_INT]
 )
 
 
@@ -77,7 +85,20 @@ def row_from_profile(profile: dict[str, Any], base: dict[str, Any]) -> dict[str,
     if isinstance(config.get("batch"), int) and config["batch"] > 0:  # `batch=-1` resolved on GPU
         row["batch"] = config["batch"]
     row["device_name"] = env.get("device_name") or row.get("device_name")
+    row.update(growth_columns(profile, row.get("start_footprint_mib")))
     return row
+
+
+def growth_columns(profile: dict[str, Any], footprint: float | None) -> dict[str, Any]:
+    """The job's own memory: its peak (`peak_mem_mb`: resident set on CPU, allocated on CUDA, both
+    MiB) minus the footprint the process had before the capture started. Unlike the absolute peak
+    it does not grow with whatever earlier jobs left in a shared process."""
+    entry = (profile.get("metrics") or {}).get("peak_mem_mb") or {}
+    if footprint is None or entry.get("value") is None:
+        return {"peak_mem_growth_mib": None, "peak_mem_growth_mib_samples": None}
+    samples = entry.get("samples")
+    return {"peak_mem_growth_mib": float(entry["value"]) - footprint,
+            "peak_mem_growth_mib_samples": None if samples is None else [float(s) - footprint for s in samples]}
 
 
 def failed_row(base: dict[str, Any], error: BaseException | str) -> dict[str, Any]:

@@ -1,27 +1,37 @@
-"""Validate the whole grid with yoloprof's rules inside Hydra's own pre-launch check.
+"""yoloprof's hooks into Hydra's basic sweeper and the submitit launchers, for one `yoloprof sweep`.
 
-Why here: Hydra's BasicSweeper composes every job once (`validate_batch_is_legal`) before its
-launcher composes each again to run it, and composing is the dominant per-job overhead of a sweep.
-Running yoloprof's checks (capture value rules, model `_target_` imports) on those same configs
-costs no extra composition and still fails before the first capture. Hydra only instantiates
-sweepers from the `hydra_plugins` namespace, so instead of a sweeper subclass the check wraps the
-basic sweeper's method for the duration of one `yoloprof sweep` call (restored afterwards).
+Hydra only instantiates sweepers and launchers from the `hydra_plugins` namespace, so instead of
+subclasses these hooks wrap three methods for the duration of one sweep (restored afterwards):
+
+- `BasicSweeper.validate_batch_is_legal`, Hydra's pre-launch composition of every job, runs
+  yoloprof's checks instead (capture value rules, model `_target_` imports) with one composition
+  per configuration (`plan.validate_grid`), so a bad grid fails before the first capture and a
+  1,000-job grid of trials plans in seconds;
+- `BasicSweeper.split_arguments` applies the job order (`plan.interleave`, unless
+  launch.order=as_given), so the jobs run in the order the pre-flight planned and recorded;
+- `BaseSubmititLauncher.launch` waits for every job even when one was killed by the scheduler
+  without a result (submitit would raise and abandon the others): that job is marked `preempted`
+  in its state file and reruns with resume=.
 """
 
 from __future__ import annotations
 
 import contextlib
+from pathlib import Path
 from typing import Any, Iterator, Sequence
+
+
+_INHERITED = object()  # a patched method the class inherits: restored by deleting the patch
 
 
 def _validating(original: Any) -> Any:
     def validate_batch_is_legal(self: Any, batch: Sequence[Sequence[str]]) -> None:
         from yoloprof.sweep import progress
-        from yoloprof.sweep.plan import validate_job_configs
+        from yoloprof.sweep.plan import validate_grid
 
         loader = self.hydra_context.config_loader
         jobs = [list(job) for job in batch]
-        validate_job_configs(jobs, lambda job: loader.load_sweep_config(self.config, job))
+        validate_grid(jobs, lambda job: loader.load_sweep_config(self.config, job))
         if self.max_batch_size is None:
             progress.set_total(len(jobs))
 
@@ -29,14 +39,87 @@ def _validating(original: Any) -> Any:
     return validate_batch_is_legal
 
 
+def _ordering(original: Any, order: str) -> Any:
+    def split_arguments(overrides: Any, max_batch_size: Any) -> list[list[list[str]]]:
+        from yoloprof.sweep.plan import interleave
+
+        batches = original(overrides, max_batch_size)
+        if order != "interleave":
+            return batches
+        jobs = interleave([job for batch in batches for job in batch])
+        size = max_batch_size or len(jobs) or 1
+        return [jobs[i:i + size] for i in range(0, len(jobs), size)]
+
+    return staticmethod(split_arguments)
+
+
+def _results(job: Any, job_dir: Path) -> Any:
+    """One submitit job's JobReturn; a job that ended without a result (killed by the scheduler)
+    becomes a completed return whose value says so, and its state file says `preempted`."""
+    from hydra.core.utils import JobReturn, JobStatus
+    from submitit.core.utils import FailedJobError, UncompletedJobError
+
+    from yoloprof.profiles.jobstate import read_state, write_state
+
+    try:
+        return job.results()[0]
+    except (UncompletedJobError, FailedJobError):
+        state = read_state(job_dir) or {}
+        if state.get("state") in (None, "running", "pending"):
+            write_state(job_dir, int(job_dir.name), "preempted",
+                        **{k: state.get(k) for k in ("attempt", "launcher", "cluster_job_id", "node")})
+        ret = JobReturn()
+        ret.status, ret.return_value = JobStatus.COMPLETED, "preempted"
+        return ret
+
+
+def _tolerant_launch(original: Any) -> Any:
+    def launch(self: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Any:
+        import submitit
+
+        jobs_made: list[Any] = []
+        real_map = submitit.AutoExecutor.map_array
+
+        def map_array(executor: Any, *args: Any) -> Any:
+            jobs_made.extend(real_map(executor, *args))
+            return []  # the original then gathers no results: we do, below
+
+        submitit.AutoExecutor.map_array = map_array  # type: ignore[method-assign]
+        try:
+            original(self, job_overrides, initial_job_idx)
+        finally:
+            submitit.AutoExecutor.map_array = real_map  # type: ignore[method-assign]
+        for job in jobs_made:
+            job._results_timeout_s = min(job._results_timeout_s, 5)  # a killed job never writes one
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        return [_results(job, sweep_dir / str(initial_job_idx + i)) for i, job in enumerate(jobs_made)]
+
+    launch.__wrapped__ = original  # type: ignore[attr-defined]
+    return launch
+
+
 @contextlib.contextmanager
-def validating_basic_sweeper() -> Iterator[None]:
-    """While active, the basic sweeper's pre-launch composition also runs yoloprof's validation."""
+def sweep_hooks(order: str = "interleave") -> Iterator[None]:
+    """While active, Hydra's basic sweeper validates, orders and (with submitit) gathers as above."""
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 
-    original = BasicSweeper.validate_batch_is_legal
-    BasicSweeper.validate_batch_is_legal = _validating(original)  # type: ignore[method-assign]
+    patches: list[tuple[Any, str, Any]] = [
+        (BasicSweeper, "validate_batch_is_legal", _validating(BasicSweeper.validate_batch_is_legal)),
+        (BasicSweeper, "split_arguments", _ordering(BasicSweeper.split_arguments, order))]
     try:
+        from hydra_plugins.hydra_submitit_launcher.submitit_launcher import BaseSubmititLauncher
+    except ImportError:
+        pass
+    else:
+        patches.append((BaseSubmititLauncher, "launch", _tolerant_launch(BaseSubmititLauncher.launch)))
+    saved = [(owner, name, owner.__dict__.get(name, _INHERITED)) for owner, name, _ in patches]
+    try:
+        for owner, name, value in patches:
+            setattr(owner, name, value)
         yield
     finally:
-        BasicSweeper.validate_batch_is_legal = original  # type: ignore[method-assign]
+        for owner, name, value in saved:
+            if value is _INHERITED:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, value)

@@ -1,0 +1,101 @@
+"""Where each job of a sweep stands, for a sweep that is still running or was cut short.
+
+A row (`row.parquet`) exists only once a job has finished. While a cluster sweep runs, the
+analysis needs more: which jobs are pending, running, failed or done. Two files say it (both
+written atomically; both JSON):
+
+- the sweep manifest `yoloprof_sweep.json` lists every planned job (`planned`: job_num ->
+  overrides), written before the first job starts;
+- each job writes `<sweep>/<job_num>/job_state.json` when it starts and again when it ends:
+  `{"schema": "yoloprof.job_state/1", "job_num": 3, "state": "running", "attempt": 1,
+    "launcher": "submitit_slurm", "cluster_job_id": "1001_3", "node": "gpu-12", "pid": 4242,
+    "updated_at": "2026-11-30T14:00:00+00:00"}`
+  with `state` one of JOB_STATES. A job that is preempted and requeued rewrites it with the next
+  `attempt`.
+
+`job_states(sweep_dir)` combines them: a planned job without a state file is `pending`; the row,
+when there is one, decides between `done` and `failed`; otherwise the state file's state stands.
+The sweep layer writes these files; the analysis layer only reads them (this module sits below
+both).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from pathlib import Path
+from typing import Any
+
+from yoloprof.profiles.io import write_bytes_atomic
+
+STATE_NAME = "job_state.json"
+STATE_SCHEMA = "yoloprof.job_state/1"
+MANIFEST_NAME = "yoloprof_sweep.json"
+# pending: planned, not started; running: started, no row yet; done / failed: its row says so;
+# preempted: the scheduler stopped it (it reruns on requeue or resume=); interrupted: Ctrl-C;
+# kept: resume kept its earlier ok row.
+JOB_STATES = ("pending", "running", "done", "failed", "preempted", "interrupted", "kept")
+_ROW_STATUS = {"ok": "done", "failed": "failed", "skipped": "done"}
+
+
+def write_state(job_dir: str | Path, job_num: int, state: str, **info: Any) -> None:
+    """Write one job's state file atomically (the sweep's task function calls this)."""
+    assert state in JOB_STATES, state
+    record = {"schema": STATE_SCHEMA, "job_num": job_num, "state": state, **info,
+              "updated_at": _dt.datetime.now(_dt.timezone.utc).isoformat()}
+    write_bytes_atomic(Path(job_dir) / STATE_NAME, json.dumps(record, indent=1, default=str).encode())
+
+
+def read_state(job_dir: str | Path) -> dict[str, Any] | None:
+    """A job's state file, or None when absent, unreadable or of another schema."""
+    try:
+        record = json.loads((Path(job_dir) / STATE_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("schema") != STATE_SCHEMA:
+        return None
+    return record
+
+
+def planned_jobs(sweep_dir: str | Path) -> dict[int, list[str]]:
+    """job_num -> overrides from the manifest's `planned` list ({} when the manifest has none)."""
+    try:
+        manifest = json.loads((Path(sweep_dir) / MANIFEST_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    planned = manifest.get("planned") if isinstance(manifest, dict) else None
+    out: dict[int, list[str]] = {}
+    for item in planned if isinstance(planned, list) else []:
+        if isinstance(item, dict) and isinstance(item.get("job_num"), int):
+            out[item["job_num"]] = [str(o) for o in item.get("overrides") or []]
+    return out
+
+
+def job_states(sweep_dir: str | Path, row_status: dict[int, str] | None = None) -> dict[int, dict[str, Any]]:
+    """Every job's standing: job_num -> {"state", "overrides", "cluster_job_id", "node", "attempt"}.
+
+    `row_status` (job_num -> row status) is what the caller read from the rows; when omitted, a
+    job folder with a `row.parquet` counts as done (its status is the caller's to read)."""
+    sweep_dir = Path(sweep_dir)
+    planned = planned_jobs(sweep_dir)
+    nums = set(planned)
+    nums.update(int(p.name) for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit())
+    out: dict[int, dict[str, Any]] = {}
+    for num in sorted(nums):
+        record = read_state(sweep_dir / str(num)) or {}
+        state = record.get("state") or "pending"
+        if row_status is not None and num in row_status:
+            state = _ROW_STATUS.get(row_status[num], "failed")
+        elif row_status is None and (sweep_dir / str(num) / "row.parquet").is_file():
+            state = "done" if state in ("running", "pending", "kept") else state
+        out[num] = {"state": state, "overrides": planned.get(num),
+                    **{k: record.get(k) for k in ("cluster_job_id", "node", "attempt", "launcher")}}
+    return out
+
+
+def count_states(states: dict[int, dict[str, Any]]) -> dict[str, int]:
+    """How many jobs are in each state (every state listed, zeros included)."""
+    counts = {name: 0 for name in JOB_STATES}
+    for info in states.values():
+        counts[info["state"]] = counts.get(info["state"], 0) + 1
+    return counts

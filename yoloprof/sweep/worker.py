@@ -1,0 +1,109 @@
+"""Job isolation: run one capture in a fresh worker process, so no job measures another's leftovers.
+
+With the basic launcher every job used to run in the launching process: each inherited the heap,
+allocator caches, threads and imported state of the jobs before it, and a long sweep drifted (RSS
+grew ~0.15 MB per job; a same-work A/B sweep came out "regressed"). Here each capture runs in a new
+process forked from a forkserver that imported torch and yoloprof once and never ran a job, so
+every job starts from the same state at the cost of one fork (tens of ms), not one interpreter
+start and torch import per job. The forkserver never touches CUDA, so the workers can.
+
+The worker receives the capture function, the settings, the job dir and the launching process's
+current environment; it sends back the profile and the job's starting memory footprint, or the
+error as one line plus its traceback. Ctrl-C: the worker ignores SIGINT and the launching process
+kills it, so an interrupted sweep ends with one line and no half-written files (the capture writes
+its files atomically at the end).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+from yoloprof.config.schema import ISOLATIONS  # the valid values, one home
+
+_PRELOAD = ["torch", "yoloprof.capture.api", "yoloprof.workloads.models"]
+_CONTEXT: Any = None
+
+
+class WorkerError(Exception):
+    """The capture failed in the worker: `str()` is the one-line error, `.trace` its traceback."""
+
+    def __init__(self, message: str, trace: str = "") -> None:
+        super().__init__(message)
+        self.trace = trace
+
+
+def _context() -> Any:
+    global _CONTEXT
+    if _CONTEXT is None:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(_PRELOAD)
+        _CONTEXT = ctx
+    return _CONTEXT
+
+
+def footprint_mib(device: str) -> float | None:
+    """The memory this process already holds before the job's capture, in MiB, measured the way the
+    capture measures its peak: resident set (VmRSS) on CPU, allocated tensor memory on CUDA (0 in a
+    process that has not initialised CUDA, without initialising it here)."""
+    if device != "cpu":
+        import torch
+
+        if not torch.cuda.is_initialized():
+            return 0.0
+        index = int(device.split(":", 1)[1]) if ":" in device else (int(device) if device.isdigit() else 0)
+        return torch.cuda.memory_allocated(index) / 2**20
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return None
+
+
+def _child(conn: Any, fn: Callable[..., dict], settings: Any, job_dir: str, env: dict[str, str]) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the launching process decides what Ctrl-C does
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        start = footprint_mib(settings.device)
+        profile = fn(settings, Path(job_dir))
+        conn.send(("ok", profile, start))
+    except BaseException as exc:  # noqa: BLE001 - everything goes back as a failed job
+        conn.send(("error", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+    finally:
+        conn.close()
+
+
+def run_in_worker(fn: Callable[..., dict], settings: Any, job_dir: Path) -> tuple[dict, float | None]:
+    """(profile, starting footprint MiB) of `fn(settings, job_dir)` run in a fresh worker process."""
+    ctx = _context()
+    receive, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(send, fn, settings, str(job_dir), dict(os.environ)),
+                       name="yoloprof-job")  # not a daemon: DataLoader workers are its children
+    proc.start()
+    send.close()
+    try:
+        message = receive.recv()
+    except EOFError:
+        message = None
+    except BaseException:  # Ctrl-C or a stop: the worker goes with us
+        proc.kill()
+        proc.join()
+        raise
+    finally:
+        receive.close()
+    proc.join()
+    if message is None:
+        code = proc.exitcode
+        why = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        raise WorkerError(f"the job's worker process died ({why}) before it reported a result")
+    if message[0] == "error":
+        raise WorkerError(message[1], message[2])
+    return message[1], message[2]
