@@ -17,7 +17,7 @@ source, submitit/slurm/slurm.py and core/core.py):
   the queue (submitit calls it from a preempted job that checkpointed itself).
 
 Preemption is simulated from the environment of `sbatch`: `FAKE_SLURM_PREEMPT=TASK:MODE:FILE`
-waits until FILE (with `{task}` replaced by the task index) exists while TASK runs, then either
+waits until a file matching the glob FILE (`{task}` = the task index) exists while TASK runs, then either
 signals the task as SLURM does before preempting a requeueable job (MODE `requeue`: SIGTERM, then
 SIGUSR2; submitit checkpoints and calls `scontrol requeue`) or kills it outright and marks it
 PREEMPTED for good (MODE `kill`). Only the task's first attempt is preempted.
@@ -26,6 +26,7 @@ PREEMPTED for good (MODE `kill`). Only the task's first attempt is preempted.
 from __future__ import annotations
 
 import fcntl
+import glob
 import json
 import os
 import re
@@ -48,7 +49,7 @@ def install(bin_dir: Path, state_dir: Path) -> dict[str, str]:
         path = bin_dir / name
         path.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{Path(__file__).resolve()}" {name} "$@"\n')
         path.chmod(0o755)
-    return {"PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "FAKE_SLURM_DIR": str(state_dir)}
+    return {"PATH": f"{bin_dir.resolve()}{os.pathsep}{os.environ.get('PATH', '')}", "FAKE_SLURM_DIR": str(state_dir.resolve())}
 
 
 # --- state (one JSON file per submitted job, updated under a lock) --------------------------------
@@ -121,7 +122,8 @@ def sbatch(args: list[str]) -> int:
         tasks, parallel = ["0"], 1
     with _Locked():
         counter = _state_dir() / "next_id"
-        job_id = str(int(counter.read_text()) if counter.exists() else 1001)
+        # ids unique across test runs in one process: submitit caches finished jobs' states by id
+        job_id = str(int(counter.read_text()) if counter.exists() else int(time.time() * 1000) % 10**9)
         counter.write_text(str(int(job_id) + 1))
         (_state_dir() / "jobs").mkdir(exist_ok=True)
         _save_job({"id": job_id, "script": str(script), "params": params, "array": bool(array),
@@ -155,8 +157,8 @@ def _task_env(job: dict, task: str) -> dict[str, str]:
 def _preempt_watch(job: dict, task: str, proc: subprocess.Popen) -> None:
     """Wait for the trigger file while the task runs, then preempt it (first attempt only)."""
     target, mode, trigger = job["preempt"].split(":", 2)
-    trigger_path = Path(trigger.replace("{task}", task))
-    while proc.poll() is None and not trigger_path.exists():
+    pattern = trigger.replace("{task}", task)
+    while proc.poll() is None and not glob.glob(pattern):
         time.sleep(0.05)
     if proc.poll() is not None:
         return

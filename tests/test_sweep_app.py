@@ -97,9 +97,16 @@ def test_cluster_example_targets_slurm_one_gpu_per_job():
     cfg = compose_job(["+sweep=cluster_example"])
     assert cfg.hydra.runtime.choices["hydra/launcher"] == "submitit_slurm"
     assert "SlurmLauncher" in cfg.hydra.launcher._target_
-    assert cfg.hydra.launcher.gpus_per_node == 1 and cfg.hydra.launcher.tasks_per_node == 1
+    # resources from the sweep's settings: one GPU per job, workers + 1 CPUs, a time limit
+    assert cfg.hydra.launcher.gpus_per_task == 1 and cfg.hydra.launcher.tasks_per_node == 1
+    assert cfg.hydra.launcher.cpus_per_task == 8 + 1 and cfg.hydra.launcher.gpus_per_node is None
+    # train: (5 warm-up + 20 steps) x (3 trials + trace pass) x 5 s = 500 s -> 9 min, + 10 fixed
+    assert cfg.hydra.launcher.timeout_min == 10 + 9
     plan = plan_sweep(["+sweep=cluster_example"], multirun_flag=False, config_dir=None)
     assert plan.launcher == "submitit_slurm" and plan.total == 6
+    assert json.loads(plan.launcher_resources) == {
+        "array_parallelism": 8, "cpus_per_task": 9, "gpus_per_task": 1, "mem_gb": 32, "nodes": 1,
+        "tasks_per_node": 1, "timeout_min": 19}
 
 
 def test_interleaved_trials_alternate(sweep_env):

@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from yoloprof.analysis.folder import ROW_FILE
+from yoloprof.profiles.jobstate import describe, planned_jobs, read_state
 from yoloprof.sweep.rows import RESULTS_NAME, ROW_SCHEMA, STATUSES
 
 ACCEPTED = ("ok", "failed", "skipped")
@@ -160,6 +161,12 @@ def read_sweep(sweep_dir: Path) -> tuple[pa.Table, list[JobFolder]]:
             else:
                 seen[key] = folder.name
                 tables.append(table)
+        record = read_state(folder) if state == "missing_row" else None
+        if record:  # what its job_state.json says (profiles/jobstate.py): running, preempted, ...
+            detail = describe(record)
         states.append(JobFolder(folder.name, state, detail))
+    names = {f.name for f in folders}  # planned jobs that have not even started (no folder yet)
+    states += [JobFolder(str(n), "missing_row", describe(None)) for n in planned_jobs(sweep_dir)
+               if str(n) not in names]
     rows = pa.concat_tables(tables) if tables else ROW_SCHEMA.empty_table()
     return rows, states

@@ -143,6 +143,9 @@ def register() -> None:
     """Register the schema and resolver (idempotent: tests and sweeps compose many times)."""
     from hydra.core.config_store import ConfigStore
 
+    from yoloprof.config.resources import register_resolvers
+
     if not OmegaConf.has_resolver("yoloprof_sweep_id"):
         OmegaConf.register_new_resolver("yoloprof_sweep_id", _sweep_id_resolver)
+    register_resolvers()
     ConfigStore.instance().store(name="yoloprof_schema", node=YoloprofConf)

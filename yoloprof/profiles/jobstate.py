@@ -57,13 +57,23 @@ def read_state(job_dir: str | Path) -> dict[str, Any] | None:
     return record
 
 
-def planned_jobs(sweep_dir: str | Path) -> dict[int, list[str]]:
-    """job_num -> overrides from the manifest's `planned` list ({} when the manifest has none)."""
+def _manifest(sweep_dir: str | Path) -> dict[str, Any]:
     try:
         manifest = json.loads((Path(sweep_dir) / MANIFEST_NAME).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    planned = manifest.get("planned") if isinstance(manifest, dict) else None
+    return manifest if isinstance(manifest, dict) else {}
+
+
+def read_manifest_field(sweep_dir: str | Path, key: str) -> Any:
+    """One field of the sweep manifest (None when absent or unreadable): what a job reads of the
+    plan, e.g. the resources its launcher asked for."""
+    return _manifest(sweep_dir).get(key)
+
+
+def planned_jobs(sweep_dir: str | Path) -> dict[int, list[str]]:
+    """job_num -> overrides from the manifest's `planned` list ({} when the manifest has none)."""
+    planned = _manifest(sweep_dir).get("planned")
     out: dict[int, list[str]] = {}
     for item in planned if isinstance(planned, list) else []:
         if isinstance(item, dict) and isinstance(item.get("job_num"), int):
@@ -91,6 +101,20 @@ def job_states(sweep_dir: str | Path, row_status: dict[int, str] | None = None) 
         out[num] = {"state": state, "overrides": planned.get(num),
                     **{k: record.get(k) for k in ("cluster_job_id", "node", "attempt", "launcher")}}
     return out
+
+
+def describe(record: dict[str, Any] | None) -> str:
+    """One phrase for a job without a row, from its state file: what `analyze` shows for it."""
+    if not record:
+        return "pending (planned, not started)"
+    state = record.get("state") or "pending"
+    where = ", ".join(p for p in (f"node {record['node']}" if record.get("node") else "",
+                                  f"cluster job {record['cluster_job_id']}" if record.get("cluster_job_id") else "",
+                                  f"attempt {record['attempt']}" if record.get("attempt") else "") if p)
+    text = {"running": "running", "preempted": "preempted by the scheduler; rerun it with resume=",
+            "interrupted": "interrupted (Ctrl-C); rerun it with resume=",
+            "pending": "pending (planned, not started)"}.get(state, f"{state}, but no row")
+    return f"{text} ({where})" if where else text
 
 
 def count_states(states: dict[int, dict[str, Any]]) -> dict[str, int]:

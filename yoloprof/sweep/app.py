@@ -171,15 +171,16 @@ def finish(sweep_dir: Path, total: int | None, analysis: dict[str, Any]) -> int:
     print_summary(df, str(sweep_dir))
     for path in corrupt:
         print(f"{PROG}: warning: unreadable row skipped: {path}", file=sys.stderr)
-    if total is not None and len(df) + len(corrupt) < total:
-        print(f"{PROG}: warning: {total - len(df) - len(corrupt)} of {total} jobs wrote no row; "
+    missing = max(0, total - len(df) - len(corrupt)) if total is not None else 0
+    if missing:  # e.g. a job the scheduler killed without requeueing it (its job_state.json says so)
+        print(f"{PROG}: warning: {missing} of {total} jobs wrote no row; "
               f"rerun them with resume={sweep_dir}", file=sys.stderr)
     failed = int((df["status"] == "failed").sum()) if len(df) else 0
     if failed:
         print(f"{PROG}: {failed} of {len(df)} jobs failed (tracebacks in <job dir>/yoloprof.log)",
               file=sys.stderr)
     run_analysis(sweep_dir, analysis)
-    return 1 if failed or corrupt else 0
+    return 1 if failed or corrupt or missing else 0
 
 
 def main(argv: list[str]) -> int:

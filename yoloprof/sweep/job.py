@@ -24,7 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 from yoloprof.capture.api import PROFILE_NAME
 from yoloprof.capture.settings import CaptureSettings
 from yoloprof.config.translate import job_values
-from yoloprof.profiles.jobstate import read_state, write_state
+from yoloprof.profiles.jobstate import read_manifest_field, read_state, write_state
 from yoloprof.sweep import progress
 from yoloprof.sweep.launchers import concurrency, kind, placement, resources
 from yoloprof.sweep.machine import MachineBusy, timed_slot
@@ -95,8 +95,9 @@ def execution_columns(hc: Any, cfg: DictConfig, job_dir: Path) -> dict[str, Any]
         isolation = "launcher"  # submitit starts a fresh process for every job already
     job_id, node = placement()
     previous = read_state(job_dir) or {}
+    asked = read_manifest_field(job_dir.parent, "launcher_resources") or resources(launcher_cfg)
     return {"isolation": isolation, "node": node, "cluster_job_id": job_id, "machine_policy": policy,
-            "concurrency": concurrency(launcher_cfg, policy), "launcher_resources": resources(launcher_cfg),
+            "concurrency": concurrency(launcher_cfg, policy), "launcher_resources": asked,
             "attempt": int(previous.get("attempt") or 0) + 1}
 
 
@@ -108,6 +109,12 @@ def _capture(settings: CaptureSettings, job_dir: Path, isolation: str) -> tuple[
         return run_in_worker(api.capture, settings, job_dir)
     footprint = footprint_mib(settings.device)
     return api.capture(settings, job_dir), footprint
+
+
+def _scheduler_stop(exc: BaseException) -> bool:
+    """submitit raises its UncompletedJobError from the signal handler when the scheduler stops a
+    job it will not requeue (time limit, preemption without requeue): not the capture's failure."""
+    return type(exc).__name__ == "UncompletedJobError" and type(exc).__module__.startswith("submitit")
 
 
 def _state(job_dir: Path, num: int, state: str, base: dict[str, Any]) -> None:
@@ -151,6 +158,9 @@ def run_job(cfg: DictConfig) -> str:
         row = row_from_profile(profile, {**base, "started_at": started, "wall_s": time.perf_counter() - t0,
                                          "profile_path": f"{job_dir.name}/{PROFILE_NAME}"})
     except Exception as exc:  # noqa: BLE001 - a failed job is a row, not the end of the sweep
+        if _scheduler_stop(exc):  # submitit's handler of the scheduler's stop signal: no row
+            _state(job_dir, num, "preempted", base)
+            raise
         log.error("job %d failed: %s", num, exc if isinstance(exc, WorkerError) else f"{type(exc).__name__}: {exc}")
         log.debug("job %d traceback:\n%s", num, getattr(exc, "trace", "") or traceback.format_exc())
         row = failed_row({**base, "started_at": started, "wall_s": time.perf_counter() - t0},

@@ -124,8 +124,12 @@ def summary_records(df: Any) -> list[dict[str, str]]:
         records.append({"job": _fmt(row.get("job_num")), "status": str(row.get("status")),
                         "overrides": overrides, "step ms": _fmt(row.get("step_ms")),
                         "headline": f"{_fmt(row.get(metric))} {label}" if row.get(metric) is not None else "-",
-                        "error": row.get("error") or ""})  # whole: the table wraps it
+                        "error": row.get("error") or "",  # whole: the table wraps it
+                        "cluster job": row.get("cluster_job_id") or ""})
     return records
+
+
+COLUMNS = ("job", "status", "overrides", "step ms", "headline", "error")
 
 
 def print_summary(df: Any, sweep_dir: str, file: Any = None) -> None:
@@ -134,12 +138,13 @@ def print_summary(df: Any, sweep_dir: str, file: Any = None) -> None:
     from rich.table import Table
 
     records = summary_records(df)
+    # the scheduler's job ids, when a cluster launcher ran the jobs (to find them in sacct)
+    columns = COLUMNS[:1] + (("cluster job",) if any(r["cluster job"] for r in records) else ()) + COLUMNS[1:]
     table = Table(title=f"sweep {sweep_dir}", title_justify="left")
-    for column in ("job", "status", "overrides", "step ms", "headline", "error"):
+    for column in columns:
         table.add_column(column, justify="right" if column in ("job", "step ms") else "left",
                          overflow="fold")
     styles = {"ok": "green", "failed": "red", "skipped": "yellow"}
     for rec in records:
-        table.add_row(*(rec[c] for c in ("job", "status", "overrides", "step ms", "headline", "error")),
-                      style=styles.get(rec["status"]))
+        table.add_row(*(rec[c] for c in columns), style=styles.get(rec["status"]))
     Console(file=file or sys.stdout).print(table)
