@@ -127,6 +127,9 @@ def test_submitit_local_runs_each_job_in_its_own_process(tmp_path):
     df = read_rows(sweep)
     assert list(df["batch"]) == [1, 2] and set(df["status"]) == {"ok"}
     assert set(df["launcher"]) == {"submitit_local"}
+    # submitit_local starts both jobs at once: their timed parts took turns on the machine lock
+    assert set(df["concurrency"]) == {"serialised"} and set(df["isolation"]) == {"launcher"}
+    assert "take turns on the machine lock" in proc.stderr
     job_ids = {p.name for p in (sweep / ".submitit").iterdir() if p.is_dir() and p.name.isdigit()}
     assert len(job_ids) == 2  # one submitit job (process) per grid point
 

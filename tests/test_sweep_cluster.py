@@ -17,6 +17,7 @@ import pytest
 import fakeslurm
 from yoloprof.errors import UsageError
 from yoloprof.profiles.jobstate import count_states, job_states, read_state, write_state
+from yoloprof.sweep import sweeper
 from yoloprof.sweep.app import main
 from yoloprof.sweep.rows import RESULTS_NAME, ROW_NAME, ROW_SCHEMA, read_rows, write_row
 
@@ -41,6 +42,7 @@ def slurm(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     from submitit.slurm.slurm import SlurmJob  # ask sacct every 2 s, not every few minutes
     monkeypatch.setattr(SlurmJob.watcher, "_delay_s", 2)
+    monkeypatch.setattr(sweeper, "PREEMPTED_GRACE_S", 2.0)  # a PREEMPTED job is not requeued here
     return fakeslurm
 
 
@@ -48,6 +50,7 @@ def sweep_dirs(root: Path, name: str = "adhoc") -> list[Path]:
     return sorted((root / "runs" / "profile" / "sweeps" / name).iterdir())
 
 
+@pytest.mark.slow
 def test_cluster_example_runs_through_submitit_slurm(slurm, tmp_path, capsys):
     keys = ["hydra.launcher.partition=fakepart", "hydra.launcher.account=proj", "hydra.launcher.qos=normal",
             "hydra.launcher.constraint=cpu"]
@@ -83,6 +86,7 @@ def test_cluster_example_runs_through_submitit_slurm(slurm, tmp_path, capsys):
         assert list(loc[col]) == list(df[col]), col
 
 
+@pytest.mark.slow
 def test_preempted_job_is_requeued_and_written_once(slurm, tmp_path, monkeypatch):
     # job 1 is preempted as soon as it has started (its state file exists): SIGTERM then SIGUSR2;
     # submitit checkpoints it and calls `scontrol requeue`; the rerun writes the only row
@@ -97,6 +101,7 @@ def test_preempted_job_is_requeued_and_written_once(slurm, tmp_path, monkeypatch
     assert read_state(sweep / "1")["state"] == "done" and read_state(sweep / "1")["attempt"] == 2
 
 
+@pytest.mark.slow
 def test_killed_job_is_marked_and_resume_reruns_only_it(slurm, tmp_path, monkeypatch, capsys):
     # the scheduler kills job 1 for good (no requeue): the sweep still gathers the others
     monkeypatch.setenv("FAKE_SLURM_PREEMPT", f"1:kill:{tmp_path}/runs/profile/sweeps/*/*/{{task}}/job_state.json")

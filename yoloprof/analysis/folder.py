@@ -6,11 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from yoloprof.errors import ProfileError, UsageError
+from yoloprof.profiles.jobstate import MANIFEST_NAME  # noqa: F401 - the sweep manifest's one home
 
 ROW_FILE = "row.parquet"
 ANALYSIS_DIR = "analysis"  # the analyses of a sweep: analysis/ (recorded settings), analysis/<name>/
-# The sweep manifest (written by yoloprof/sweep/plan.py, whose MANIFEST_NAME must stay equal).
-MANIFEST_NAME = "yoloprof_sweep.json"
 
 
 def check_sweep_folder(folder: str | Path) -> Path:

@@ -17,10 +17,13 @@ subclasses these hooks wrap three methods for the duration of one sweep (restore
 from __future__ import annotations
 
 import contextlib
+import time
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 
+# A job whose SLURM state stays PREEMPTED this long is taken as killed for good (not requeued).
+PREEMPTED_GRACE_S = 60.0
 _INHERITED = object()  # a patched method the class inherits: restored by deleting the patch
 
 
@@ -53,6 +56,21 @@ def _ordering(original: Any, order: str) -> Any:
     return staticmethod(split_arguments)
 
 
+def _wait(job: Any) -> bool:
+    """Wait for a submitit job; False when it stays PREEMPTED (submitit would wait for it forever:
+    it counts PREEMPTED as unfinished, since SLURM may requeue such a job within seconds)."""
+    since = None
+    while not job.done():
+        if str(job.state).upper().startswith("PREEMPTED"):
+            since = since if since is not None else time.monotonic()
+            if time.monotonic() - since > PREEMPTED_GRACE_S:
+                return False
+        else:
+            since = None
+        time.sleep(1)
+    return True
+
+
 def _results(job: Any, job_dir: Path) -> Any:
     """One submitit job's JobReturn; a job that ended without a result (killed by the scheduler)
     becomes a completed return whose value says so, and its state file says `preempted`."""
@@ -62,6 +80,8 @@ def _results(job: Any, job_dir: Path) -> Any:
     from yoloprof.profiles.jobstate import read_state, write_state
 
     try:
+        if not _wait(job):
+            raise UncompletedJobError(f"job {job.job_id} preempted and not requeued")
         return job.results()[0]
     except (UncompletedJobError, FailedJobError):
         state = read_state(job_dir) or {}
