@@ -67,16 +67,31 @@ def footprint_mib(device: str) -> float | None:
     return None
 
 
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this worker when its parent (the forkserver, which exits with the launching
+    process) dies, so a killed sweep leaves no capture running on. Best effort elsewhere."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _child(conn: Any, fn: Callable[..., dict], settings: Any, job_dir: str, env: dict[str, str]) -> None:
+    _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the launching process decides what Ctrl-C does
     os.environ.clear()
     os.environ.update(env)
     try:
         start = footprint_mib(settings.device)
-        profile = fn(settings, Path(job_dir))
-        conn.send(("ok", profile, start))
+        message: tuple = ("ok", fn(settings, Path(job_dir)), start)
     except BaseException as exc:  # noqa: BLE001 - everything goes back as a failed job
-        conn.send(("error", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+        message = ("error", f"{type(exc).__name__}: {exc}", traceback.format_exc())
+    try:
+        conn.send(message)
+    except OSError:  # the launching process is gone (killed): nobody to tell
+        pass
     finally:
         conn.close()
 
