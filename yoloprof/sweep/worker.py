@@ -23,8 +23,6 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
-from yoloprof.config.schema import ISOLATIONS  # the valid values, one home
-
 _PRELOAD = ["torch", "yoloprof.capture.api", "yoloprof.workloads.models"]
 _CONTEXT: Any = None
 
