@@ -67,9 +67,13 @@ def _run_capture(args: argparse.Namespace, mode: str) -> int:
 
     from yoloprof.capture.api import capture
 
+    from yoloprof.sweep.machine import timed_slot
+
     settings = _capture_settings(args, mode).validate()
     out_dir = Path(args.project) / mode
-    profile = capture(settings, out_dir, progress=not args.json)
+    # registered (not locked) so that sweep jobs timing at the same time record it (other_captures)
+    with timed_slot(settings.device, "shared", label=f"yoloprof {'run' if mode == 'train' else 'infer'}"):
+        profile = capture(settings, out_dir, progress=not args.json)
     if args.json:
         from yoloprof.render.jsonout import emit_json
 
