@@ -158,3 +158,15 @@ def test_model_flags_are_checked_before_the_data(tmp_path, flag, value, word):
                        "--project", str(tmp_path / "out"))
     line = one_error_line(err)
     assert code == 2 and word in line and "corrupt" not in line, line
+
+
+@pytest.mark.parametrize("images,needed,batch,want,never", [
+    (5, 4, 2, "a smaller --batch (at most 1)", "even --batch 1"),   # 5 images fill 4 steps of 1
+    (3, 4, 2, "even --batch 1 needs 4 images", "at most"),          # no batch size helps
+    (0, 4, 16, "at least 64 images at --batch 16", "at most 0"),
+])
+def test_data_too_small_names_only_real_ways_out(images, needed, batch, want, never):
+    from yoloprof.capture.build import _ways_out
+
+    text = _ways_out(images, needed, batch)
+    assert want in text and never not in text and "larger dataset" in text and "fewer --steps" in text

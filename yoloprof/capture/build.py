@@ -66,7 +66,8 @@ def check_data_fills(dataset: Any, settings: CaptureSettings) -> None:
     have = num_batches(dataset, settings.batch)
     if have < needed:
         raise DataTooSmallError(
-            f"the data has {len(dataset)} images = {have} full batches of {settings.batch}, but "
+            f"the data {settings.data or 'synthetic'} has {len(dataset)} images = {have} full batches "
+            f"of {settings.batch}, but "
             f"--warmup {settings.warmup} + --steps {settings.measured} need {needed}; ways out: "
             + _ways_out(len(dataset), needed, settings.batch))
 
