@@ -58,12 +58,12 @@ def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = 
     in the profile's `warnings`.
     """
     settings.validate()
-    out_dir = check_output_dir(out_dir)
     device = resolve_device(settings.device)
     settings = _resolve_batch(settings, device)
     amp, warnings = resolve_amp(settings, device)
     check_memory(settings, device, amp)
     check_model_inputs(settings)
+    out_dir = check_output_dir(out_dir)  # last: a refused flag leaves no new folder behind
     from yoloprof.capture import infer as infer_mod, train as train_mod
 
     runner = train_mod if settings.mode == "train" else infer_mod
