@@ -59,11 +59,11 @@ def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = 
     """
     settings.validate()
     device = resolve_device(settings.device)
-    settings = _resolve_batch(settings, device)
-    amp, warnings = resolve_amp(settings, device)
-    check_memory(settings, device, amp)
     check_model_inputs(settings)
-    out_dir = check_output_dir(out_dir)  # last: a refused flag leaves no new folder behind
+    amp, warnings = resolve_amp(settings, device)
+    check_memory(settings, device, amp)  # --batch -1: estimated at batch 1, the least it can be
+    out_dir = check_output_dir(out_dir)  # after the flags: a refused flag leaves no new folder
+    settings = _resolve_batch(settings, device)  # --batch -1 runs trial steps: after every check
     from yoloprof.capture import infer as infer_mod, train as train_mod
 
     runner = train_mod if settings.mode == "train" else infer_mod

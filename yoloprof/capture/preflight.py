@@ -125,6 +125,6 @@ def check_memory(settings: CaptureSettings, device: DeviceInfo, amp: bool) -> No
     if have is not None and need > have:
         where = "free on the GPU" if device.is_cuda else "available on this machine"
         raise UsageError(
-            f"--imgsz {settings.imgsz} at --batch {settings.batch} needs at least {need / _GIB:,.1f} GiB "
+            f"--imgsz {settings.imgsz} at --batch {max(settings.batch, 1)} needs at least {need / _GIB:,.1f} GiB "
             f"(estimate: input + activations of one {settings.mode} step), but only {have / _GIB:,.1f} GiB "
             f"is {where}; use a smaller --imgsz or --batch")
