@@ -38,8 +38,7 @@ def demo(tmp_path_factory) -> Path:
 
 
 def _snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
-    return {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in folder.iterdir()
-            if p.is_file() and p.name != ".lock"}
+    return {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in folder.iterdir() if p.is_file()}
 
 
 def test_manifest_records_the_resolved_settings(demo: Path) -> None:
@@ -115,7 +114,7 @@ def test_outputs_are_written_together_or_not_at_all(tmp_path: Path, monkeypatch)
     with pytest.raises(ZeroDivisionError):
         cli_main(["analyze", str(sweep), "--html", "--correction", "bh", "--debug"])
     assert not (sweep / "analysis" / "correction-bh").exists()
-    assert not [p for p in (sweep / "analysis").iterdir() if p.name.endswith((".tmp", ".old"))]
+    assert not [p for p in (sweep / "analysis").iterdir() if p.name.startswith(".")]
 
 
 def test_no_html_rerun_removes_the_stale_report(tmp_path: Path, monkeypatch) -> None:
@@ -128,7 +127,7 @@ def test_no_html_rerun_removes_the_stale_report(tmp_path: Path, monkeypatch) -> 
     assert cli_main(["analyze", str(sweep), "--no-html"]) == 0
     assert not (sweep / "analysis" / "report.html").exists()
     rec = json.loads((sweep / "analysis" / "settings.json").read_text())
-    assert sorted(p.name for p in (sweep / "analysis").iterdir() if p.is_file() and p.name != ".lock") == rec["files"]
+    assert sorted(p.name for p in (sweep / "analysis").iterdir() if p.is_file()) == rec["files"]
 
 
 def test_json_document_states_settings_and_command(tmp_path: Path, capsys) -> None:

@@ -27,7 +27,6 @@ from yoloprof.errors import UsageError
 from yoloprof.profiles.io import write_bytes_atomic
 
 SETTINGS_FILE = "settings.json"
-LOCK_FILE = ".lock"
 SETTINGS_SCHEMA = "yoloprof.analysis/1"
 # Files an analysis writes into its folder (parquet tables are matched by suffix): the only ones
 # a newer analysis of the same folder removes when it no longer writes them (e.g. report.html
@@ -132,19 +131,20 @@ def _commit_default(folder: Path, outputs: dict[str, bytes]) -> None:
 @contextlib.contextmanager
 def _locked(root: Path) -> Iterator[None]:
     """One analysis commit at a time per sweep (two `yoloprof analyze` started together would
-    otherwise interleave the default analysis' files). POSIX advisory lock; elsewhere none."""
+    otherwise interleave the default analysis' files): an advisory lock on the analysis folder
+    itself, so no lock file is left behind. Where there is no flock, no lock."""
     root.mkdir(parents=True, exist_ok=True)
     try:
         import fcntl
     except ImportError:  # pragma: no cover - Windows
         yield
         return
-    with open(root / LOCK_FILE, "a+b") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 def commit(folder: Path, name: str, outputs: dict[str, bytes],
