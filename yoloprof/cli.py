@@ -47,6 +47,12 @@ def _add_capture_common(p: argparse.ArgumentParser, *, batch: int, warmup: int) 
     p.add_argument("--num-classes", type=int, default=80)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print the profile as JSON on stdout")
+    p.add_argument("--modules", action=argparse.BooleanOptionalAction, default=True,
+                   help="per-module forward/backward times (hooks, in steps of their own)")
+    p.add_argument("--python-hotspots", action="store_true",
+                   help="cProfile a few steps of their own: Python functions by self/cumulative time")
+    p.add_argument("--nvtx", action="store_true",
+                   help="NVTX ranges around phases and modules, for Nsight Systems (CUDA only)")
 
 
 def _capture_settings(args: argparse.Namespace, mode: str) -> Any:
@@ -54,7 +60,8 @@ def _capture_settings(args: argparse.Namespace, mode: str) -> Any:
 
     common = dict(model=args.model, weights=args.weights, size=args.size, batch=args.batch,
                   imgsz=args.imgsz, amp_dtype=args.amp_dtype, warmup=args.warmup, repeat=args.repeat,
-                  device=str(args.device), trace=args.trace, num_classes=args.num_classes, seed=args.seed)
+                  device=str(args.device), trace=args.trace, num_classes=args.num_classes, seed=args.seed,
+                  modules=args.modules, python_hotspots=args.python_hotspots, nvtx=args.nvtx)
     if mode == "train":
         return CaptureSettings.for_mode("train", data=args.data, workers=args.workers, amp=args.amp,
                                         steps=args.steps, **common)
@@ -175,6 +182,24 @@ def _compare_folders(args: argparse.Namespace) -> int:
                                      read_ranks(args.after, jobs=args.jobs)), render_ranks_compare)
 
 
+def cmd_modules(args: argparse.Namespace) -> int:
+    from yoloprof.profiles.io import load_any
+    from yoloprof.readers.modules import compute_modules
+    from yoloprof.render.userloop import render_modules
+
+    result = compute_modules(load_any(args.profile), depth=args.depth, sort=args.sort, top=args.top)
+    return _emit(args, result, render_modules)
+
+
+def cmd_hotspots(args: argparse.Namespace) -> int:
+    from yoloprof.profiles.io import load_any
+    from yoloprof.readers.hotspots import compute_hotspots
+    from yoloprof.render.userloop import render_hotspots
+
+    result = compute_hotspots(load_any(args.profile), sort=args.sort, top=args.top, grep=args.grep)
+    return _emit(args, result, render_hotspots)
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     if _is_folder(args.before) or _is_folder(args.after):
         return _compare_folders(args)
@@ -289,6 +314,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sort", default="self", choices=("self", "total", "calls", "name"))
     p.add_argument("--shapes", action="store_true",
                    help="one row per (op, input shapes) when the trace recorded shapes")
+    p = reader("modules", "forward/backward time per nn.Module (inclusive, self), calls, memory", cmd_modules)
+    p.add_argument("--depth", type=int, default=None, help="deepest module level shown (0 = the model)")
+    p.add_argument("--sort", default="tree", choices=("tree", "forward", "backward", "total"))
+    p.add_argument("--top", type=int, default=0, help="rows shown (0 = all)")
+    p = reader("hotspots", "Python functions by self and cumulative time (--python-hotspots)", cmd_hotspots)
+    p.add_argument("--sort", default="cum", choices=("cum", "self", "calls"))
+    p.add_argument("--top", type=int, default=25)
+    p.add_argument("--grep", default=None, help="regular expression on file:function")
     p = reader("what-if", "estimate the gain of a change before writing it", cmd_what_if)
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--remove-category", default=None,

@@ -75,6 +75,14 @@ def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = 
             with CaptureProgress(progress).running() as bar:
                 run = runner.measure(settings, device, amp, bar, inputs)
                 staged = runner.trace(settings, device, amp, target, bar, inputs) if settings.trace else None
+                from yoloprof.capture.extras import measure_extras
+
+                bar.task("model facts, modules, hotspots", 1)
+                run.sections.update(measure_extras(settings, device, amp, inputs))
+            if settings.nvtx:
+                from yoloprof.capture.nvtx import nvtx_note
+
+                warnings.append(nvtx_note(device))
             interrupt.checkpoint()
             profile = assemble(settings, device, amp, run, staged, warnings + input_notes)
             notes.extend(profile["warnings"])  # one channel: each printed once, all kept
@@ -127,23 +135,35 @@ def trial_metrics(trials: list[TrialResult], batch: int) -> dict[str, list[float
 def assemble(settings: CaptureSettings, device: DeviceInfo, amp: bool, run: Any,
              trace_path: Path | None, warnings: list[str]) -> dict[str, Any]:
     from yoloprof.capture.env import collect_env
-    from yoloprof.capture.profile_sections import (add_flops, merge_trace_sections, metrics_from_samples,
-                                                   phases_from_run)
 
     config = settings.to_dict()
     config.update(device=str(device.torch_device), amp=amp, batch=settings.batch,
                   workers_effective=run.workers, phase_timing=run.phase_timing)
     profile = empty_profile(settings.mode, config=config, env=collect_env(device))
+    return fill_profile(profile, run, device, settings.amp_dtype if amp else "float32", trace_path, warnings,
+                        trace_name=_final_trace_name(trace_path) if trace_path is not None else None)
+
+
+def fill_profile(profile: dict[str, Any], run: Any, device: DeviceInfo, compute_dtype: str,
+                 trace_path: Path | None, warnings: list[str], trace_name: str | None = None) -> dict[str, Any]:
+    """Every measured section of a profile from a RunResult and the trace: shared by `capture`
+    and by `yoloprof.profile` around a user's own loop, so both write the same profile."""
+    from yoloprof.capture.profile_sections import (add_flops, merge_trace_sections, metrics_from_samples,
+                                                   phases_from_run)
+
     profile["warnings"] = [*warnings, *run.warnings]
     profile["metrics"] = metrics_from_samples(run.samples)
-    add_flops(profile, run.flops, device, settings.amp_dtype if amp else "float32")
+    add_flops(profile, run.flops, device, compute_dtype)
     profile["phases"] = phases_from_run(run)
-    if settings.mode == "infer":
+    if run.latency is not None:
         profile["latency"] = run.latency
         profile["stages"] = run.stages
+    for key, section in run.sections.items():  # model facts, modules, hotspots: where measured
+        if section is not None:
+            profile[key] = section
     if trace_path is not None:
         interrupt.stage("analyse")
-        merge_trace_sections(profile, trace_path, name=_final_trace_name(trace_path))
+        merge_trace_sections(profile, trace_path, name=trace_name or trace_path.name)
     from yoloprof.metrics.verdict import decide
 
     profile["verdict"] = decide(profile)

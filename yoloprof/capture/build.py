@@ -35,7 +35,17 @@ def build_model(settings: CaptureSettings, device: DeviceInfo, train: bool) -> A
     model = _build(settings.model, size=settings.size, num_classes=settings.num_classes,
                    seed=settings.seed, weights=settings.weights, kwargs=dict(settings.model_kwargs))
     model = model.to(device.torch_device)
+    if settings.nvtx and _nvtx_usable(device):
+        from yoloprof.capture.nvtx import NvtxModules
+
+        NvtxModules(model).attach()  # lives as long as the model (hooks go with it)
     return model.train(train)
+
+
+def _nvtx_usable(device: DeviceInfo) -> bool:
+    from yoloprof.capture.nvtx import nvtx_usable
+
+    return nvtx_usable(device)
 
 
 def effective_workers(settings: CaptureSettings) -> int:
@@ -99,7 +109,7 @@ def build_train_context(settings: CaptureSettings, device: DeviceInfo, dataset: 
         scaler = torch.amp.GradScaler("cuda")
     return TrainContext(model=model, optimizer=optimizer, loss_fn=loss_fn, loader=loader,
                         device=device.torch_device, autocast=autocast_factory(settings, device, amp),
-                        scaler=scaler)
+                        scaler=scaler, nvtx=settings.nvtx and _nvtx_usable(device))
 
 
 def load_infer_sources(settings: CaptureSettings) -> tuple[list[Any], list[str]]:
@@ -122,4 +132,5 @@ def build_infer_context(settings: CaptureSettings, device: DeviceInfo, sources: 
     return InferContext(model=model, sources=sources, batch=settings.batch, imgsz=settings.imgsz,
                         device=device.torch_device, autocast=autocast_factory(settings, device, amp),
                         preprocess=preprocess, postprocess=postprocess_fn(settings.model),
-                        conf=settings.conf, iou=settings.iou, max_det=settings.max_det)
+                        conf=settings.conf, iou=settings.iou, max_det=settings.max_det,
+                        nvtx=settings.nvtx and _nvtx_usable(device))

@@ -16,6 +16,8 @@ class RunResult:
     latency: dict[str, Any] | None = None
     stages: list[dict[str, Any]] | None = None
     warnings: list[str] = field(default_factory=list)
+    # extra profile sections by name ("model", "modules", "hotspots"); None = not measured
+    sections: dict[str, Any] = field(default_factory=dict)
 
 
 def phase_timing_name(is_cuda: bool) -> str:

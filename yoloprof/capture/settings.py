@@ -53,6 +53,9 @@ class CaptureSettings:
     seed: int = 0
     lr: float = 0.01
     trial: int = 0  # sweep axis for interleaved repeats; recorded, does not change the capture
+    modules: bool = True  # per-module forward/backward times (hooks, steps of their own)
+    python_hotspots: bool = False  # cProfile over steps of their own (functions by self/cum time)
+    nvtx: bool = False  # NVTX ranges around phases and modules, for Nsight Systems (CUDA only)
 
     @classmethod
     def for_mode(cls, mode: str, **overrides: Any) -> "CaptureSettings":

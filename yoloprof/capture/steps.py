@@ -33,6 +33,18 @@ def no_phases() -> PhaseFn:
     return lambda name: contextlib.nullcontext()
 
 
+def nvtx_phases(inner: PhaseFn) -> PhaseFn:
+    """`--nvtx`: an NVTX range around each phase as well as whatever `inner` records."""
+    from yoloprof.capture.nvtx import nvtx_range
+
+    @contextlib.contextmanager
+    def phase(name: str) -> Iterator[None]:
+        with nvtx_range(f"yoloprof/{name}"), inner(name):
+            yield
+
+    return phase
+
+
 def profiler_phases() -> PhaseFn:
     import torch
 
@@ -50,6 +62,7 @@ class TrainContext:
     device: Any  # torch.device
     autocast: Callable[[], ContextManager[Any]]
     scaler: Any = None  # torch.amp.GradScaler for CUDA float16, else None
+    nvtx: bool = False  # --nvtx on a CUDA device: NVTX ranges around the phases
     _iter: Iterator[Any] | None = field(default=None, repr=False)
 
     def next_batch(self, cycle: bool = False) -> Any:
@@ -81,6 +94,8 @@ class TrainContext:
 def train_step(ctx: TrainContext, phase: PhaseFn, cycle: bool = False) -> None:
     import torch
 
+    if ctx.nvtx:
+        phase = nvtx_phases(phase)
     with phase("dataload"):
         images, targets = ctx.next_batch(cycle)
     with phase("to_device"):
@@ -115,6 +130,7 @@ class InferContext:
     conf: float = 0.25
     iou: float = 0.45
     max_det: int = 300
+    nvtx: bool = False
     _cursor: int = 0
 
     def next_inputs(self) -> list[Any]:
@@ -127,6 +143,8 @@ class InferContext:
 def infer_call(ctx: InferContext, phase: PhaseFn) -> Any:
     import torch
 
+    if ctx.nvtx:
+        phase = nvtx_phases(phase)
     with torch.inference_mode():
         with phase("preprocess"):
             x, meta = ctx.preprocess(ctx.next_inputs(), ctx.imgsz, ctx.device)

@@ -73,46 +73,82 @@ def activities(device: DeviceInfo) -> list[Any]:
     return acts
 
 
+class TraceSession:
+    """A torch.profiler window driven from outside: `start()`, `step()` at every step boundary,
+    then `export(out_path)`. The capture's trace pass and `yoloprof.profile` around a user's own
+    loop both drive this one class, so both write the same trace."""
+
+    def __init__(self, device: DeviceInfo, schedule: TraceSchedule = TraceSchedule()) -> None:
+        import torch
+
+        self.device = device
+        self.schedule = schedule
+        self.steps_done = 0
+        self._stopped = False
+        self._prof = torch.profiler.profile(
+            activities=activities(device),
+            schedule=torch.profiler.schedule(wait=schedule.wait, warmup=schedule.warmup,
+                                             active=schedule.active, repeat=1),
+            record_shapes=False,
+            profile_memory=True,  # [memory] events: the CPU allocator peak and allocator calls/step
+            with_stack=False,
+        )
+
+    @property
+    def complete(self) -> bool:
+        return self.steps_done >= self.schedule.total
+
+    def start(self) -> None:
+        with _kineto_chatter_filtered():
+            self._prof.start()
+
+    def step(self) -> None:
+        """One step boundary: the device is synchronised first, so the step's GPU work lands
+        inside its own ProfilerStep span."""
+        synchronize(self.device)
+        with _kineto_chatter_filtered():
+            self._prof.step()
+        self.steps_done += 1
+
+    def stop(self) -> None:
+        if not self._stopped:
+            self._stopped = True
+            with _kineto_chatter_filtered():
+                self._prof.stop()
+
+    def export(self, out_path: Path, gzip: bool = False) -> Path:
+        """Stop (if still running) and write the active window to `out_path` atomically."""
+        self.stop()
+        out_path = Path(out_path)
+        if gzip and not out_path.name.endswith(".gz"):
+            out_path = out_path.with_name(out_path.name + ".gz")
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        # torch names the format by the suffix (".gz" = gzipped); keep it on the temp file.
+        fd, tmp = tempfile.mkstemp(prefix=".trace.", suffix=".json.gz" if gzip else ".json",
+                                   dir=out_path.parent)
+        os.close(fd)
+        try:
+            interrupt.stage("export")
+            self._prof.export_chrome_trace(tmp)
+            os.replace(tmp, out_path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return out_path
+
+
 def run_trace_pass(step: Callable[[Callable[[str], Any]], Any], device: DeviceInfo, out_path: Path,
                    schedule: TraceSchedule = TraceSchedule(), gzip: bool = False) -> Path:
     """Profile `schedule.total` steps and export the active window to `out_path` atomically."""
-    import torch
-
     phase = profiler_phases()
-    prof = torch.profiler.profile(
-        activities=activities(device),
-        schedule=torch.profiler.schedule(wait=schedule.wait, warmup=schedule.warmup,
-                                         active=schedule.active, repeat=1),
-        record_shapes=False,
-        profile_memory=True,  # [memory] events: the CPU allocator peak and allocator calls/step
-        with_stack=False,
-    )
-    with _kineto_chatter_filtered():
-        prof.start()
+    session = TraceSession(device, schedule)
+    session.start()
     try:
         for i in range(schedule.total):
             step(phase)
-            synchronize(device)
-            with _kineto_chatter_filtered():
-                prof.step()
+            session.step()
             if i == 0:
                 interrupt.stage("trace")
     finally:
-        with _kineto_chatter_filtered():
-            prof.stop()
-    out_path = Path(out_path)
-    if gzip and not out_path.name.endswith(".gz"):
-        out_path = out_path.with_name(out_path.name + ".gz")
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    # torch names the format by the suffix (".gz" = gzipped); keep it on the temp file.
-    fd, tmp = tempfile.mkstemp(prefix=".trace.", suffix=".json.gz" if gzip else ".json",
-                               dir=out_path.parent)
-    os.close(fd)
-    try:
-        interrupt.stage("export")
-        prof.export_chrome_trace(tmp)
-        os.replace(tmp, out_path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return out_path
+        session.stop()
+    return session.export(out_path, gzip=gzip)

@@ -346,3 +346,19 @@ def _holm(p: np.ndarray) -> np.ndarray:
     out = np.empty(m)
     out[order] = np.maximum.accumulate(stepped)
     return out
+
+
+def mean_ci(values: Iterable[float], alpha: float = 0.05) -> dict[str, Any]:
+    """Mean, its two-sided (1-alpha) Student-t confidence interval, sample std and CV, and the
+    Tukey outliers, of one set of samples (`yoloprof.timeit`). CI and CV need two samples."""
+    x, _ = _clean(values)
+    n = int(x.size)
+    mean = float(x.mean()) if n else None
+    std = float(x.std(ddof=1)) if n >= 2 else None
+    ci = None
+    if n >= 2 and mean is not None:
+        half = float(sps.t.ppf(1 - alpha / 2, n - 1)) * std / math.sqrt(n)
+        ci = (mean - half, mean + half)
+    return {"n": n, "mean": mean, "std": std, "ci": ci, "alpha": alpha,
+            "cv": (std / mean) if std is not None and mean else None,
+            "outliers": outlier_indices(x.tolist()) if n >= 4 else []}

@@ -84,7 +84,8 @@ def parse_profile(data: bytes, source: str) -> dict[str, Any]:
 def check_version(obj: Any, source: str) -> None:
     if not isinstance(obj, dict) or not isinstance(obj.get("schema"), str):
         raise ProfileError(f"{source}: not a yoloprof profile (no 'schema' field)")
-    name, _, major = obj["schema"].partition("/")
+    name, _, version = obj["schema"].partition("/")
+    major = version.split(".", 1)[0]  # any 1.x: minor versions only add optional sections
     if name != SCHEMA_NAME:
         raise ProfileError(f"{source}: schema {obj['schema']!r} is not a yoloprof profile")
     if major != str(SCHEMA_MAJOR):

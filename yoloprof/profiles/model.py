@@ -13,7 +13,8 @@ from typing import Any, Iterable
 
 SCHEMA_NAME = "yoloprof.profile"
 SCHEMA_MAJOR = 1
-SCHEMA = f"{SCHEMA_NAME}/{SCHEMA_MAJOR}"
+SCHEMA_MINOR = 1  # 1.1 adds the optional sections model, modules, hotspots; readers of 1 read 1.x
+SCHEMA = f"{SCHEMA_NAME}/{SCHEMA_MAJOR}.{SCHEMA_MINOR}"
 KINDS = ("train", "infer", "trace")
 
 

@@ -1,0 +1,446 @@
+"""`yoloprof.profile`: the capture's passes around a user's own loop.
+
+    with yoloprof.profile("runs/mine", model=model, warmup=5, steps=20) as prof:
+        for x, y in loader:
+            with prof.phase("forward"):
+                loss = loss_fn(model(x), y)
+            ...
+            prof.step(x)
+            if prof.done:
+                break
+
+The loop's iterations go through windows, one after the other, each as long as asked:
+warm-up (untouched) -> timed steps (no profiler, one synchronise per step boundary, CUDA events
+for phases) -> trace (torch.profiler, `record_function` per phase) -> FLOPs (one step under
+FlopCounterMode) -> modules (hooks) -> Python hotspots (cProfile, if asked). Iterations after the
+last window run untouched; `prof.done` says the loop may stop. profile.json (and the trace) are
+written, atomically, when the block exits; a block that ends with an exception writes nothing.
+
+A loop that ends early: the profile is still written from what was measured, with a warning (also
+a Python `RuntimeWarning`) that names how many iterations it lacked, and `config.iterations_lacking`
+says the same; a loop that did not reach a single timed step raises DataTooSmallError (exit 3).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import gc
+import os
+import warnings as _warnings
+from pathlib import Path
+from typing import Any, Callable, ContextManager, Iterator
+
+from yoloprof.capture.device import DeviceInfo, synchronize
+from yoloprof.capture.loopclock import LoopClock
+from yoloprof.capture.memory import PeakMemory
+from yoloprof.capture.run_result import RunResult, phase_timing_name
+from yoloprof.capture.timing import TrialResult
+from yoloprof.capture.tracing import TraceSchedule
+from yoloprof.errors import DataTooSmallError, UsageError
+
+DEFAULT_OUT = "runs/profile/user"
+_PHASE_NAME_OK = "letters, digits, '_' and '-', starting with a letter or '_'"
+
+# A sweep job that runs a user's function sets this: every `yoloprof.profile` inside writes into
+# the job's folder (whatever out_dir the function gives) and reports the profile it wrote.
+_JOB: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("yoloprof_job", default=None)
+
+
+@contextlib.contextmanager
+def job_output(out_dir: Path) -> Iterator[list[dict[str, Any]]]:
+    """Inside: `yoloprof.profile` writes into `out_dir`; yields the list of profiles written."""
+    written: list[dict[str, Any]] = []
+    token = _JOB.set({"out_dir": Path(out_dir), "written": written})
+    try:
+        yield written
+    finally:
+        _JOB.reset(token)
+
+
+def dist_rank() -> tuple[int | None, int]:
+    """(rank, world size): torch.distributed when initialised, else the RANK/WORLD_SIZE that
+    torchrun and most launchers set; (None, 1) for a plain single process."""
+    try:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+    except ImportError:  # pragma: no cover - torch without distributed
+        pass
+    rank = os.environ.get("RANK")
+    if rank is not None and rank.isdigit():
+        return int(rank), int(os.environ.get("WORLD_SIZE", "1") or 1)
+    return None, 1
+
+
+def output_names(rank: int | None) -> tuple[str, str]:
+    """profile.json / profile_trace.json, or profile_rank<R>.json / profile_trace_rank<R>.json."""
+    from yoloprof.capture.api import PROFILE_NAME, TRACE_NAME
+
+    if rank is None:
+        return PROFILE_NAME, TRACE_NAME
+    return (PROFILE_NAME.replace(".json", f"_rank{rank}.json"),
+            TRACE_NAME.replace(".json", f"_rank{rank}.json"))
+
+
+def _device_of(model: Any, device: Any) -> DeviceInfo:
+    import torch
+
+    if device is not None:
+        dev = torch.device(device if not isinstance(device, int) else f"cuda:{device}")
+    else:
+        param = next(iter(model.parameters()), None) if model is not None else None
+        dev = param.device if param is not None else torch.device("cpu")
+    if dev.type == "cuda" and dev.index is None:
+        dev = torch.device("cuda", torch.cuda.current_device())
+    return DeviceInfo(dev, "cuda" if dev.type == "cuda" else "cpu")
+
+
+def _blocks(steps: int, repeat: int) -> list[int]:
+    """Split the timed steps into `repeat` consecutive blocks; each block's mean is one sample."""
+    base, extra = divmod(steps, repeat)
+    return [base + (1 if i < extra else 0) for i in range(repeat)]
+
+
+class Profile:
+    """The context manager behind `yoloprof.profile(...)` (see the module docstring)."""
+
+    def __init__(self, out_dir: str | os.PathLike = DEFAULT_OUT, *, model: Any = None, warmup: int = 5,
+                 steps: int = 20, trace_steps: int = 3, repeat: int = 1, modules: bool = True,
+                 module_steps: int = 2, python_hotspots: bool = False, hotspot_steps: int = 3,
+                 flops: bool = True, nvtx: bool = False, device: Any = None, kind: str = "train",
+                 batch_size: int | None = None) -> None:
+        _check_counts(warmup=warmup, steps=steps, trace_steps=trace_steps, repeat=repeat,
+                      module_steps=module_steps, hotspot_steps=hotspot_steps)
+        if kind not in ("train", "infer"):
+            raise UsageError(f"yoloprof.profile: kind must be 'train' or 'infer' (got {kind!r})")
+        if repeat > steps:
+            raise UsageError(f"yoloprof.profile: repeat={repeat} blocks need steps >= {repeat} (got {steps})")
+        job = _JOB.get()
+        self.out_dir = job["out_dir"] if job else Path(out_dir)
+        self._job = job
+        self.model, self.kind, self.batch_size = model, kind, batch_size
+        self.options = {"warmup": warmup, "steps": steps, "trace_steps": trace_steps, "repeat": repeat,
+                        "modules": bool(modules and model is not None), "module_steps": module_steps,
+                        "python_hotspots": bool(python_hotspots), "hotspot_steps": hotspot_steps,
+                        "flops": bool(flops), "nvtx": bool(nvtx)}
+        self._device_arg = device
+        self._notes: list[str] = []
+        if modules and model is None:
+            self._notes.append("modules: no model= given, so no per-module breakdown")
+        schedule = TraceSchedule(active=trace_steps) if trace_steps else None
+        self._schedule = schedule
+        self._windows: list[tuple[str, int]] = [(name, n) for name, n in (
+            ("warmup", warmup), ("timed", steps), ("trace", schedule.total if schedule else 0),
+            ("flops", 1 if flops else 0), ("modules", module_steps if self.options["modules"] else 0),
+            ("hotspots", hotspot_steps if python_hotspots else 0)) if n > 0]
+        self.iterations = 0
+        self.result: dict[str, Any] | None = None
+        self.path: Path | None = None
+
+    # ---- the user's side ---------------------------------------------------------------------
+    @property
+    def done(self) -> bool:
+        """True once every window is measured: the loop may stop (or go on, untouched)."""
+        return self._w >= len(self._windows)
+
+    def phase(self, name: str) -> ContextManager[Any]:
+        """`with prof.phase("forward"):` times this part of the iteration (repeatable per step)."""
+        return self._phase(name)
+
+    def step(self, batch: Any = None) -> None:
+        """Call once per iteration, at its end. `batch` (optional, first call used): the input
+        batch, for bytes per batch and the batch size behind img_per_s."""
+        if batch is not None and self._batch_bytes is None:
+            self._note_batch(batch)
+        self.iterations += 1
+        if self._w >= len(self._windows):
+            return
+        self._end_iteration()
+        self._left -= 1
+        if self._left == 0:
+            self._end_window()
+            self._w += 1
+            self._begin_window()
+        else:
+            self._begin_iteration()
+
+    def __enter__(self) -> "Profile":
+        self.device = _device_of(self.model, self._device_arg)
+        self._rank, self._world = dist_rank()
+        self._clock = LoopClock(self.device)
+        self._memory = PeakMemory(self.device)
+        self._trials: list[TrialResult] = []
+        self._trial: TrialResult | None = None
+        self._block_sizes = _blocks(self.options["steps"], self.options["repeat"])
+        self._phase_order: list[str] = []
+        self._batch_bytes: int | None = None
+        self._sections: dict[str, Any] = {}
+        self._trace_path: Path | None = None
+        self._session: Any = None
+        self._recorder: Any = None
+        self._hotspots: Any = None
+        self._flop_counter: Any = None
+        self._flops: float | None = None
+        self._nvtx_modules: Any = None
+        self._phase: Callable[[str], ContextManager[Any]] = _untouched
+        self._setup_nvtx()
+        self._w, self._left = 0, 0
+        self._begin_window()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        completed = self.done
+        window = self._windows[self._w][0] if not completed else None
+        self._abort_window(window)
+        if self._nvtx_modules is not None:
+            self._nvtx_modules.detach()
+        if exc_type is not None:
+            return False  # the user's error goes on; nothing is written
+        self.result = self._write(completed, window)
+        return False
+
+    # ---- windows -------------------------------------------------------------------------------
+    def _begin_window(self) -> None:
+        if self._w >= len(self._windows):
+            self._phase = self._nvtx_wrap(_untouched)
+            return
+        name, count = self._windows[self._w]
+        self._left = count
+        getattr(self, f"_begin_{name}")()
+
+    def _end_window(self) -> None:
+        getattr(self, f"_end_{self._windows[self._w][0]}")()
+
+    def _begin_iteration(self) -> None:
+        name = self._windows[self._w][0]
+        if name == "timed":
+            self._clock.start()
+        elif name == "modules":
+            self._recorder.begin_step()
+
+    def _end_iteration(self) -> None:
+        name = self._windows[self._w][0]
+        if name == "timed":
+            total, phases = self._clock.finish()
+            self._trial.add(total, phases)
+            if len(self._trial.step_ms) == self._block_sizes[len(self._trials)]:
+                self._close_block()
+        elif name == "trace":
+            self._session.step()
+        elif name == "modules":
+            synchronize(self.device)
+            self._recorder.end_step()
+
+    def _begin_warmup(self) -> None:
+        self._phase = self._nvtx_wrap(_untouched)
+
+    def _end_warmup(self) -> None:
+        pass
+
+    def _begin_timed(self) -> None:
+        gc.collect()  # every timed window starts from the same heap state, as in the capture
+        synchronize(self.device)
+        self._open_block()
+        self._phase = self._nvtx_wrap(self._timed_phase)
+        self._clock.start()
+
+    def _open_block(self) -> None:
+        self._memory.reset()
+        self._trial = TrialResult()
+
+    def _close_block(self) -> None:
+        self._trial.memory = self._memory.read()
+        self._trials.append(self._trial)
+        if len(self._trials) < len(self._block_sizes):
+            self._open_block()
+
+    def _end_timed(self) -> None:
+        self._trial = None
+
+    @contextlib.contextmanager
+    def _timed_phase(self, name: str) -> Iterator[None]:
+        _check_phase(name)
+        if name not in self._phase_order:
+            self._phase_order.append(name)
+        begin = self._clock.now()
+        try:
+            yield
+        finally:
+            self._clock.add(name, begin, self._clock.now())
+
+    def _begin_trace(self) -> None:
+        from yoloprof.capture.tracing import TraceSession
+
+        self._session = TraceSession(self.device, self._schedule)
+        self._session.start()
+        self._phase = self._nvtx_wrap(_traced_phase)
+
+    def _end_trace(self) -> None:
+        _, trace_name = output_names(self._rank)
+        self._trace_path = self._session.export(self.out_dir / trace_name)
+        self._session = None
+
+    def _begin_flops(self) -> None:
+        from torch.utils.flop_counter import FlopCounterMode
+
+        self._phase = self._nvtx_wrap(_untouched)
+        self._flop_counter = FlopCounterMode(display=False)
+        self._flop_counter.__enter__()
+
+    def _end_flops(self) -> None:
+        counter, self._flop_counter = self._flop_counter, None
+        counter.__exit__(None, None, None)
+        self._flops = float(counter.get_total_flops()) or None
+
+    def _begin_modules(self) -> None:
+        from yoloprof.capture.modules import ModuleRecorder
+
+        self._phase = self._nvtx_wrap(_untouched)
+        synchronize(self.device)
+        self._recorder = ModuleRecorder(self.model, self.device).attach()
+        self._recorder.begin_step()
+
+    def _end_modules(self) -> None:
+        self._recorder.detach()
+        self._sections["modules"] = self._recorder.section()
+
+    def _begin_hotspots(self) -> None:
+        from yoloprof.capture.hotspots import HotspotRecorder
+
+        self._phase = self._nvtx_wrap(_untouched)
+        self._hotspots = HotspotRecorder()
+        self._hotspots.start()
+
+    def _end_hotspots(self) -> None:
+        self._sections["hotspots"] = self._hotspots.section(self.options["hotspot_steps"])
+
+    def _abort_window(self, window: str | None) -> None:
+        """Close whatever window the loop stopped in, keeping what it measured completely."""
+        if window == "timed" and self._trial is not None and self._trial.step_ms:
+            self._trial.memory = self._memory.read()
+            self._trials.append(self._trial)
+        elif window == "trace" and self._session is not None:
+            self._session.stop()  # an incomplete trace window is not analysed
+        elif window == "flops" and self._flop_counter is not None:
+            self._flop_counter.__exit__(None, None, None)
+        elif window == "modules" and self._recorder is not None:
+            self._recorder.detach()
+            self._sections["modules"] = self._recorder.section()
+        elif window == "hotspots" and self._hotspots is not None:
+            done = self.options["hotspot_steps"] - self._left
+            self._sections["hotspots"] = self._hotspots.section(done)
+
+    # ---- NVTX ----------------------------------------------------------------------------------
+    def _setup_nvtx(self) -> None:
+        if not self.options["nvtx"]:
+            return
+        from yoloprof.capture.nvtx import NvtxModules, nvtx_note, nvtx_usable
+
+        self._notes.append(nvtx_note(self.device))
+        self._nvtx_ok = nvtx_usable(self.device)
+        if self._nvtx_ok and self.model is not None:
+            self._nvtx_modules = NvtxModules(self.model).attach()
+
+    def _nvtx_wrap(self, phase: Callable[[str], ContextManager[Any]]) -> Callable[[str], ContextManager[Any]]:
+        if not self.options["nvtx"] or not getattr(self, "_nvtx_ok", False):
+            return phase
+        from yoloprof.capture.nvtx import nvtx_range
+
+        @contextlib.contextmanager
+        def both(name: str) -> Iterator[None]:
+            with nvtx_range(name), phase(name):
+                yield
+
+        return both
+
+    # ---- the profile ---------------------------------------------------------------------------
+    def _note_batch(self, batch: Any) -> None:
+        from yoloprof.capture.facts import batch_bytes
+        from yoloprof.capture.modules import _tensors
+
+        self._batch_bytes = batch_bytes(batch)
+        if self.batch_size is None:
+            shaped = [t for t in _tensors(batch) if t.dim() > 0]
+            self.batch_size = int(shaped[0].shape[0]) if shaped else None
+
+    def _needed(self) -> int:
+        return sum(n for _, n in self._windows)
+
+    def _write(self, completed: bool, window: str | None) -> dict[str, Any]:
+        warnings = list(self._notes)
+        lacked = 0 if completed else self._needed() - self.iterations
+        if not self._trials:
+            raise DataTooSmallError(
+                f"yoloprof.profile: the loop ran {self.iterations} iteration(s) but warmup "
+                f"{self.options['warmup']} + steps {self.options['steps']} need at least "
+                f"{self.options['warmup'] + 1} for one timed step; run more iterations or lower warmup/steps")
+        if lacked:
+            missing = [name for name, _ in self._windows[self._windows.index(
+                next(w for w in self._windows if w[0] == window)):]]
+            text = (f"the loop ended {lacked} iteration(s) early: it ran {self.iterations} of the "
+                    f"{self._needed()} needed; not complete: {', '.join(missing)}")
+            warnings.append(text)
+            _warnings.warn(f"yoloprof.profile: {text}", RuntimeWarning, stacklevel=3)
+        profile = self._assemble(warnings, lacked)
+        from yoloprof.profiles.io import write_profile
+
+        profile_name, _ = output_names(self._rank)
+        self.path = write_profile(self.out_dir / profile_name, profile)
+        if self._job is not None:
+            self._job["written"].append(profile)
+        return profile
+
+    def _assemble(self, warnings: list[str], lacked: int) -> dict[str, Any]:
+        from yoloprof.capture.api import fill_profile, trial_metrics
+        from yoloprof.capture.env import collect_env
+        from yoloprof.capture.facts import facts_section
+        from yoloprof.profiles.model import empty_profile
+
+        samples = trial_metrics(self._trials, self.batch_size or 1)
+        if not self.batch_size:
+            samples.pop("img_per_s", None)
+        model_section = facts_section(self.model, None)
+        model_section["batch_bytes"] = self._batch_bytes
+        run = RunResult(samples=samples, phase_order=tuple(self._phase_order), workers=0,
+                        phase_timing=phase_timing_name(self.device.is_cuda), flops=self._flops,
+                        sections={"model": model_section, **self._sections})
+        config = {"source": "yoloprof.profile", "mode": self.kind,
+                  "model": type(self.model).__name__ if self.model is not None else None,
+                  "device": str(self.device.torch_device), "batch": self.batch_size, "amp": None,
+                  **self.options, "phase_timing": run.phase_timing, "iterations_run": self.iterations,
+                  "iterations_lacking": lacked, "rank": self._rank, "world_size": self._world}
+        profile = empty_profile(self.kind, config=config, env=collect_env(self.device))
+        trace_path = self._trace_path if self._trace_path is not None and self._trace_path.exists() else None
+        return fill_profile(profile, run, self.device, "float32", trace_path, warnings)
+
+
+def _untouched(name: str) -> ContextManager[Any]:
+    return contextlib.nullcontext()
+
+
+def _traced_phase(name: str) -> ContextManager[Any]:
+    import torch
+
+    _check_phase(name)
+    return torch.profiler.record_function(f"yoloprof/{name}")
+
+
+def _check_phase(name: str) -> None:
+    import re
+
+    if not re.fullmatch(r"[A-Za-z_][\w-]*", name or ""):
+        raise UsageError(f"yoloprof.profile: phase name {name!r} is not valid; use {_PHASE_NAME_OK}")
+
+
+def _check_counts(**counts: int) -> None:
+    for key, value in counts.items():
+        least = 1 if key in ("steps", "repeat") else 0
+        if not isinstance(value, int) or value < least:
+            raise UsageError(f"yoloprof.profile: {key} must be an integer >= {least} (got {value!r})")
+
+
+def profile(out_dir: str | os.PathLike = DEFAULT_OUT, **options: Any) -> Profile:
+    """`with yoloprof.profile(out_dir, model=..., warmup=5, steps=20, trace_steps=3) as prof:`."""
+    return Profile(out_dir, **options)
