@@ -88,7 +88,8 @@ class AnalysisResult:
                 "drift": _records(self.drift.drop(columns=["group_hash"], errors="ignore")),
                 "env_differences": _records(self.env_diffs.drop(columns=["group_hash", "baseline_hash"],
                                                                 errors="ignore")),
-                "warnings": self.warnings, "notes": self.notes}
+                "warnings": self.warnings, "notes": self.notes,
+                "module_growth": _records(self.tables.get("module_growth", pd.DataFrame()))}
 
 
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
@@ -119,6 +120,10 @@ def analyze_collected(c: Collected, *, baseline: list[str] | None = None, vary: 
     notes = list(c.notes) + metric_notes
     notes += [f"{cfg.label(g)}: no baseline configuration with the same other axes; not compared"
               for g in plan.unpaired]
+    from yoloprof.analysis.modules import growth_notes, module_growth
+
+    tables["module_growth"] = module_growth(c, cfg)  # which modules scale worst along an axis
+    notes += growth_notes(tables["module_growth"])
     labels = cfg.table["config"]
     for name in ("metrics", "phases", "categories", "kernels", "ops"):
         if "group_hash" in tables[name]:

@@ -121,6 +121,9 @@ class YoloprofConf:
     seed: int = 0
     project: str = "runs/profile"
     sweep_name: str = "adhoc"
+    # a user's own function to run instead of the built-in capture (sweep/usertask.py): an open
+    # dict, `_target_` plus the function's keyword arguments; null = the built-in capture
+    task: Any = None
 
 
 def new_sweep_id() -> str:

@@ -94,14 +94,21 @@ def _digest(values: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def config_hash(settings: CaptureSettings) -> str:
-    """Resume key: equal hashes mean the same capture (trial included)."""
-    return _digest(settings.to_dict())
-
-
-def group_hash(settings: CaptureSettings) -> str:
-    """Pooling key: trials of one configuration share it."""
+def _hashed(settings: CaptureSettings, task: dict[str, Any] | None) -> dict[str, Any]:
     values = settings.to_dict()
+    if task is not None:  # a user-task job: its target and arguments decide what runs
+        values["task"] = task
+    return values
+
+
+def config_hash(settings: CaptureSettings, task: dict[str, Any] | None = None) -> str:
+    """Resume key: equal hashes mean the same capture (trial included)."""
+    return _digest(_hashed(settings, task))
+
+
+def group_hash(settings: CaptureSettings, task: dict[str, Any] | None = None) -> str:
+    """Pooling key: trials of one configuration share it."""
+    values = _hashed(settings, task)
     for key in _GROUP_EXCLUDE:
         values.pop(key, None)
     return _digest(values)

@@ -44,13 +44,14 @@ def _is_cuda(device: str) -> bool:
     return device.startswith("cuda") or device.isdigit()
 
 
-def identity_columns(settings: CaptureSettings) -> dict[str, Any]:
-    """Hashes and axes of the row, from the exact settings the capture receives."""
+def identity_columns(settings: CaptureSettings, task: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Hashes and axes of the row, from the exact settings the capture receives (and, for a
+    user-task job, the task's target and arguments, which then decide what runs)."""
     from yoloprof.config.translate import config_hash, group_hash
 
     builtin = settings.model == "yolo"
-    return {
-        "config_hash": config_hash(settings), "group_hash": group_hash(settings),
+    columns = {
+        "config_hash": config_hash(settings, task), "group_hash": group_hash(settings, task),
         "mode": settings.mode, "model": settings.model, "size": settings.size if builtin else None,
         "data": settings.data, "amp_dtype": settings.amp_dtype, "device": settings.device,
         "batch": settings.batch, "imgsz": settings.imgsz, "workers": settings.workers,
@@ -58,6 +59,11 @@ def identity_columns(settings: CaptureSettings) -> dict[str, Any]:
         "repeat": settings.repeat, "trial": settings.trial,
         "amp": settings.amp if settings.amp is not None else _is_cuda(settings.device),
     }
+    if task is not None:
+        from yoloprof.sweep.usertask import task_identity
+
+        columns.update(task_identity(task))
+    return columns
 
 
 def environment_columns(launcher: str) -> dict[str, Any]:
@@ -144,8 +150,10 @@ def run_job(cfg: DictConfig) -> str:
     _state(job_dir, num, "running", base)
     started, t0 = utc_now(), time.perf_counter()
     try:
-        settings = settings_from_cfg(cfg)
-        base.update(identity_columns(settings))
+        from yoloprof.sweep.usertask import run_user_task, user_task
+
+        settings, task = settings_from_cfg(cfg), user_task(cfg)
+        base.update(identity_columns(settings, task))
         if _kept(job_dir, base["config_hash"]):
             log.info("job %d: kept the existing ok row (config %s)", num, base["config_hash"])
             _state(job_dir, num, "kept", base)
@@ -153,7 +161,10 @@ def run_job(cfg: DictConfig) -> str:
             return "kept"
         label = f"sweep {base['sweep_id']} job {num}"
         with timed_slot(settings.device, base["machine_policy"], label) as machine:
-            profile, footprint = _capture(settings, job_dir, base["isolation"])
+            if task is not None:
+                profile, footprint = run_user_task(task, settings, job_dir, base["isolation"])
+            else:
+                profile, footprint = _capture(settings, job_dir, base["isolation"])
         base.update(asdict(machine), start_footprint_mib=footprint)
         row = row_from_profile(profile, {**base, "started_at": started, "wall_s": time.perf_counter() - t0,
                                          "profile_path": f"{job_dir.name}/{PROFILE_NAME}"})

@@ -148,6 +148,7 @@ def validate_job_configs(jobs: list[list[str]], compose: Callable[[list[str]], D
                 composed.append(job_cfg)
             settings.append(settings_from_cfg(job_cfg))
             targets.add(OmegaConf.select(job_cfg, "model._target_"))
+            targets.add(OmegaConf.select(job_cfg, "task._target_", default=None))
         except UsageError as exc:
             raise UsageError(f"job {num} ({' '.join(job)}): {exc}") from exc
         except Exception as exc:  # noqa: BLE001 - Hydra/OmegaConf composition errors

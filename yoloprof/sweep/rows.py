@@ -32,6 +32,9 @@ EXEC_INT = ("other_captures", "attempt")
 AXES_STR = ("mode", "model", "size", "data", "amp_dtype", "device")
 AXES_INT = ("batch", "imgsz", "workers", "warmup", "steps", "runs", "repeat", "trial")
 ENV_STR = ("torch_version", "python_version", "device_name", "hostname", "launcher")
+# Model and data facts (profile `model` section, capture/facts.py): counted, not measured.
+FACTS_INT = ("params_total", "params_trainable", "batch_bytes")
+FACTS_FLOAT = ("model_mb",)
 
 ROW_SCHEMA = pa.schema(
     [("sweep_name", pa.string()), ("sweep_id", pa.string()), ("job_num", pa.int32()),
@@ -48,6 +51,7 @@ ROW_SCHEMA = pa.schema(
     + [(name, pa.string()) for name in EXEC_STR]
     + [(name, pa.float64()) for name in EXEC_FLOAT]
     + [(name, pa.int32()) for name in EXEC_INT]
+    + [(name, pa.int64()) for name in FACTS_INT] + [(name, pa.float64()) for name in FACTS_FLOAT]
 )
 
 
@@ -86,6 +90,9 @@ def row_from_profile(profile: dict[str, Any], base: dict[str, Any]) -> dict[str,
         row["batch"] = config["batch"]
     row["device_name"] = env.get("device_name") or row.get("device_name")
     row.update(growth_columns(profile, row.get("start_footprint_mib")))
+    facts = profile.get("model") if isinstance(profile.get("model"), dict) else {}
+    for name in (*FACTS_INT, *FACTS_FLOAT):
+        row[name] = facts.get(name)
     return row
 
 
@@ -163,10 +170,10 @@ def read_table(sweep_dir: str | Path, corrupt: list[Path] | None = None) -> pa.T
 
 
 def to_pandas(table: pa.Table):
-    """Arrow -> pandas keeping int32/bool columns nullable-typed (no float/object fallback)."""
+    """Arrow -> pandas keeping int32/int64/bool columns nullable-typed (no float/object fallback)."""
     import pandas as pd
 
-    nullable = {pa.int32(): pd.Int32Dtype(), pa.bool_(): pd.BooleanDtype()}
+    nullable = {pa.int32(): pd.Int32Dtype(), pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}
     return table.to_pandas(types_mapper=nullable.get)
 
 
