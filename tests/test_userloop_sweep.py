@@ -48,7 +48,7 @@ def _collected(levels: list[int], law: dict[str, tuple[float, float]]):
 
     ok = pd.DataFrame({"job_id": [f"s/{i}" for i in range(len(levels))],
                        "group_hash": [f"g{i}" for i in range(len(levels))], "imgsz": levels,
-                       "batch": [2] * len(levels), "overrides": ["[]"] * len(levels),
+                       "batch": [2] * len(levels), "overrides": [json.dumps([f"imgsz={v}"]) for v in levels],
                        "status": ["ok"] * len(levels)})
     profiles = {}
     for i, level in enumerate(levels):

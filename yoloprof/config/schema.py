@@ -71,6 +71,9 @@ class CaptureConf:
     runs: Optional[int] = II("mode.runs")
     trace: bool = True
     trace_gzip: bool = False
+    modules: bool = True
+    python_hotspots: bool = False
+    nvtx: bool = False
     conf: float = 0.25
     iou: float = 0.45
     max_det: int = 300

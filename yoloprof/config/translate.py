@@ -81,7 +81,8 @@ def settings_from_cfg(cfg: DictConfig) -> CaptureSettings:
         warmup=cap["warmup"], steps=cap["steps"] if mode == "train" else None,
         runs=cap["runs"] if mode == "infer" else None, repeat=top["repeat"], device=device,
         conf=cap["conf"], iou=cap["iou"], max_det=cap["max_det"], trace=cap["trace"],
-        trace_gzip=cap["trace_gzip"], synthetic_images=data.get("images"), seed=top["seed"],
+        trace_gzip=cap["trace_gzip"], modules=cap["modules"], python_hotspots=cap["python_hotspots"],
+        nvtx=cap["nvtx"], synthetic_images=data.get("images"), seed=top["seed"],
         lr=cap["lr"], trial=top["trial"],
     )
     fields.update(model_fields(cfg))
