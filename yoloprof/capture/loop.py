@@ -427,11 +427,17 @@ def _traced_phase(name: str) -> ContextManager[Any]:
     return torch.profiler.record_function(f"yoloprof/{name}")
 
 
+_VALID_PHASES: set[str] = set()  # names already checked (the check runs per phase per step)
+
+
 def _check_phase(name: str) -> None:
+    if name in _VALID_PHASES:
+        return
     import re
 
-    if not re.fullmatch(r"[A-Za-z_][\w-]*", name or ""):
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][\w-]*", name):
         raise UsageError(f"yoloprof.profile: phase name {name!r} is not valid; use {_PHASE_NAME_OK}")
+    _VALID_PHASES.add(name)
 
 
 def _check_counts(**counts: int) -> None:

@@ -21,6 +21,7 @@ _POOL = 32  # CUDA events made up front; more are made only for a step with more
 class LoopClock:
     def __init__(self, device: DeviceInfo) -> None:
         self.device = device
+        self._cuda = device.is_cuda
         self._t0 = 0
         self._marks: list[tuple[str, Any, Any]] = []
         self._pool: list[Any] = []
@@ -37,7 +38,7 @@ class LoopClock:
         self._t0 = time.perf_counter_ns()
 
     def now(self) -> Any:
-        if not self.device.is_cuda:
+        if not self._cuda:
             return time.perf_counter_ns()
         if self._used == len(self._pool):
             import torch
@@ -57,6 +58,6 @@ class LoopClock:
         total = (time.perf_counter_ns() - self._t0) / 1e6
         phases: dict[str, float] = {}
         for name, begin, end in self._marks:
-            ms = float(begin.elapsed_time(end)) if self.device.is_cuda else (end - begin) / 1e6
+            ms = float(begin.elapsed_time(end)) if self._cuda else (end - begin) / 1e6
             phases[name] = phases.get(name, 0.0) + ms
         return total, phases
