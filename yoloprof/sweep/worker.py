@@ -16,12 +16,15 @@ its files atomically at the end).
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
+import sys
 import traceback
+import types
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 _PRELOAD = ["torch", "yoloprof.capture.api", "yoloprof.workloads.models"]
 _CONTEXT: Any = None
@@ -94,13 +97,28 @@ def _child(conn: Any, fn: Callable[..., dict], settings: Any, job_dir: str, env:
         conn.close()
 
 
+@contextlib.contextmanager
+def _main_hidden() -> Iterator[None]:
+    """multiprocessing re-imports the `__main__` script in every forkserver child (as
+    `__mp_main__`); a script that calls `yoloprof sweep` without an `if __name__ == "__main__"`
+    guard would start the sweep again in each worker. The worker needs nothing from `__main__`
+    (its function is looked up by module name), so it starts with an empty one."""
+    saved = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = saved
+
+
 def run_in_worker(fn: Callable[..., dict], settings: Any, job_dir: Path) -> tuple[dict, float | None]:
     """(profile, starting footprint MiB) of `fn(settings, job_dir)` run in a fresh worker process."""
     ctx = _context()
     receive, send = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(send, fn, settings, str(job_dir), dict(os.environ)),
                        name="yoloprof-job")  # not a daemon: DataLoader workers are its children
-    proc.start()
+    with _main_hidden():
+        proc.start()
     send.close()
     try:
         message = receive.recv()
