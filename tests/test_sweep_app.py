@@ -276,3 +276,35 @@ def test_model_that_fails_to_build_with_the_real_capture(tmp_path, monkeypatch):
 
     fields = model_fields(compose_job(["model._target_=brokenmodels.Net", "+model.depth=3"]))
     assert fields["model_kwargs"] == {"depth": 3}  # the built-in entry's keys are not passed on
+
+
+def test_rows_have_a_typed_column_per_swept_key_and_the_run_record(sweep_env, tmp_path):
+    """`groupby("model.width")` on results.parquet, as a pandas user would; seed, version, git and
+    warnings in every row."""
+    import subprocess
+
+    import yoloprof
+
+    (tmp_path / "mymodels.py").write_text("import torch\ndef Net(width=4, scale=1.0):\n"
+                                          "    return torch.nn.Conv2d(3, width, 3)\n")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
+                    "-m", "x"], cwd=tmp_path, check=True)
+    assert main(["-m", "model._target_=mymodels.Net", "+model.width=4,8", "+model.scale=1,2.5", "seed=3",
+                 *QUIET]) == 0
+    [sweep] = sweep_env()
+    df = pd.read_parquet(sweep / RESULTS_NAME)
+    assert len(df) == 4
+    assert df["model.width"].dtype.kind == "i" and sorted(df["model.width"].unique()) == [4, 8]
+    assert df["model.scale"].dtype.kind == "f" and sorted(df["model.scale"].unique()) == [1.0, 2.5]
+    assert df.groupby("model.width")["step_ms"].count().to_dict() == {4: 2, 8: 2}
+    assert df["model._target_"].unique().tolist() == ["mymodels.Net"]
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout
+    assert set(df["git_commit"]) == {head.strip()}
+    assert set(df["git_dirty"]) == {False}  # untracked files (mymodels.py, runs/) do not count
+    assert set(df["seed"]) == {3} and set(df["yoloprof_version"]) == {yoloprof.__version__}
+    assert set(map(tuple, df["warnings"])) == {("fake warning for batch 16",)}
+    for r in df.itertuples():
+        assert list(r.warnings) == json.loads((sweep / r.profile_path).read_text())["warnings"]
+    rows = read_rows(sweep)  # the same columns through the project's reader
+    assert "model.width" in rows.columns and rows["model.width"].tolist() == df["model.width"].tolist()

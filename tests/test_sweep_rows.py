@@ -19,7 +19,8 @@ from yoloprof.sweep.rows import (METRICS, RESULTS_NAME, ROW_NAME, ROW_SCHEMA, Co
 
 CONTRACTS = Path(__file__).resolve().parents[1] / "docs" / "CONTRACTS.md"
 TYPE_NAMES = {"string": pa.string(), "int32": pa.int32(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_(),
-              "timestamp[us, UTC]": pa.timestamp("us", tz="UTC"), "list<float64>": pa.list_(pa.float64())}
+              "timestamp[us, UTC]": pa.timestamp("us", tz="UTC"), "list<float64>": pa.list_(pa.float64()),
+              "list<string>": pa.list_(pa.string())}
 
 
 def contract_columns() -> dict[str, pa.DataType]:

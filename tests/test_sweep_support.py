@@ -44,6 +44,7 @@ def fake_capture(settings, out_dir, *, progress: bool = False) -> dict:
         "metrics": {"step_ms": metric(steps, "ms", "lower"),
                     "img_per_s": metric([settings.batch * 1000.0 / s for s in steps], "img/s", "higher")},
         "verdict": {"bound": "compute", "why": "fake", "evidence": {}},
+        "warnings": [f"fake warning for batch {settings.batch}"],
     }
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -23,14 +23,28 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def _git_sha(cwd: str) -> str | None:
-    """The user's working tree revision (not yoloprof's): which code was profiled."""
+def _git(cwd: str, *args: str) -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=cwd, capture_output=True,
-                             text=True, timeout=5)
+        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+    return out.stdout if out.returncode == 0 else None
+
+
+def _git_sha(cwd: str) -> str | None:
+    """The user's working tree revision (not yoloprof's): which code was profiled."""
+    out = _git(cwd, "rev-parse", "--short=12", "HEAD")
+    return out.strip() or None if out is not None else None
+
+
+def git_state(cwd: str) -> tuple[str | None, bool | None]:
+    """(full commit of the user's working tree, whether tracked files differ from it); (None, None)
+    outside a git work tree. Untracked files do not make it dirty: only what the commit names."""
+    sha = _git(cwd, "rev-parse", "HEAD")
+    if not sha or not sha.strip():
+        return None, None
+    status = _git(cwd, "status", "--porcelain", "--untracked-files=no")
+    return sha.strip(), None if status is None else bool(status.strip())
 
 
 def launcher_name() -> str:

@@ -56,7 +56,7 @@ def identity_columns(settings: CaptureSettings, task: dict[str, Any] | None = No
         "data": settings.data, "amp_dtype": settings.amp_dtype, "device": settings.device,
         "batch": settings.batch, "imgsz": settings.imgsz, "workers": settings.workers,
         "warmup": settings.warmup, "steps": settings.steps, "runs": settings.runs,
-        "repeat": settings.repeat, "trial": settings.trial,
+        "repeat": settings.repeat, "trial": settings.trial, "seed": settings.seed,
         "amp": settings.amp if settings.amp is not None else _is_cuda(settings.device),
     }
     if task is not None:
@@ -69,8 +69,36 @@ def identity_columns(settings: CaptureSettings, task: dict[str, Any] | None = No
 def environment_columns(launcher: str) -> dict[str, Any]:
     import torch
 
+    from yoloprof import __version__
+    from yoloprof.capture.env import git_state
+
+    commit, dirty = git_state(os.getcwd())
     return {"torch_version": torch.__version__, "python_version": platform.python_version(),
-            "hostname": socket.gethostname(), "launcher": launcher, "threads": torch.get_num_threads()}
+            "hostname": socket.gethostname(), "launcher": launcher, "threads": torch.get_num_threads(),
+            "yoloprof_version": __version__, "git_commit": commit, "git_dirty": dirty}
+
+
+# Override keys that are not settings of the capture: Hydra's own, how the sweep launches and
+# analyses (recorded in their own columns or the manifest), the experiment file, our resume.
+_NOT_SWEPT_PREFIXES = ("hydra.", "launch.", "analysis.")
+_NOT_SWEPT_KEYS = ("sweep", "sweep_name", "resume", "analysis", "launch")
+
+
+def swept_values(hc: Any, cfg: DictConfig, overrides: list[str]) -> dict[str, Any]:
+    """Each key the job's overrides set, with its typed value: a config group's chosen option
+    (`model=custom_example`), else the composed value (`model.width=32` -> 32)."""
+    choices = dict(hc.runtime.choices)
+    out: dict[str, Any] = {}
+    for item in overrides:
+        key, sep, _ = item.lstrip("+~").partition("=")
+        if not sep or key.startswith(_NOT_SWEPT_PREFIXES) or key in _NOT_SWEPT_KEYS:
+            continue
+        if key in choices:
+            out[key] = choices[key]
+            continue
+        value = OmegaConf.select(cfg, key, default=None, throw_on_missing=False)
+        out[key] = OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
+    return out
 
 
 def _release_memory() -> None:
@@ -145,6 +173,7 @@ def run_job(cfg: DictConfig) -> str:
     os.environ["YOLOPROF_LAUNCHER"] = launcher  # recorded in the profile's env by the capture
     base: dict[str, Any] = {"sweep_name": str(cfg.sweep_name), "sweep_id": job_dir.parent.name,
                             "job_num": num, "overrides": overrides_json(overrides),
+                            "swept": swept_values(hc, cfg, overrides),
                             **environment_columns(launcher), **execution_columns(hc, cfg, job_dir)}
     progress.notify_start(num, overrides)
     _state(job_dir, num, "running", base)

@@ -31,7 +31,8 @@ EXEC_FLOAT = ("start_footprint_mib", "load_avg_1m", "machine_wait_s")
 EXEC_INT = ("other_captures", "attempt")
 AXES_STR = ("mode", "model", "size", "data", "amp_dtype", "device")
 AXES_INT = ("batch", "imgsz", "workers", "warmup", "steps", "runs", "repeat", "trial")
-ENV_STR = ("torch_version", "python_version", "device_name", "hostname", "launcher")
+ENV_STR = ("torch_version", "python_version", "device_name", "hostname", "launcher", "yoloprof_version",
+           "git_commit")
 # Model and data facts (profile `model` section, capture/facts.py): counted, not measured.
 FACTS_INT = ("params_total", "params_trainable", "batch_bytes")
 FACTS_FLOAT = ("model_mb",)
@@ -48,6 +49,7 @@ ROW_SCHEMA = pa.schema(
     + [("verdict_bound", pa.string()), ("verdict_why", pa.string())]
     + [(name, pa.string()) for name in ENV_STR]
     + [("threads", pa.int32()), ("profile_path", pa.string())]
+    + [("seed", pa.int32()), ("git_dirty", pa.bool_()), ("warnings", pa.list_(pa.string()))]
     + [(name, pa.string()) for name in EXEC_STR]
     + [(name, pa.float64()) for name in EXEC_FLOAT]
     + [(name, pa.int32()) for name in EXEC_INT]
@@ -89,6 +91,7 @@ def row_from_profile(profile: dict[str, Any], base: dict[str, Any]) -> dict[str,
     if isinstance(config.get("batch"), int) and config["batch"] > 0:  # `batch=-1` resolved on GPU
         row["batch"] = config["batch"]
     row["device_name"] = env.get("device_name") or row.get("device_name")
+    row["warnings"] = [str(w) for w in profile.get("warnings") or []]
     row.update(growth_columns(profile, row.get("start_footprint_mib")))
     facts = profile.get("model") if isinstance(profile.get("model"), dict) else {}
     for name in (*FACTS_INT, *FACTS_FLOAT):
@@ -115,13 +118,38 @@ def failed_row(base: dict[str, Any], error: BaseException | str) -> dict[str, An
     return {**empty_row(), **base, "status": "failed", "error": first}
 
 
+# A swept key's value -> its column type (Hydra gives bool, int, float or str; anything else is
+# stored as its JSON text). bool before int: True is an int in Python.
+_SWEPT_TYPES = ((bool, pa.bool_()), (int, pa.int64()), (float, pa.float64()), (str, pa.string()))
+
+
+def swept_field(key: str, value: Any) -> tuple[pa.Field, Any]:
+    """The typed column of one swept key (`model.width` -> int64) and the value to store."""
+    for py, arrow in _SWEPT_TYPES:
+        if isinstance(value, py):
+            return pa.field(key, arrow), value
+    return pa.field(key, pa.string()), None if value is None else json.dumps(value, default=str)
+
+
 def _table(rows: Iterable[dict[str, Any]]) -> pa.Table:
-    clean = []
+    """ROW_SCHEMA's columns, then each row's `swept` keys as typed columns of their own (the keys a
+    user swept that have no fixed column: user kwargs such as `model.width`, group choices)."""
+    clean, extra = [], {}
     for row in rows:
-        unknown = set(row) - set(ROW_SCHEMA.names)
+        swept = dict(row.get("swept") or {})
+        fixed = {k: v for k, v in row.items() if k != "swept"}
+        unknown = set(fixed) - set(ROW_SCHEMA.names)
         assert not unknown, f"row has columns outside ROW_SCHEMA: {sorted(unknown)}"
-        clean.append({**empty_row(), **row})
-    return pa.Table.from_pylist(clean, schema=ROW_SCHEMA)
+        record = {**empty_row(), **fixed}
+        for key, value in swept.items():
+            if key in ROW_SCHEMA.names:
+                continue  # the fixed column holds the resolved value already
+            fld, stored = swept_field(key, value)
+            extra.setdefault(key, fld)
+            record[key] = stored
+        clean.append(record)
+    schema = pa.schema(list(ROW_SCHEMA) + list(extra.values()))
+    return pa.Table.from_pylist(clean, schema=schema)
 
 
 def _atomic_write_table(table: pa.Table, path: Path) -> None:
@@ -140,10 +168,25 @@ def write_row(path: str | Path, row: dict[str, Any]) -> None:
 def read_row(path: str | Path) -> dict[str, Any] | None:
     """One job's row as a dict, or None when absent or unreadable (resume then reruns the job)."""
     try:
-        rows = pq.read_table(path, schema=ROW_SCHEMA).to_pylist()
+        rows = conform(pq.read_table(path)).to_pylist()
     except (OSError, pa.ArrowException, ValueError):
         return None
     return rows[0] if rows else None
+
+
+def conform(table: pa.Table) -> pa.Table:
+    """ROW_SCHEMA's columns in order and type (nulls for a column an older writer lacks), then the
+    file's own swept-key columns as they are."""
+    cols, fields = [], []
+    for f in ROW_SCHEMA:
+        cols.append(table.column(f.name).cast(f.type) if f.name in table.column_names
+                    else pa.nulls(table.num_rows, f.type))
+        fields.append(f)
+    for f in table.schema:
+        if f.name not in ROW_SCHEMA.names:
+            cols.append(table.column(f.name))
+            fields.append(f)
+    return pa.Table.from_arrays(cols, schema=pa.schema(fields))
 
 
 def row_files(sweep_dir: str | Path) -> list[Path]:
@@ -158,7 +201,7 @@ def read_table(sweep_dir: str | Path, corrupt: list[Path] | None = None) -> pa.T
     tables, bad = [], []
     for path in row_files(sweep_dir):
         try:
-            tables.append(pq.read_table(path, schema=ROW_SCHEMA))
+            tables.append(conform(pq.read_table(path)))
         except (OSError, pa.ArrowException, ValueError) as exc:
             bad.append(path)
             warnings.warn(f"skipping corrupt sweep row {path}: {exc}", CorruptRowsWarning, stacklevel=2)
@@ -166,7 +209,9 @@ def read_table(sweep_dir: str | Path, corrupt: list[Path] | None = None) -> pa.T
         corrupt.extend(bad)
     if not tables:
         return ROW_SCHEMA.empty_table()
-    return pa.concat_tables(tables).replace_schema_metadata(None)
+    # Jobs of one sweep may sweep different keys, or one key with ints and floats: missing columns
+    # become nulls and numeric types widen (int64 -> float64), as pandas' concat would.
+    return pa.concat_tables(tables, promote_options="permissive").replace_schema_metadata(None)
 
 
 def to_pandas(table: pa.Table):
@@ -197,8 +242,8 @@ def consolidate(sweep_dir: str | Path, corrupt: list[Path] | None = None) -> Pat
     Written from pandas so the file carries pandas metadata: `pandas.read_parquet` then gives the
     same nullable Int32/boolean columns as `read_rows`.
     """
-    df = read_rows(sweep_dir, corrupt)
-    table = pa.Table.from_pandas(df, schema=ROW_SCHEMA, preserve_index=False)
+    table = read_table(sweep_dir, corrupt)
+    table = pa.Table.from_pandas(to_pandas(table), schema=table.schema, preserve_index=False)
     out = Path(sweep_dir) / RESULTS_NAME
     _atomic_write_table(table, out)
     return out
