@@ -16,3 +16,16 @@ def test_cfg_job_shows_the_implied_sweep_name_of_a_user_file(tmp_path, capsys):
     assert "sweep_name: demo" in capsys.readouterr().out.splitlines()
     assert main(["--cfg", "job", "--config-dir", str(tmp_path), "+sweep=mine", "sweep_name=other"]) == 0
     assert "sweep_name: other" in capsys.readouterr().out.splitlines()
+
+
+def test_hydra_output_dir_overrides_are_refused_with_the_way_out(tmp_path, monkeypatch, capsys):
+    """Hydra writes a single run to hydra.run.dir exactly; yoloprof used to write to <parent>/0
+    instead. Now it refuses, names the key and says how to choose the folder, and writes nothing."""
+    from yoloprof.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    for key in ("hydra.run.dir", "hydra.sweep.dir", "hydra.sweep.subdir"):
+        assert main(["sweep", f"{key}=X/one", "device=cpu"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and key in err[0] and "project=DIR" in err[0]
+    assert list(tmp_path.iterdir()) == []

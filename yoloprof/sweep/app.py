@@ -91,6 +91,21 @@ def _launch(overrides: list[str], multirun: bool, config_dir: str | None, order:
         GlobalHydra.instance().clear()
 
 
+# Hydra's output-dir keys: yoloprof lays a sweep out itself (<project>/sweeps/<name>/<id>/<job>),
+# because resume, consolidation and analysis find the jobs there.
+DIR_KEYS = ("hydra.run.dir", "hydra.sweep.dir", "hydra.sweep.subdir")
+
+
+def refuse_dir_overrides(overrides: list[str]) -> None:
+    """Hydra would write a single run to `hydra.run.dir` exactly; yoloprof cannot honour that and
+    still find the job for resume and analysis, so it says so instead of writing elsewhere."""
+    for item in overrides:
+        key = item.lstrip("+~").partition("=")[0]
+        if key in DIR_KEYS:
+            raise UsageError(f"{key} is set by yoloprof: jobs go to <project>/sweeps/<sweep_name>/<id>/<job>; "
+                             "choose the folder with project=DIR and the name with sweep_name=NAME")
+
+
 def implied_sweep_name(overrides: list[str], composed: str) -> str | None:
     """A user's experiment file without `sweep_name` is named after the file (`+sweep=mine` ->
     `mine`); None when the file names itself or no file is chosen."""
@@ -227,6 +242,7 @@ def _run(argv: list[str]) -> tuple[int, Path | None]:
     if any(getattr(args, flag, None) for flag in _INFO_FLAGS):
         return _passthrough(list(argv), args), None
     overrides, resume = split_resume(list(args.overrides))
+    refuse_dir_overrides(overrides)
     multirun, config_dir = bool(args.multirun), args.config_dir
     if resume is not None:
         manifest = read_manifest(resume)
