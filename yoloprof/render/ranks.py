@@ -21,7 +21,7 @@ def render_ranks(result: dict[str, Any], out: Out | None = None) -> None:
         out.line(f"slowest rank: {result['slowest_rank']} at {fmt_ratio(result['slowest_vs_median'])} "
                  f"the median compute time ({fmt_num(result['median_compute_ms'])} ms/step)")
     strag = result.get("stragglers") or []
-    out.line(f"stragglers (> {fmt_num(result['threshold_pct'])}% over the median): "
+    out.line(f"stragglers (> {result['threshold_pct']:g}% over the median): "
              + (", ".join(f"rank {r}" for r in strag) if strag else "none"))
     if result.get("duplicate_ranks"):
         out.warn(f"several files claim rank(s) {', '.join(map(str, result['duplicate_ranks']))}")
