@@ -218,7 +218,7 @@ def test_forked_slice_helper_gives_the_same_columns(monkeypatch):
     monkeypatch.setattr(parse, "SLICE_WORKERS", 1)
     alone = parse_trace_bytes(data)
     monkeypatch.setattr(parse, "SLICE_WORKERS", 2)
-    monkeypatch.setattr(parse, "_idle_core", lambda: True)
+    monkeypatch.setattr(parse, "_may_fork", lambda: True)
     forks = []
     real_fork = parse._fork_slices
     monkeypatch.setattr(parse, "_fork_slices", lambda *a: forks.append(1) or real_fork(*a))

@@ -137,7 +137,10 @@ class Input:
 
 def _pread(fd: int, n: int, path: Path) -> bytes:
     try:
-        return os.pread(fd, n, 0)
+        if hasattr(os, "pread"):
+            return os.pread(fd, n, 0)
+        os.lseek(fd, 0, os.SEEK_SET)  # Windows: no pread
+        return os.read(fd, n)
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import pickle
 import re
+import threading
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import attrgetter, is_, is_not
@@ -109,14 +110,17 @@ def parse_trace_bytes(data: bytes) -> Events:
 
 # Processes that decode the slices of one large trace: this one and, on a machine with a second
 # core, one forked helper that takes the second half (set to 1 where processes already run one
-# trace each, as readers.ranks does). The helper is only forked while a core is idle (1-minute
-# load average below the core count minus one): on a busy machine it would only add a fork.
+# trace each, as readers.ranks does). The helper is forked only from a single-threaded process
+# (a fork copies no other thread, and a lock one of them held would never be released) and while
+# a core is idle: 1-minute load average, which counts this process, below the cores minus a half.
 SLICE_WORKERS = min(2, os.cpu_count() or 1)
 
 
-def _idle_core() -> bool:
+def _may_fork() -> bool:
+    if SLICE_WORKERS < 2 or not hasattr(os, "fork") or threading.active_count() > 1:
+        return False
     try:
-        return os.getloadavg()[0] < (os.cpu_count() or 1) - 1
+        return os.getloadavg()[0] < (os.cpu_count() or 1) - 0.5
     except OSError:
         return True
 
@@ -129,7 +133,7 @@ def _chunked(data: bytes) -> tuple[list[_Part] | None, dict[str, Any], list[str]
     if not cuts:
         return None, {}, []
     n = len(cuts) + 1
-    fork = SLICE_WORKERS > 1 and n >= 4 and hasattr(os, "fork") and _idle_core()
+    fork = n >= 4 and _may_fork()
     split = (n + 1) // 2 if fork else n
     helper = _fork_slices(data, cuts, range(split, n)) if split < n else None
     if helper is None:  # one worker, few slices, or fork failed: all slices here
