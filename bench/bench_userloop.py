@@ -7,7 +7,7 @@
    three phases and call `prof.step()`, timed by the profile (its step_ms is pure overhead) and
    from outside; the 3% target then holds for any step longer than that cost / 0.03. And the cost
    of `prof.step()` once the profile is done (the loop's remaining iterations).
-3. Per-module breakdown: step time with the module hooks (capture/modules.py) and with
+3. Per-module breakdown: CPU time per step with the module hooks (capture/modules.py) and with
    torch.profiler's module view (`with_stack=True`, which names `nn.Module: X` frames), each
    against the plain step. This is the measurement behind docs/userloop.md's choice.
 
@@ -112,30 +112,40 @@ def done_step_us(out: str) -> float:
         return (time.perf_counter() - t0) * 1e6 / n
 
 
-def hooks_ms(model, opt, x, y, dev: DeviceInfo, steps: int) -> float:
-    rec = ModuleRecorder(model, dev).attach()
+def _cpu_ms(fn, steps: int) -> float:
+    """Median process CPU ms per step: with one thread, CPU time is what the method itself costs,
+    and other processes on a shared machine do not inflate it as they inflate wall time."""
     times = []
     for _ in range(steps):
+        t0 = time.process_time()
+        fn()
+        times.append((time.process_time() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def plain_cpu_ms(model, opt, x, y, dev: DeviceInfo, steps: int) -> float:
+    return _cpu_ms(lambda: (one_step(model, opt, x, y), synchronize(dev)), steps)
+
+
+def hooks_ms(model, opt, x, y, dev: DeviceInfo, steps: int) -> float:
+    rec = ModuleRecorder(model, dev).attach()
+
+    def step() -> None:
         rec.begin_step()
-        t0 = time.perf_counter()
         one_step(model, opt, x, y)
         synchronize(dev)
-        times.append((time.perf_counter() - t0) * 1e3)
         rec.end_step()
-    rec.detach()
-    return statistics.median(times)
+
+    try:
+        return _cpu_ms(step, steps)
+    finally:
+        rec.detach()
 
 
 def stack_profiler_ms(model, opt, x, y, dev: DeviceInfo, steps: int) -> float:
     acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if dev.is_cuda else [])
-    times = []
     with torch.profiler.profile(activities=acts, with_stack=True, with_modules=True):
-        for _ in range(steps):
-            t0 = time.perf_counter()
-            one_step(model, opt, x, y)
-            synchronize(dev)
-            times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
+        return _cpu_ms(lambda: (one_step(model, opt, x, y), synchronize(dev)), steps)
 
 
 def main() -> None:
@@ -164,11 +174,13 @@ def main() -> None:
         print(f"empty iteration with 3 phases: {own:.2f} us (the profile's own step_ms), {wall:.2f} us wall per "
               f"timed iteration incl. the step boundary; 3% of a step is reached at steps of {wall / 0.03 / 1e3:.3f} ms")
         print(f"prof.step() after done: {done_step_us(tmp + '/d'):.3f} us per call")
-    base = statistics.median([plain_ms(model, opt, x, y, dev, args.steps) for _ in range(3)])
-    hooks = hooks_ms(model, opt, x, y, dev, args.steps)
-    stack = stack_profiler_ms(model, opt, x, y, dev, args.steps)
-    print(f"module breakdown, step time: plain {base:.3f} ms; module hooks {hooks:.3f} ms "
-          f"(x{hooks / base:.2f}); torch.profiler with_stack {stack:.3f} ms (x{stack / base:.2f})")
+    # interleaved rounds, medians of per-step CPU time
+    rounds = [(plain_cpu_ms(model, opt, x, y, dev, args.steps), hooks_ms(model, opt, x, y, dev, args.steps),
+               stack_profiler_ms(model, opt, x, y, dev, args.steps)) for _ in range(3)]
+    base, hooks, stack = (statistics.median(r[i] for r in rounds) for i in range(3))
+    print(f"module breakdown, CPU ms per step (median of 3 interleaved rounds): plain {base:.3f}; "
+          f"module hooks {hooks:.3f} (x{hooks / base:.2f}); torch.profiler with_stack {stack:.3f} "
+          f"(x{stack / base:.2f})")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ def tiny_run(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("cap")
     settings = CaptureSettings.for_mode("train", device="cpu", batch=1, imgsz=64, steps=1, warmup=0,
-                                        workers=0, trace=False, python_hotspots=True)
+                                        workers=0, trace=False, python_hotspots=True, nvtx=True)
     return capture(settings, out, echo_warnings=False), settings, out
 
 
@@ -43,6 +43,9 @@ def test_capture_records_modules_hotspots_and_facts(tiny_run):
     assert [r["module"] for r in rows] == names
     assert rows[0]["forward_ms"] > 0 and rows[0]["backward_ms"] > 0
     assert profile["hotspots"]["functions"] and profile["hotspots"]["steps"] == 3
+    from yoloprof.capture.nvtx import NVTX_CPU_NOTE
+
+    assert NVTX_CPU_NOTE in profile["warnings"]  # --nvtx on a CPU run: one line, no ranges
 
 
 def test_cli_readers_on_the_capture(tiny_run, capsys):
