@@ -24,14 +24,15 @@ says the same; a loop that did not reach a single timed step raises DataTooSmall
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import gc
 import os
 import warnings as _warnings
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterator
 
-from yoloprof.capture.device import DeviceInfo, synchronize
+from yoloprof.capture.device import synchronize
+from yoloprof.capture.loop_support import (DEFAULT_OUT, blocks, check_counts, check_phase, current_job, device_of,
+                                           dist_rank, job_output, output_names, traced_phase, untouched)
 from yoloprof.capture.loopclock import LoopClock
 from yoloprof.capture.memory import PeakMemory
 from yoloprof.capture.run_result import RunResult, phase_timing_name
@@ -39,68 +40,7 @@ from yoloprof.capture.timing import TrialResult
 from yoloprof.capture.tracing import TraceSchedule
 from yoloprof.errors import DataTooSmallError, UsageError
 
-DEFAULT_OUT = "runs/profile/user"
-_PHASE_NAME_OK = "letters, digits, '_' and '-', starting with a letter or '_'"
-
-# A sweep job that runs a user's function sets this: every `yoloprof.profile` inside writes into
-# the job's folder (whatever out_dir the function gives) and reports the profile it wrote.
-_JOB: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("yoloprof_job", default=None)
-
-
-@contextlib.contextmanager
-def job_output(out_dir: Path) -> Iterator[list[dict[str, Any]]]:
-    """Inside: `yoloprof.profile` writes into `out_dir`; yields the list of profiles written."""
-    written: list[dict[str, Any]] = []
-    token = _JOB.set({"out_dir": Path(out_dir), "written": written})
-    try:
-        yield written
-    finally:
-        _JOB.reset(token)
-
-
-def dist_rank() -> tuple[int | None, int]:
-    """(rank, world size): torch.distributed when initialised, else the RANK/WORLD_SIZE that
-    torchrun and most launchers set; (None, 1) for a plain single process."""
-    try:
-        import torch.distributed as dist
-
-        if dist.is_available() and dist.is_initialized():
-            return dist.get_rank(), dist.get_world_size()
-    except ImportError:  # pragma: no cover - torch without distributed
-        pass
-    rank = os.environ.get("RANK")
-    if rank is not None and rank.isdigit():
-        return int(rank), int(os.environ.get("WORLD_SIZE", "1") or 1)
-    return None, 1
-
-
-def output_names(rank: int | None) -> tuple[str, str]:
-    """profile.json / profile_trace.json, or profile_rank<R>.json / profile_trace_rank<R>.json."""
-    from yoloprof.capture.api import PROFILE_NAME, TRACE_NAME
-
-    if rank is None:
-        return PROFILE_NAME, TRACE_NAME
-    return (PROFILE_NAME.replace(".json", f"_rank{rank}.json"),
-            TRACE_NAME.replace(".json", f"_rank{rank}.json"))
-
-
-def _device_of(model: Any, device: Any) -> DeviceInfo:
-    import torch
-
-    if device is not None:
-        dev = torch.device(device if not isinstance(device, int) else f"cuda:{device}")
-    else:
-        param = next(iter(model.parameters()), None) if model is not None else None
-        dev = param.device if param is not None else torch.device("cpu")
-    if dev.type == "cuda" and dev.index is None:
-        dev = torch.device("cuda", torch.cuda.current_device())
-    return DeviceInfo(dev, "cuda" if dev.type == "cuda" else "cpu")
-
-
-def _blocks(steps: int, repeat: int) -> list[int]:
-    """Split the timed steps into `repeat` consecutive blocks; each block's mean is one sample."""
-    base, extra = divmod(steps, repeat)
-    return [base + (1 if i < extra else 0) for i in range(repeat)]
+__all__ = ["DEFAULT_OUT", "Profile", "dist_rank", "job_output", "output_names", "profile"]
 
 
 class Profile:
@@ -111,13 +51,13 @@ class Profile:
                  module_steps: int = 2, python_hotspots: bool = False, hotspot_steps: int = 3,
                  flops: bool = True, nvtx: bool = False, device: Any = None, kind: str = "train",
                  batch_size: int | None = None) -> None:
-        _check_counts(warmup=warmup, steps=steps, trace_steps=trace_steps, repeat=repeat,
+        check_counts(warmup=warmup, steps=steps, trace_steps=trace_steps, repeat=repeat,
                       module_steps=module_steps, hotspot_steps=hotspot_steps)
         if kind not in ("train", "infer"):
             raise UsageError(f"yoloprof.profile: kind must be 'train' or 'infer' (got {kind!r})")
         if repeat > steps:
             raise UsageError(f"yoloprof.profile: repeat={repeat} blocks need steps >= {repeat} (got {steps})")
-        job = _JOB.get()
+        job = current_job()
         self.out_dir = job["out_dir"] if job else Path(out_dir)
         self._job = job
         self.model, self.kind, self.batch_size = model, kind, batch_size
@@ -167,13 +107,13 @@ class Profile:
             self._begin_iteration()
 
     def __enter__(self) -> "Profile":
-        self.device = _device_of(self.model, self._device_arg)
+        self.device = device_of(self.model, self._device_arg)
         self._rank, self._world = dist_rank()
         self._clock = LoopClock(self.device)
         self._memory = PeakMemory(self.device)
         self._trials: list[TrialResult] = []
         self._trial: TrialResult | None = None
-        self._block_sizes = _blocks(self.options["steps"], self.options["repeat"])
+        self._block_sizes = blocks(self.options["steps"], self.options["repeat"])
         self._phase_order: list[str] = []
         self._batch_bytes: int | None = None
         self._sections: dict[str, Any] = {}
@@ -184,7 +124,7 @@ class Profile:
         self._flop_counter: Any = None
         self._flops: float | None = None
         self._nvtx_modules: Any = None
-        self._phase: Callable[[str], ContextManager[Any]] = _untouched
+        self._phase: Callable[[str], ContextManager[Any]] = untouched
         self._setup_nvtx()
         self._w, self._left = 0, 0
         self._begin_window()
@@ -204,7 +144,7 @@ class Profile:
     # ---- windows -------------------------------------------------------------------------------
     def _begin_window(self) -> None:
         if self._w >= len(self._windows):
-            self._phase = self._nvtx_wrap(_untouched)
+            self._phase = self._nvtx_wrap(untouched)
             return
         name, count = self._windows[self._w]
         self._left = count
@@ -234,7 +174,7 @@ class Profile:
             self._recorder.end_step()
 
     def _begin_warmup(self) -> None:
-        self._phase = self._nvtx_wrap(_untouched)
+        self._phase = self._nvtx_wrap(untouched)
 
     def _end_warmup(self) -> None:
         pass
@@ -261,7 +201,7 @@ class Profile:
 
     @contextlib.contextmanager
     def _timed_phase(self, name: str) -> Iterator[None]:
-        _check_phase(name)
+        check_phase(name)
         if name not in self._phase_order:
             self._phase_order.append(name)
         begin = self._clock.now()
@@ -275,7 +215,7 @@ class Profile:
 
         self._session = TraceSession(self.device, self._schedule)
         self._session.start()
-        self._phase = self._nvtx_wrap(_traced_phase)
+        self._phase = self._nvtx_wrap(traced_phase)
 
     def _end_trace(self) -> None:
         _, trace_name = output_names(self._rank)
@@ -285,7 +225,7 @@ class Profile:
     def _begin_flops(self) -> None:
         from torch.utils.flop_counter import FlopCounterMode
 
-        self._phase = self._nvtx_wrap(_untouched)
+        self._phase = self._nvtx_wrap(untouched)
         self._flop_counter = FlopCounterMode(display=False)
         self._flop_counter.__enter__()
 
@@ -297,7 +237,7 @@ class Profile:
     def _begin_modules(self) -> None:
         from yoloprof.capture.modules import ModuleRecorder
 
-        self._phase = self._nvtx_wrap(_untouched)
+        self._phase = self._nvtx_wrap(untouched)
         synchronize(self.device)
         self._recorder = ModuleRecorder(self.model, self.device).attach()
         self._recorder.begin_step()
@@ -309,7 +249,7 @@ class Profile:
     def _begin_hotspots(self) -> None:
         from yoloprof.capture.hotspots import HotspotRecorder
 
-        self._phase = self._nvtx_wrap(_untouched)
+        self._phase = self._nvtx_wrap(untouched)
         self._hotspots = HotspotRecorder()
         self._hotspots.start()
 
@@ -414,37 +354,6 @@ class Profile:
         profile = empty_profile(self.kind, config=config, env=collect_env(self.device))
         trace_path = self._trace_path if self._trace_path is not None and self._trace_path.exists() else None
         return fill_profile(profile, run, self.device, "float32", trace_path, warnings)
-
-
-def _untouched(name: str) -> ContextManager[Any]:
-    return contextlib.nullcontext()
-
-
-def _traced_phase(name: str) -> ContextManager[Any]:
-    import torch
-
-    _check_phase(name)
-    return torch.profiler.record_function(f"yoloprof/{name}")
-
-
-_VALID_PHASES: set[str] = set()  # names already checked (the check runs per phase per step)
-
-
-def _check_phase(name: str) -> None:
-    if name in _VALID_PHASES:
-        return
-    import re
-
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][\w-]*", name):
-        raise UsageError(f"yoloprof.profile: phase name {name!r} is not valid; use {_PHASE_NAME_OK}")
-    _VALID_PHASES.add(name)
-
-
-def _check_counts(**counts: int) -> None:
-    for key, value in counts.items():
-        least = 1 if key in ("steps", "repeat") else 0
-        if not isinstance(value, int) or value < least:
-            raise UsageError(f"yoloprof.profile: {key} must be an integer >= {least} (got {value!r})")
 
 
 def profile(out_dir: str | os.PathLike = DEFAULT_OUT, **options: Any) -> Profile:
