@@ -31,7 +31,7 @@ HTML_TARGET_S = 3.0
 
 
 def synthetic_rows(n_configs: int, trials: int, seed: int = 0) -> pd.DataFrame:
-    """Rows in the sweep contract's columns: a batch x imgsz x size x amp_dtype grid, trial axis
+    """Rows in the sweep contract's columns: a batch x imgsz x size x precision grid, trial axis
     outermost, step time log-normal with 3% noise and a known dependence on the axes."""
     rng = np.random.default_rng(seed)
     grid = list(itertools.product((1, 2, 4, 8, 16), (256, 320, 416, 512, 640), ("n", "t", "s", "m"),
@@ -43,7 +43,7 @@ def synthetic_rows(n_configs: int, trials: int, seed: int = 0) -> pd.DataFrame:
             s = float(rng.lognormal(math.log(step), 0.03))
             recs.append({"sweep_id": "bench", "job_num": t * len(grid) + g, "status": "ok",
                          "group_hash": f"g{g:04d}", "config_hash": f"g{g:04d}-{t}", "mode": "train",
-                         "batch": batch, "imgsz": imgsz, "size": size, "amp_dtype": dtype, "trial": t,
+                         "batch": batch, "imgsz": imgsz, "size": size, "precision": dtype, "trial": t,
                          "step_ms": s, "step_ms_samples": [s], "img_per_s": batch * 1000 / s,
                          "img_per_s_samples": [batch * 1000 / s], "peak_mem_mb": 50.0 * batch * imgsz / 320,
                          "peak_mem_mb_samples": [50.0 * batch * imgsz / 320], "device_name": "cpu",

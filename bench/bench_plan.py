@@ -1,6 +1,6 @@
 """How long does a big grid take to start? Time from `yoloprof sweep` to its first capture.
 
-Plans `-m amp_dtype=float16,bfloat16 trial=range(0,N/2)` (N jobs, two configurations) in this
+Plans `-m precision=float16,bfloat16 trial=range(0,N/2)` (N jobs, two configurations) in this
 process with the capture replaced by a stub that stops the sweep at the first job (Ctrl-C path,
 exit 130), so only planning is timed: composing, the grid check (one composition per
 configuration, sweep/plan.py validate_grid), the manifest and Hydra's launch. torch is imported
@@ -37,7 +37,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         os.chdir(tmp)
         t0 = time.perf_counter()
-        code = sweep(["-m", "amp_dtype=float16,bfloat16", f"trial=range(0,{args.jobs // 2})", "device=cpu",
+        code = sweep(["-m", "precision=float16,bfloat16", f"trial=range(0,{args.jobs // 2})", "device=cpu",
                       "workers=0", "launch.isolation=inprocess", "analysis.enabled=false"])
     assert code == 130 and first, code
     elapsed = first[0] - t0

@@ -18,7 +18,7 @@ import torch
 
 from yoloprof.capture.build import build_dataset, build_train_context
 from yoloprof.capture.device import resolve_device
-from yoloprof.capture.settings import CaptureSettings
+from yoloprof.config.settings import CaptureSettings
 from yoloprof.capture.timing import time_train_trial
 
 

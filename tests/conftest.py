@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# The Hydra config and the experiment files: top-level folders of the repository (design card).
+CONF = REPO / "conf"
+SWEEPS = REPO / "sweeps"
 # The real GPU traces live beside the checkout in shared/, never inside the repo.
 TRACES = REPO.parent / "shared" / "fixtures" / "traces"
 

@@ -16,7 +16,7 @@ from yoloprof.profiles.model import SCHEMA
 from yoloprof.sweep.rows import write_row
 
 BASE_CONFIG = {"mode": "train", "model": "yolo", "size": "n", "data": "synthetic", "device": "cpu",
-               "batch": 4, "imgsz": 320, "amp": False, "amp_dtype": "float16", "workers": 0,
+               "batch": 4, "imgsz": 320, "precision": "float32", "threads": 1, "workers": 0,
                "warmup": 2, "steps": 5, "runs": None, "repeat": 1}
 BETTER = {"step_ms": "lower", "img_per_s": "higher", "peak_mem_mb": "lower", "p50_ms": "lower"}
 UNITS = {"step_ms": "ms", "img_per_s": "img/s", "peak_mem_mb": "MB", "p50_ms": "ms"}

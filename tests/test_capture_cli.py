@@ -101,20 +101,24 @@ def test_infer_latency_and_stages(infer_profile):
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_cpu_autocast_train_and_infer(tmp_path, dtype):
-    proc = run_cli("run", *TINY_TRAIN, "--amp", "--amp-dtype", dtype, "--no-trace", "--project", tmp_path)
+    proc = run_cli("run", *TINY_TRAIN, "--precision", dtype, "--no-trace", "--project", tmp_path)
     assert proc.returncode == 0, proc.stderr
     profile = load_valid(tmp_path / "train" / "profile.json")
-    assert profile["config"]["amp"] is True and profile["config"]["amp_dtype"] == dtype
-    proc = run_cli("infer", *TINY_INFER, "--half", "--amp-dtype", dtype, "--no-trace", "--project", tmp_path)
+    assert profile["config"]["amp"] is True and profile["config"]["precision"] == dtype
+    proc = run_cli("infer", *TINY_INFER, "--precision", dtype, "--no-trace", "--project", tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert load_valid(tmp_path / "infer" / "profile.json")["config"]["amp"] is True
+    assert load_valid(tmp_path / "infer" / "profile.json")["config"]["precision"] == dtype
 
 
 BAD_ARGS = [
     (("run", "--steps", "0"), 2, "--steps must be >= 1"),
     (("run", "--warmup", "-1"), 2, "--warmup must be >= 0"),
-    (("run", "--amp-dtype", "float32"), 2, "float16, bfloat16"),
-    (("run", "--size", "x"), 2, "n, t, s, m, l"),
+    (("run", "--precision", "float8"), 2, "'auto', 'float32', 'float16', 'bfloat16'"),
+    (("run", "--amp", "--precision", "bfloat16"), 2, "not allowed with argument"),
+    (("run", "weights=X.pt"), 2, "did you mean --weights X.pt?"),
+    (("run", "amp_dtype=bfloat16"), 2, "did you mean --precision"),
+    (("infer", "trace=false"), 2, "did you mean --no-trace?"),
+    (("run", "--size", "x"), 2, "'n', 't', 's', 'm', 'l'"),
     (("run", "nosuchdata"), 2, "nosuchdata"),
     (("infer", "--batch", "-1"), 2, "needs a CUDA device"),
 ]
@@ -234,3 +238,41 @@ def test_infer_folder_with_a_corrupt_image_skips_it_and_says_so(tmp_path):
     assert proc.returncode == 0, proc.stderr
     profile = load_valid(tmp_path / "out" / "infer" / "profile.json")
     assert any("bad.jpg" in w for w in profile["warnings"]), profile["warnings"]
+
+
+def test_one_meaning_per_metric_name_across_modes(train_profile, infer_profile):
+    """Timing-pass figures are unprefixed and hold one sample per trial (train --repeat 3, infer
+    --repeat 2); the trace pass runs once, so a traced host-clock figure has one sample and must be
+    `trace_`-prefixed in both modes (an infer profile used to hold the traced forward_wall_ms)."""
+    for (profile, _, _), trials in ((train_profile, 3), (infer_profile, 2)):
+        for name, entry in profile["metrics"].items():
+            if name.endswith("_wall_ms") or name in ("step_ms", "img_per_s"):
+                assert entry["n"] == trials, (profile["kind"], name)
+        assert "trace_step_ms" in profile["metrics"]
+    assert "forward_wall_ms" not in infer_profile[0]["metrics"]
+    assert infer_profile[0]["metrics"]["trace_forward_wall_ms"]["n"] == 1
+
+
+def test_threads_and_precision_are_set_and_recorded(train_profile):
+    profile = train_profile[0]
+    expected = max(1, (os.cpu_count() or 1) // 2)  # the documented auto rule, worked here
+    assert profile["config"]["threads"] == profile["env"]["threads"] == expected
+    assert profile["config"]["precision"] == "float32" and profile["config"]["amp"] is False  # auto on CPU
+    assert profile["config"]["device"] == "cpu"
+
+
+def test_trace_schedule_and_recording_flags(tmp_path):
+    proc = run_cli("infer", *TINY_INFER, "--repeat", "1", "--threads", "1", "--trace-wait", "0",
+                   "--trace-warmup", "1", "--trace-active", "2", "--no-record-shapes", "--project", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    profile = load_valid(tmp_path / "infer" / "profile.json")
+    assert profile["trace"]["steps_analyzed"] == 2 and profile["config"]["threads"] == 1
+    trace = json.loads((tmp_path / "infer" / "profile_trace.json").read_text())
+    ops = [e for e in trace["traceEvents"] if e.get("cat") == "cpu_op"]
+    assert ops and not any("Input Dims" in e.get("args", {}) for e in ops)
+
+
+def test_default_trace_records_input_shapes(train_profile):
+    trace = json.loads((train_profile[2] / "train" / "profile_trace.json").read_text())
+    ops = [e for e in trace["traceEvents"] if e.get("cat") == "cpu_op"]
+    assert sum("Input Dims" in e.get("args", {}) for e in ops) > len(ops) / 2

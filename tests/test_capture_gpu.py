@@ -12,7 +12,7 @@ from gpu import requires_cuda
 @requires_cuda
 def test_cuda_train_float16_with_grad_scaler(tmp_path):
     proc = run_cli("run", "--device", "0", "--batch", "4", "--imgsz", "128", "--steps", "3", "--warmup", "2",
-                   "--amp", "--amp-dtype", "float16", "--repeat", "2", "--project", tmp_path)
+                   "--precision", "float16", "--repeat", "2", "--project", tmp_path)
     assert proc.returncode == 0, proc.stderr
     profile = json.loads((tmp_path / "train" / "profile.json").read_text())
     assert profile["config"]["phase_timing"] == "cuda_events"
@@ -23,7 +23,7 @@ def test_cuda_train_float16_with_grad_scaler(tmp_path):
 
 @requires_cuda
 def test_cuda_infer_bfloat16_and_auto_batch(tmp_path):
-    proc = run_cli("infer", "--device", "0", "--half", "--amp-dtype", "bfloat16", "--runs", "5",
+    proc = run_cli("infer", "--device", "0", "--precision", "bfloat16", "--runs", "5",
                    "--warmup", "2", "--imgsz", "128", "--project", tmp_path)
     assert proc.returncode == 0, proc.stderr
     proc = run_cli("run", "--device", "0", "--batch", "-1", "--imgsz", "128", "--steps", "2", "--warmup", "1",

@@ -13,7 +13,7 @@ import pytest
 
 from yoloprof.capture.device import resolve_device
 from yoloprof.capture.preflight import INPUT_BYTES_PER_PIXEL, check_output_dir, estimate_bytes
-from yoloprof.capture.settings import CaptureSettings
+from yoloprof.config.settings import CaptureSettings
 from yoloprof.cli import main
 from yoloprof.errors import UsageError
 

@@ -16,7 +16,7 @@ from yoloprof.errors import UsageError
 from yoloprof.sweep.app import main
 from yoloprof.sweep.rows import RESULTS_NAME, ROW_NAME, ROW_SCHEMA, read_rows, row_files
 
-CONF = Path(__file__).resolve().parents[1] / "yoloprof" / "conf"
+from conftest import SWEEPS
 # in-process jobs: these tests are about grids, rows and resume; isolation has its own tests
 QUIET = ["device=cpu", "workers=0", "analysis.enabled=false", "launch.isolation=inprocess"]
 
@@ -69,10 +69,10 @@ def test_failed_job_writes_failed_row_and_traceback_and_exit_1(sweep_env, monkey
 
 @pytest.mark.slow
 def test_packaged_sweep_files_expand_to_their_grids(sweep_env):
-    """Every file in conf/sweep/ runs with the fake capture (cluster_example: composed below)."""
+    """Every file in sweeps/ runs with the fake capture (cluster_example: composed below)."""
     import yaml
 
-    for path in sorted((CONF / "sweep").glob("*.yaml")):
+    for path in sorted(SWEEPS.glob("*.yaml")):
         text = path.read_text()
         assert text.startswith("# @package _global_"), path.name
         spec = yaml.safe_load(text)
@@ -114,10 +114,10 @@ def test_interleaved_trials_alternate(sweep_env):
     [sweep] = sweep_env("interleaved")
     df = read_rows(sweep)
     # trials outermost, every other trial reversed: A B B A A B (a linear drift cancels)
-    assert [(r.trial, bool(r.amp)) for r in df.itertuples()] == \
-        [(0, False), (0, True), (1, True), (1, False), (2, False), (2, True)]
+    assert [(r.trial, r.precision) for r in df.itertuples()] == \
+        [(0, "float32"), (0, "float16"), (1, "float16"), (1, "float32"), (2, "float32"), (2, "float16")]
     # trials of one side pool: equal group_hash, distinct config_hash
-    assert df.groupby("amp")["group_hash"].nunique().tolist() == [1, 1]
+    assert df.groupby("precision")["group_hash"].nunique().tolist() == [1, 1]
     assert df["config_hash"].nunique() == 6
 
 
@@ -138,7 +138,10 @@ def test_resume_keeps_ok_rows_and_reruns_the_rest(sweep_env, monkeypatch):
 @pytest.mark.parametrize("args, words", [
     (["+sweep=nope"], ["unknown sweep 'nope'", "demo", "batch_scaling", "interleaved"]),
     (["-m", "bacth=1,2"], ["bacth"]),
-    (["-m", "amp_dtype=float16,float32"], ["amp_dtype", "float32", "bfloat16"]),
+    (["-m", "precision=float16,float8"], ["precision", "float32", "bfloat16"]),
+    (["-m", "amp_dtype=float16,bfloat16"], ["amp_dtype", "precision"]),
+    (["+bacth=4"], ["bacth", "did you mean 'batch'"]),
+    (["+capture.stesp=4"], ["capture.stesp", "did you mean 'capture.steps'"]),
     (["-m", "batch=1,-4"], ["job 1", "batch"]),
     (["model._target_=no_such_pkg.Net"], ["no_such_pkg.Net", "does not import"]),
 ])

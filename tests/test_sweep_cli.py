@@ -13,11 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, run_cli
+from conftest import REPO, SWEEPS, run_cli
 from test_sweep_support import TINY, driver_cmd, write_driver
 from yoloprof.sweep.rows import RESULTS_NAME, ROW_NAME, read_rows
 
-CONF = REPO / "yoloprof" / "conf"
 ENV = {"NO_COLOR": "1", "COLUMNS": "160"}
 
 
@@ -26,7 +25,8 @@ def sweep_dirs(root: Path, name: str = "adhoc") -> list[Path]:
     return sorted(base.iterdir()) if base.is_dir() else []
 
 
-@pytest.mark.parametrize("args, word", [(["amp_dtype=float32"], "amp_dtype"),
+@pytest.mark.parametrize("args, word", [(["precision=float8"], "precision"),
+                                        (["+bacth=4"], "did you mean 'batch'"),
                                         (["+sweep=nope"], "unknown sweep 'nope'")])
 def test_bad_input_exit_2_one_line(tmp_path, args, word):
     proc = run_cli("sweep", *args, cwd=tmp_path)
@@ -101,7 +101,7 @@ def _first_point(spec: dict) -> list[str]:
 
 @pytest.mark.slow
 def test_every_packaged_sweep_file_runs_a_real_capture(tmp_path):
-    for path in sorted((CONF / "sweep").glob("*.yaml")):
+    for path in sorted(SWEEPS.glob("*.yaml")):
         spec = yaml.safe_load(path.read_text())
         extra = ["hydra/launcher=basic"] if path.stem == "cluster_example" else []
         if extra:  # its SLURM settings are not keys of the basic launcher: composed in test_sweep_app
@@ -160,7 +160,7 @@ def test_installed_wheel_runs_a_sweep_from_an_unrelated_folder(tmp_path):
     assert where.startswith(str(venv))
     # a packaged experiment file, collapsed to one point: the conf/ groups ship inside the wheel
     proc = subprocess.run([str(venv / "bin" / "yoloprof"), "sweep", "+sweep=demo", *TINY, "batch=1",
-                           "amp=false"], cwd=work, capture_output=True, text=True, env=env, timeout=600)
+                           "precision=float32"], cwd=work, capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     [sweep] = sweep_dirs(work, "demo")
     assert read_rows(sweep).iloc[0]["status"] == "ok"

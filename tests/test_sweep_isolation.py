@@ -198,14 +198,14 @@ def test_a_thousand_jobs_are_planned_with_one_composition_per_configuration(swee
 
     monkeypatch.setattr(plan, "validate_grid", counting)
     monkeypatch.setattr(capture_api, "capture", first_job)
-    assert main(["-m", "amp_dtype=float16,bfloat16", "trial=range(0,500)", "launch.isolation=inprocess",
+    assert main(["-m", "precision=float16,bfloat16", "trial=range(0,500)", "launch.isolation=inprocess",
                  *QUIET]) == 130
     assert composed == [2] and started == [0]
     manifest = json.loads((sweep_env() / "yoloprof_sweep.json").read_text())
     assert manifest["jobs"] == 1000 and len(manifest["planned"]) == 1000
     # interleaved: A B B A ... across the 1,000 planned jobs
     assert [p["overrides"][0] for p in manifest["planned"][:4]] == [
-        "amp_dtype=float16", "amp_dtype=bfloat16", "amp_dtype=bfloat16", "amp_dtype=float16"]
+        "precision=float16", "precision=bfloat16", "precision=bfloat16", "precision=float16"]
 
 
 def test_a_grid_that_interpolates_trial_is_composed_per_job(tmp_path):

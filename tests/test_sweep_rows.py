@@ -53,7 +53,7 @@ def test_schema_is_exactly_the_contract():
 
 def base(job: int, **extra) -> dict:
     return {"sweep_name": "t", "sweep_id": "id1", "job_num": job, "config_hash": f"c{job}",
-            "group_hash": "g", "mode": "train", "batch": 2 + job, "trial": job, "amp": False,
+            "group_hash": "g", "mode": "train", "batch": 2 + job, "trial": job, "precision": "float32",
             "started_at": dt.datetime(2024, 5, 1, 12, 0, job, tzinfo=dt.timezone.utc), "wall_s": 1.5,
             "launcher": "basic", "threads": 2, **extra}
 
@@ -61,7 +61,7 @@ def base(job: int, **extra) -> dict:
 def profile(samples: list[float]) -> dict:
     return {"metrics": {"step_ms": metric(samples, "ms", "lower"),
                         "img_per_s": metric([2000 / s for s in samples], "img/s", "higher")},
-            "verdict": {"bound": "compute", "why": "w"}, "config": {"amp": True, "batch": 8},
+            "verdict": {"bound": "compute", "why": "w"}, "config": {"precision": "bfloat16", "batch": 8},
             "env": {"device_name": "dev"}}
 
 
@@ -84,7 +84,7 @@ def test_ok_row_round_trip(tmp_path):
         assert list(row["step_ms_samples"]) == samples
         assert row["img_per_s"] == pytest.approx(sum(2000 / s for s in samples) / 3)
         assert row["status"] == "ok" and row["verdict_bound"] == "compute"
-        assert bool(row["amp"]) is True and row["batch"] == 8  # resolved values from the profile
+        assert row["precision"] == "bfloat16" and row["batch"] == 8  # resolved values from the profile
         assert row["device_name"] == "dev"
     assert pd.isna(df.iloc[0]["p50_ms"])  # a train profile has no latency percentiles
 
@@ -132,7 +132,7 @@ def test_results_parquet_and_dataset_have_the_documented_types(tmp_path):
     df = pd.read_parquet(out)
     assert len(df) == 3 and list(df.columns) == ROW_SCHEMA.names
     assert str(df["job_num"].dtype) == "Int32" and str(df["batch"].dtype) == "Int32"
-    assert str(df["amp"].dtype) == "boolean" and df["step_ms"].dtype == "float64"
+    assert str(df["threads"].dtype) == "Int32" and df["step_ms"].dtype == "float64"
     assert str(df["started_at"].dtype) == "datetime64[us, UTC]"
     assert pq.read_schema(out).remove_metadata() == ROW_SCHEMA
     dataset = ds.dataset([str(p) for p in row_files(tmp_path)], format="parquet")

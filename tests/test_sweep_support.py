@@ -39,7 +39,7 @@ def fake_capture(settings, out_dir, *, progress: bool = False) -> dict:
     steps = [fake_step_ms(settings.batch, settings.imgsz, settings.trial, r) for r in range(settings.repeat)]
     profile = {
         "schema": "yoloprof.profile/1", "kind": settings.mode,
-        "config": {**settings.to_dict(), "amp": bool(settings.amp)},
+        "config": settings.resolved().to_dict(),  # as the real capture records it
         "env": {"device_name": "fake-cpu"},
         "metrics": {"step_ms": metric(steps, "ms", "lower"),
                     "img_per_s": metric([settings.batch * 1000.0 / s for s in steps], "img/s", "higher")},

@@ -14,7 +14,7 @@ SCHEMA = json.loads(files("yoloprof.profiles").joinpath("profile.schema.json").r
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     from yoloprof.capture.api import capture
-    from yoloprof.capture.settings import CaptureSettings
+    from yoloprof.config.settings import CaptureSettings
 
     out = tmp_path_factory.mktemp("cap")
     settings = CaptureSettings.for_mode("train", device="cpu", batch=1, imgsz=64, steps=1, warmup=0,

@@ -29,7 +29,7 @@ def captured(tmp_path_factory) -> dict[str, dict]:
     import torch
 
     from yoloprof.capture.api import capture
-    from yoloprof.capture.settings import CaptureSettings
+    from yoloprof.config.settings import CaptureSettings
 
     root = tmp_path_factory.mktemp("verdict-scenarios")
     paths = write_inputs(root / "inputs")

@@ -30,53 +30,14 @@ class _Parser(argparse.ArgumentParser):
 # capture commands
 
 
-def _add_capture_common(p: argparse.ArgumentParser, *, batch: int, warmup: int) -> None:
-    p.add_argument("--model", default="yolo",
-                   help="'yolo' (built-in detector) or an importable factory, e.g. mymodels.Net")
-    p.add_argument("--weights", default="none", help="'none' (seeded random init) or a state-dict file")
-    p.add_argument("--size", default="n", help="built-in detector size: n t s m l")
-    p.add_argument("--batch", type=int, default=batch, help="-1 = largest that fits in ~70%% of GPU memory")
-    p.add_argument("--imgsz", type=int, default=640)
-    p.add_argument("--amp-dtype", default="float16", help="float16 or bfloat16")
-    p.add_argument("--warmup", type=int, default=warmup)
-    p.add_argument("--repeat", type=int, default=1, help="timing trials, each kept as a sample")
-    p.add_argument("--device", default="0", help="CUDA device index (0) or 'cpu'")
-    p.add_argument("--project", default="runs/profile", help="output folder")
-    p.add_argument("--trace", action=argparse.BooleanOptionalAction, default=True,
-                   help="also run the torch.profiler trace pass")
-    p.add_argument("--num-classes", type=int, default=80)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", action="store_true", help="print the profile as JSON on stdout")
-    p.add_argument("--modules", action=argparse.BooleanOptionalAction, default=True,
-                   help="per-module forward/backward times (hooks, in steps of their own)")
-    p.add_argument("--python-hotspots", action="store_true",
-                   help="cProfile a few steps of their own: Python functions by self/cumulative time")
-    p.add_argument("--nvtx", action="store_true",
-                   help="NVTX ranges around phases and modules, for Nsight Systems (CUDA only)")
-
-
-def _capture_settings(args: argparse.Namespace, mode: str) -> Any:
-    from yoloprof.capture.settings import CaptureSettings
-
-    common = dict(model=args.model, weights=args.weights, size=args.size, batch=args.batch,
-                  imgsz=args.imgsz, amp_dtype=args.amp_dtype, warmup=args.warmup, repeat=args.repeat,
-                  device=str(args.device), trace=args.trace, num_classes=args.num_classes, seed=args.seed,
-                  modules=args.modules, python_hotspots=args.python_hotspots, nvtx=args.nvtx)
-    if mode == "train":
-        return CaptureSettings.for_mode("train", data=args.data, workers=args.workers, amp=args.amp,
-                                        steps=args.steps, **common)
-    return CaptureSettings.for_mode("infer", data=args.source, amp=args.half, runs=args.runs,
-                                    conf=args.conf, iou=args.iou, max_det=args.max_det, workers=0, **common)
-
-
 def _run_capture(args: argparse.Namespace, mode: str) -> int:
     from pathlib import Path
 
     from yoloprof.capture.api import capture
-
+    from yoloprof.config.cli_args import settings_from_args
     from yoloprof.sweep.machine import timed_slot
 
-    settings = _capture_settings(args, mode).validate()
+    settings = settings_from_args(args, mode)
     out_dir = Path(args.project) / mode
     # registered (not locked) so that sweep jobs timing at the same time record it (other_captures)
     with timed_slot(settings.device, "shared", label=f"yoloprof {'run' if mode == 'train' else 'infer'}"):
@@ -101,6 +62,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_infer(args: argparse.Namespace) -> int:
     return _run_capture(args, "infer")
+
+
+# (mode, command, function, help): the options of both are generated from the settings schema.
+CAPTURE_COMMANDS = (
+    ("train", "run", cmd_run, "profile a short training run"),
+    ("infer", "infer", cmd_infer, "profile the inference pipeline (preprocess, forward, postprocess/NMS)"),
+)
+CAPTURE_MODES = {command: mode for mode, command, _, _ in CAPTURE_COMMANDS}
 
 
 # --------------------------------------------------------------------------------------------
@@ -257,6 +226,9 @@ def _add_jobs(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from yoloprof.config.cli_args import add_capture_arguments
+    from yoloprof.config.settings import OUTPUT_KEYS
+
     parser = _Parser(prog=PROG, description="Where does a PyTorch training step or inference call "
                      "spend its time, and did a change really make it faster?")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
@@ -270,23 +242,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=fn)
         return p
 
-    p = add("run", "profile a short training run", cmd_run)
-    p.add_argument("data", nargs="?", default="synthetic", help="synthetic | data.yaml | dataset folder")
-    _add_capture_common(p, batch=16, warmup=5)
-    p.add_argument("--workers", type=int, default=8)
-    p.add_argument("--amp", action=argparse.BooleanOptionalAction, default=None,
-                   help="autocast (default: on for CUDA, off for CPU)")
-    p.add_argument("--steps", type=int, default=20)
-
-    p = add("infer", "profile the inference pipeline (preprocess, forward, postprocess/NMS)", cmd_infer)
-    p.add_argument("source", nargs="?", default=None, help="image or folder (default: bundled sample)")
-    _add_capture_common(p, batch=1, warmup=20)
-    p.add_argument("--half", action=argparse.BooleanOptionalAction, default=None,
-                   help="autocast with --amp-dtype (default: on for CUDA, off for CPU)")
-    p.add_argument("--runs", type=int, default=100)
-    p.add_argument("--conf", type=float, default=0.25)
-    p.add_argument("--iou", type=float, default=0.45)
-    p.add_argument("--max-det", type=int, default=300)
+    for mode, name, fn, text in CAPTURE_COMMANDS:
+        p = add(name, text, fn)
+        add_capture_arguments(p, mode)
+        p.add_argument("--project", default=OUTPUT_KEYS["project"][0],
+                       help=f"{OUTPUT_KEYS['project'][1]} (default: %(default)s)")
+        p.add_argument("--json", action="store_true", help="print the profile as JSON on stdout")
 
     def reader(name: str, help: str, fn: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
         p = add(name, help, fn)
@@ -377,6 +338,10 @@ def _dispatch(argv: list[str]) -> int:
 
         sys.stdout.write("\n".join(query_from_env()) + "\n")
         return 0
+    if argv and argv[0] in CAPTURE_MODES:
+        from yoloprof.config.cli_args import key_value_hint
+
+        key_value_hint(argv[1:], CAPTURE_MODES[argv[0]])
     if argv and argv[0] == "sweep":
         from yoloprof.sweep.app import main as sweep_main
 

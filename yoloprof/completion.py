@@ -82,12 +82,13 @@ def _sweep_candidates(before: list[str], word: str) -> list[str]:
     from hydra._internal.utils import create_config_search_path
     from hydra.plugins.completion_plugin import DefaultCompletionPlugin
 
+    from yoloprof.config.paths import conf_dir
     from yoloprof.config.schema import register
 
     register()
     config_dir = before[before.index("--config-dir") + 1] if "--config-dir" in before[:-1] else None
     overrides = [w for w in before if "=" in w or w in ("-m", "--multirun")]
-    loader = ConfigLoaderImpl(config_search_path=create_config_search_path(config_dir or "pkg://yoloprof.conf"))
+    loader = ConfigLoaderImpl(config_search_path=create_config_search_path(config_dir or f"file://{conf_dir()}"))
     line = " ".join(overrides + [word])
     if not word:
         line += " "

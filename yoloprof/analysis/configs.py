@@ -16,7 +16,7 @@ import pandas as pd
 
 from yoloprof.errors import UsageError
 
-AXIS_COLUMNS = ("mode", "model", "size", "data", "device", "batch", "imgsz", "amp", "amp_dtype",
+AXIS_COLUMNS = ("mode", "model", "size", "data", "device", "batch", "imgsz", "precision", "threads",
                 "workers", "warmup", "steps", "runs", "repeat")
 # Keys that never define a configuration: trials are pooled, seeds are part of a trial.
 NOT_AXES = {"trial", "seed"}

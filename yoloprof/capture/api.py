@@ -4,17 +4,18 @@ every sweep job. Timing pass (N trials) -> trace pass -> trace analysis -> profi
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from yoloprof.capture import interrupt
 from yoloprof.capture.device import DeviceInfo, resolve_device
 from yoloprof.capture.preflight import check_memory, check_model_inputs, check_output_dir
 from yoloprof.capture.progress import CaptureProgress
-from yoloprof.capture.settings import CaptureSettings
 from yoloprof.capture.timing import TrialResult
+from yoloprof.config.settings import CaptureSettings
 from yoloprof import warn
 from yoloprof.errors import UsageError
 from yoloprof.profiles.io import write_profile
@@ -25,15 +26,26 @@ TRACE_NAME = "profile_trace.json"
 _STAGED = ".partial."  # the trace is written under this prefix and renamed when the profile is
 
 
-def resolve_amp(settings: CaptureSettings, device: DeviceInfo) -> tuple[bool, list[str]]:
-    """--amp default: on for CUDA (what people train with), off for CPU (autocast there is an
-    experiment, not the norm)."""
-    warnings: list[str] = []
-    amp = device.is_cuda if settings.amp is None else bool(settings.amp)
-    if amp and not device.is_cuda and settings.mode == "infer":
-        warnings.append(f"--half on CPU runs autocast({settings.amp_dtype}); CPU kernels for reduced "
-                        "precision are often slower than float32")
-    return amp, warnings
+def precision_warnings(settings: CaptureSettings, device: DeviceInfo) -> list[str]:
+    """Say when a reduced precision on CPU is likely to measure slow kernels, not a speed-up."""
+    if settings.autocast and not device.is_cuda and settings.mode == "infer":
+        return [f"--precision {settings.precision} on CPU runs autocast({settings.precision}); CPU "
+                "kernels for reduced precision are often slower than float32"]
+    return []
+
+
+@contextlib.contextmanager
+def intra_op_threads(threads: int) -> Iterator[None]:
+    """Run the capture with exactly `threads` intra-op threads (resolved: never 0), then restore the
+    caller's count: a deliberate, recorded choice instead of whatever torch picked."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _resolve_batch(settings: CaptureSettings, device: DeviceInfo) -> CaptureSettings:
@@ -57,13 +69,19 @@ def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = 
     are printed once each as `yoloprof: warning: ...` (unless `echo_warnings` is false) and kept
     in the profile's `warnings`.
     """
-    settings.validate()
+    settings = settings.validate().resolved()  # canonical device, effective precision and threads
     device = resolve_device(settings.device)
     check_model_inputs(settings)
-    amp, warnings = resolve_amp(settings, device)
+    amp, warnings = settings.autocast, precision_warnings(settings, device)
     check_memory(settings, device, amp)  # --batch -1: estimated at batch 1, the least it can be
     out_dir = check_output_dir(out_dir)  # after the flags: a refused flag leaves no new folder
-    settings = _resolve_batch(settings, device)  # --batch -1 runs trial steps: after every check
+    with intra_op_threads(settings.threads):
+        settings = _resolve_batch(settings, device)  # --batch -1 runs trial steps: after every check
+        return _capture(settings, device, amp, warnings, out_dir, progress, echo_warnings)
+
+
+def _capture(settings: CaptureSettings, device: DeviceInfo, amp: bool, warnings: list[str], out_dir: Path,
+             progress: bool, echo_warnings: bool) -> dict[str, Any]:
     from yoloprof.capture import infer as infer_mod, train as train_mod
 
     runner = train_mod if settings.mode == "train" else infer_mod
@@ -137,10 +155,11 @@ def assemble(settings: CaptureSettings, device: DeviceInfo, amp: bool, run: Any,
     from yoloprof.capture.env import collect_env
 
     config = settings.to_dict()
+    # precision is the effective dtype (settings arrive resolved); amp says whether autocast ran
     config.update(device=str(device.torch_device), amp=amp, batch=settings.batch,
                   workers_effective=run.workers, phase_timing=run.phase_timing)
     profile = empty_profile(settings.mode, config=config, env=collect_env(device))
-    return fill_profile(profile, run, device, settings.amp_dtype if amp else "float32", trace_path, warnings,
+    return fill_profile(profile, run, device, settings.precision, trace_path, warnings,
                         trace_name=_final_trace_name(trace_path) if trace_path is not None else None)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from yoloprof.capture.device import DeviceInfo
-from yoloprof.capture.settings import CaptureSettings
+from yoloprof.config.settings import CaptureSettings
 from yoloprof.errors import UsageError
 
 TARGET_FRACTION = 0.70
@@ -27,7 +27,7 @@ def _peak_of_one_step(settings: CaptureSettings, device: DeviceInfo, batch: int)
     probe = dataclasses.replace(settings, batch=batch, workers=0)
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats(device.torch_device)
-    amp = settings.amp is not False
+    amp = settings.autocast  # settings arrive resolved: precision is the effective dtype
     if settings.mode == "train":
         data = SyntheticDetection(batch, settings.imgsz, settings.num_classes, settings.seed)
         train_step(build_train_context(probe, device, data, amp), no_phases())

@@ -11,7 +11,7 @@ import os
 from typing import Any, Callable, ContextManager
 
 from yoloprof.capture.device import DeviceInfo
-from yoloprof.capture.settings import CaptureSettings
+from yoloprof.config.settings import CaptureSettings
 from yoloprof.capture.steps import InferContext, TrainContext
 from yoloprof.errors import DataTooSmallError
 
@@ -22,7 +22,7 @@ def autocast_factory(settings: CaptureSettings, device: DeviceInfo, enabled: boo
 
     if not enabled:
         return contextlib.nullcontext
-    dtype = getattr(torch, settings.amp_dtype)
+    dtype = getattr(torch, settings.precision)
     return lambda: torch.autocast(device.type, dtype=dtype)
 
 
@@ -105,7 +105,7 @@ def build_train_context(settings: CaptureSettings, device: DeviceInfo, dataset: 
                          shuffle=False, seed=settings.seed, pin_memory=device.is_cuda)
     # GradScaler only where it is needed: float16 on CUDA (bfloat16 has float32's range).
     scaler = None
-    if amp and device.is_cuda and settings.amp_dtype == "float16":
+    if amp and device.is_cuda and settings.precision == "float16":
         scaler = torch.amp.GradScaler("cuda")
     return TrainContext(model=model, optimizer=optimizer, loss_fn=loss_fn, loader=loader,
                         device=device.torch_device, autocast=autocast_factory(settings, device, amp),

@@ -9,14 +9,12 @@ only synchronise is at the step boundary, where `finish()` waits for the last ev
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 from typing import Any
 
+from yoloprof.config.device import parse_device
 from yoloprof.errors import UsageError
-
-_DEVICE_FORMS = "'cpu', a CUDA index such as 0, or 'cuda:N'"
 
 
 @dataclass(frozen=True)
@@ -30,16 +28,14 @@ class DeviceInfo:
 
 
 def resolve_device(spec: str | int) -> DeviceInfo:
-    """'0' means CUDA device 0 (as in the command line's default); 'cpu' the CPU."""
+    """The torch device of a `--device` string (parsed by the one parser, config/device.py), checked
+    against the devices this machine has."""
     import torch
 
-    text = str(spec).strip().lower()
-    if text == "cpu":
+    parsed = parse_device(spec)
+    if not parsed.is_cuda:
         return DeviceInfo(torch.device("cpu"), "cpu")
-    match = re.fullmatch(r"(?:cuda:?)?(\d*)", text)
-    if not match:
-        raise UsageError(f"unknown device {spec!r}; use {_DEVICE_FORMS}")
-    index = int(match.group(1) or 0)
+    index = int(parsed.index or 0)
     if not torch.cuda.is_available():
         raise UsageError(f"--device {spec} asks for CUDA device {index}, but this machine has no CUDA "
                          "device; use --device cpu")

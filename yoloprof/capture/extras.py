@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from yoloprof.capture.device import DeviceInfo, synchronize
 from yoloprof.capture.facts import facts_section
-from yoloprof.capture.settings import CaptureSettings
+from yoloprof.config.settings import CaptureSettings
 from yoloprof.capture.steps import no_phases
 
 MODULE_STEPS = 2  # steps recorded with module hooks (per-step means are kept)

@@ -12,7 +12,7 @@ from yoloprof.capture.device import DeviceInfo
 from yoloprof.capture.memory import count_flops
 from yoloprof.capture.progress import CaptureProgress
 from yoloprof.capture.run_result import RunResult, phase_timing_name
-from yoloprof.capture.settings import CaptureSettings
+from yoloprof.config.settings import CaptureSettings
 from yoloprof.capture.steps import INFER_STAGES, infer_call, no_phases
 from yoloprof.capture.timing import TrialResult, run_trials, time_infer_trial
 from yoloprof.capture.tracing import TraceSchedule, run_trace_pass
@@ -61,8 +61,8 @@ def measure(settings: CaptureSettings, device: DeviceInfo, amp: bool, bar: Captu
 
 
 def trace(settings: CaptureSettings, device: DeviceInfo, amp: bool, path: Path, bar: CaptureProgress,
-          sources: list[Any], schedule: TraceSchedule = TraceSchedule()) -> Path:
+          sources: list[Any]) -> Path:
     ctx = build_infer_context(settings, device, sources, amp)
     bar.task("trace pass", 1)
-    return run_trace_pass(lambda phase: infer_call(ctx, phase), device, path, schedule,
+    return run_trace_pass(lambda phase: infer_call(ctx, phase), device, path, TraceSchedule.of(settings),
                           gzip=settings.trace_gzip)

@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 from yoloprof.capture.device import DeviceInfo
-from yoloprof.capture.settings import CaptureSettings
+from yoloprof.config.settings import CaptureSettings
 from yoloprof.errors import UsageError
 
 INPUT_BYTES_PER_PIXEL = 3 * 4 + 3  # float32 batch on the device + uint8 batch on the host

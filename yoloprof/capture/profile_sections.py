@@ -22,9 +22,18 @@ METRIC_KINDS: tuple[tuple[str, str, str | None], ...] = (
     (r".*_ms", "ms", "lower"),
 )
 
-# Timing-pass figures win over the trace's: the trace pass runs under the profiler, which slows
-# every op, so its step time is kept only under a "trace_" name.
+# One meaning per name in every mode: timing-pass figures are unprefixed, and a trace figure that
+# measures time on the host clock (the step, its throughput, a phase's wall time) is always stored
+# under a "trace_" name - the profiler slows every op, so these are not the timing pass's values.
+# (An infer profile used to hold the traced `forward_wall_ms` where a train profile holds the
+# untraced one.)
 TRACE_OWN_NAMES = ("step_ms", "img_per_s")
+TRACE_OWN_PATTERN = re.compile(r".*_wall_ms")
+
+
+def is_trace_own(name: str) -> bool:
+    """Whether a trace-derived metric must carry the `trace_` prefix (see TRACE_OWN_NAMES)."""
+    return name in TRACE_OWN_NAMES or bool(TRACE_OWN_PATTERN.fullmatch(name))
 
 
 def unit_of(name: str) -> tuple[str, str | None]:
@@ -77,7 +86,7 @@ def merge_trace_sections(profile: dict[str, Any], trace_path: Path, name: str | 
     sections = analyze_trace_file(trace_path).profile_sections()
     metrics = profile["metrics"]
     for name, entry in sections.get("metrics", {}).items():
-        if name in metrics or name in TRACE_OWN_NAMES:
+        if name in metrics or is_trace_own(name):
             metrics[f"trace_{name}"] = entry
         else:
             metrics[name] = entry

@@ -17,15 +17,25 @@ from typing import Any, Callable, Iterator
 from yoloprof.capture import interrupt
 from yoloprof.capture.device import DeviceInfo, synchronize
 from yoloprof.capture.steps import profiler_phases
+from yoloprof.config.settings import CaptureSettings, default_of
 
 
 @dataclass(frozen=True)
 class TraceSchedule:
-    """`torch.profiler.schedule(wait, warmup, active, repeat=1)`; `active` steps are analysed."""
+    """`torch.profiler.schedule(wait, warmup, active, repeat=1)`; `active` steps are analysed; plus
+    what the profiler records. The defaults are the settings schema's (`trace_*` fields), typed once."""
 
-    wait: int = 1
-    warmup: int = 1
-    active: int = 3
+    wait: int = default_of("trace_wait", "train")
+    warmup: int = default_of("trace_warmup", "train")
+    active: int = default_of("trace_active", "train")
+    record_shapes: bool = default_of("record_shapes", "train")
+    profile_memory: bool = default_of("profile_memory", "train")
+
+    @classmethod
+    def of(cls, settings: CaptureSettings) -> "TraceSchedule":
+        """The schedule a capture's settings ask for (`--trace-wait/--trace-warmup/--trace-active`)."""
+        return cls(settings.trace_wait, settings.trace_warmup, settings.trace_active,
+                   settings.record_shapes, settings.profile_memory)
 
     @property
     def total(self) -> int:
@@ -89,8 +99,8 @@ class TraceSession:
             activities=activities(device),
             schedule=torch.profiler.schedule(wait=schedule.wait, warmup=schedule.warmup,
                                              active=schedule.active, repeat=1),
-            record_shapes=False,
-            profile_memory=True,  # [memory] events: the CPU allocator peak and allocator calls/step
+            record_shapes=schedule.record_shapes,  # input shapes per op: `ops --shapes`
+            profile_memory=schedule.profile_memory,  # [memory] events: CPU allocator peak, per-op memory
             with_stack=False,
         )
 

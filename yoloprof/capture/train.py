@@ -10,7 +10,7 @@ from yoloprof.capture.device import DeviceInfo
 from yoloprof.capture.memory import count_flops
 from yoloprof.capture.progress import CaptureProgress
 from yoloprof.capture.run_result import RunResult, phase_timing_name
-from yoloprof.capture.settings import CaptureSettings
+from yoloprof.config.settings import CaptureSettings
 from yoloprof.capture.steps import TRAIN_PHASES, no_phases, train_step
 from yoloprof.capture.timing import run_trials, time_train_trial
 from yoloprof.capture.tracing import TraceSchedule, run_trace_pass
@@ -45,11 +45,11 @@ def _one_step(settings: CaptureSettings, device: DeviceInfo, dataset: Any, amp: 
 
 
 def trace(settings: CaptureSettings, device: DeviceInfo, amp: bool, path: Path, bar: CaptureProgress,
-          dataset: Any, schedule: TraceSchedule = TraceSchedule()) -> Path:
+          dataset: Any) -> Path:
     ctx = build_train_context(settings, device, dataset, amp)
     bar.task("trace pass", 1)
     try:
-        return run_trace_pass(lambda phase: train_step(ctx, phase, cycle=True), device, path, schedule,
-                              gzip=settings.trace_gzip)
+        return run_trace_pass(lambda phase: train_step(ctx, phase, cycle=True), device, path,
+                              TraceSchedule.of(settings), gzip=settings.trace_gzip)
     finally:
         ctx.close()

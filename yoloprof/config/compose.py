@@ -11,21 +11,22 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from typing import Iterator
 
 from omegaconf import DictConfig
 
+from yoloprof.config.paths import conf_dir
 from yoloprof.config.schema import register
 from yoloprof.errors import UsageError
 
-CONF_MODULE = "yoloprof.conf"
 CONFIG_NAME = "config"
 
 
 @contextlib.contextmanager
 def hydra_session(config_dir: str | None = None) -> Iterator[object]:
-    """A Hydra instance over the packaged conf (+ a user's `--config-dir`), cleared on exit so the
-    next `hydra.main` or compose in this process starts clean."""
+    """A Hydra instance over the conf (+ a user's `--config-dir`), cleared on exit so the next
+    `hydra.main` or compose in this process starts clean."""
     from hydra._internal.hydra import Hydra
     from hydra._internal.utils import create_config_search_path
     from hydra.core.global_hydra import GlobalHydra
@@ -33,7 +34,7 @@ def hydra_session(config_dir: str | None = None) -> Iterator[object]:
 
     register()
     GlobalHydra.instance().clear()
-    search_path = create_config_search_path(f"pkg://{CONF_MODULE}")
+    search_path = create_config_search_path(f"file://{conf_dir()}")
     if config_dir is not None:
         path = os.path.abspath(config_dir)
         if not os.path.isdir(path):
@@ -89,12 +90,31 @@ def _yaml_error(exc: BaseException) -> str | None:
     return None
 
 
+_UNKNOWN_OVERRIDE = re.compile(r"Could not override '([^']+)'\.\s*To append to your config use \+")
+
+
+def _unknown_key(exc: BaseException) -> str | None:
+    """Hydra's "Could not override 'bacth'. To append to your config use +bacth=4" invites the very
+    typo that would then run silently; name the closest known key instead."""
+    from yoloprof.config.schema import known_keys
+    from yoloprof.config.settings import unknown_key_message
+
+    current: BaseException | None = exc
+    while current is not None:
+        match = _UNKNOWN_OVERRIDE.search(str(current))
+        if match:
+            return (f"unknown key {unknown_key_message(match.group(1), known_keys())}; "
+                    "extra keyword arguments of a model factory go under model.*")
+        current = current.__cause__
+    return None
+
+
 def one_line(exc: BaseException) -> str:
     """Hydra/OmegaConf errors are multi-line with hints about HYDRA_FULL_ERROR; yoloprof prints one
     line that keeps what matters: the key, the value and the valid values."""
     from omegaconf.errors import OmegaConfBaseException
 
-    yaml_where = _yaml_error(exc)
+    yaml_where = _yaml_error(exc) or _unknown_key(exc)
     if yaml_where:
         return yaml_where
     parts: list[str] = []

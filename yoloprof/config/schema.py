@@ -1,34 +1,33 @@
-"""Structured-config schemas for the packaged Hydra config (yoloprof/conf).
+"""The Hydra structured config, generated from the capture settings schema (config/settings.py).
 
 Why dataclasses in the ConfigStore rather than plain YAML: Hydra then types every key of every
-group while it composes, so `amp_dtype=float32`, `size=x` or `batch=two` fail while the sweep is
+group while it composes, so `precision=float8`, `size=x` or `batch=two` fail while the sweep is
 being composed - before the first job - with the key and the valid values in the message, and an
 axis that is not in the config (`bacth=1,2`) is rejected because the schema is a closed struct.
-Value rules that a type cannot express (batch >= 1 or -1, imgsz a multiple of 32, device syntax)
-are checked per job by `yoloprof.config.compose.validate_job`, through `CaptureSettings.validate`.
+Why generated: each default, type and valid value is taken from `CaptureSettings`'s fields, so the
+sweep and the command line cannot drift. The `mode` group (the defaults a mode implies) is stored
+here too, from the same fields' `per_mode` values; the packaged YAML files restate no default.
+Value rules a type cannot express (batch >= 1 or -1, imgsz a multiple of 32, the device grammar)
+are checked per job by `CaptureSettings.validate` (config/translate.py), before the first job.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import time
-from dataclasses import dataclass, field
+import typing
+from dataclasses import dataclass, field, make_dataclass
 from enum import Enum
 from typing import Any, List, Optional
 
 from omegaconf import II, MISSING, OmegaConf
 
-from yoloprof.capture.settings import AMP_DTYPES, MODES, SIZES
+from yoloprof.config.paths import sweeps_dir
+from yoloprof.config.settings import FIELDS, MODES, OUTPUT_KEYS, CaptureSettings, default_of, spec_of
 
 SWEEP_ID_ENV = "YOLOPROF_SWEEP_ID"
-
-
-# The valid values live once, in capture settings; the Hydra schema builds its enums from them so
-# that a sweep and the command line reject exactly the same values.
-Mode = Enum("Mode", {m: m for m in MODES})
-Size = Enum("Size", {s: s for s in SIZES})
-AmpDtype = Enum("AmpDtype", {d: d for d in AMP_DTYPES})
 
 
 # How sweep jobs run (docs/sweeps.md "How jobs are run"); defined here, below the sweep layer.
@@ -47,45 +46,13 @@ class Correction(Enum):
 
 
 @dataclass
-class ModeConf:
-    """The `mode` group: the defaults a mode implies (DESIGN.md section 2)."""
-
-    name: Mode = MISSING
-    batch: int = MISSING
-    warmup: int = MISSING
-    steps: Optional[int] = None
-    runs: Optional[int] = None
-
-
-@dataclass
-class DataConf:
-    name: str = "synthetic"
-    path: Optional[str] = None
-    images: Optional[int] = None
-
-
-@dataclass
-class CaptureConf:
-    warmup: int = II("mode.warmup")
-    steps: Optional[int] = II("mode.steps")
-    runs: Optional[int] = II("mode.runs")
-    trace: bool = True
-    trace_gzip: bool = False
-    modules: bool = True
-    python_hotspots: bool = False
-    nvtx: bool = False
-    conf: float = 0.25
-    iou: float = 0.45
-    max_det: int = 300
-    lr: float = 0.01
-
-
-@dataclass
 class AnalysisConf:
+    """The analysis stages run at the end of a sweep (and again with `yoloprof analyze <dir>`)."""
+
     enabled: bool = True
-    baseline: List[str] = field(default_factory=list)
-    vary: Optional[str] = None
-    metrics: List[str] = field(default_factory=list)  # empty = the analysis picks by mode
+    baseline: List[str] = field(default_factory=list)  # key=value items; [] = first point per mode
+    vary: Optional[str] = None  # the axis to compare along; None = every swept axis
+    metrics: List[str] = field(default_factory=list)  # [] = the analysis picks by mode
     alpha: float = 0.05
     noise: float = 0.02
     correction: Correction = Correction.holm
@@ -102,31 +69,85 @@ class LaunchConf:
 
 
 @dataclass
-class YoloprofConf:
-    """The whole job config. `model` stays an open dict: a user's factory takes any kwargs."""
+class DataConf:
+    """The `data` group: `synthetic` (generated) or `yolo` (a data.yaml, dataset or image folder)."""
 
-    mode: ModeConf = field(default_factory=ModeConf)
-    model: Any = MISSING
-    data: DataConf = field(default_factory=DataConf)
-    capture: CaptureConf = field(default_factory=CaptureConf)
-    analysis: AnalysisConf = field(default_factory=AnalysisConf)
-    launch: LaunchConf = field(default_factory=LaunchConf)
-    batch: int = II("mode.batch")
-    imgsz: int = 640
-    amp: Optional[bool] = None
-    amp_dtype: AmpDtype = AmpDtype.float16
-    device: str = "0"
-    repeat: int = 1
-    trial: int = 0
-    size: Size = Size.n
-    workers: int = 8
-    weights: str = "none"
-    seed: int = 0
-    project: str = "runs/profile"
-    sweep_name: str = "adhoc"
+    name: str = "synthetic"
+    path: Optional[str] = None
+    images: Optional[int] = default_of("synthetic_images", "train")
+
+
+def _enum(name: str, values: tuple[Any, ...]) -> type[Enum]:
+    return Enum(name.title().replace("_", ""), {str(v): v for v in values})  # type: ignore[return-value]
+
+
+ENUMS: dict[str, type[Enum]] = {name: _enum(name, f.metadata["spec"].choices)
+                                for name, f in FIELDS.items() if f.metadata["spec"].choices}
+
+
+def _hydra_type(name: str) -> Any:
+    """OmegaConf's spelling of the field's type: Enum for choices, Optional[...] for `X | None`."""
+    if name in ENUMS:
+        return ENUMS[name]
+    hint = typing.get_type_hints(CaptureSettings)[name]
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    return Optional[args[0]] if args else hint
+
+
+def _hydra_default(name: str) -> Any:
+    """A mode-dependent default interpolates the mode group; an enum default is its member."""
+    if spec_of(name).per_mode is not None:
+        return II(f"mode.{name}")
+    value = default_of(name, MODES[0])
+    return ENUMS[name](value) if name in ENUMS else value
+
+
+def _fields(where: str) -> list[tuple[str, Any, Any]]:
+    return [(name, _hydra_type(name), field(default=_hydra_default(name)))
+            for name in FIELDS if spec_of(name).hydra == where]
+
+
+def _mode_conf() -> type:
+    per_mode = [name for name in FIELDS if spec_of(name).per_mode is not None and spec_of(name).hydra]
+    return make_dataclass("ModeConf", [("name", ENUMS["mode"], field(default=MISSING))]
+                          + [(name, _hydra_type(name), field(default=MISSING)) for name in per_mode])
+
+
+ModeConf = _mode_conf()
+CaptureConf = make_dataclass("CaptureConf", _fields("capture"))
+YoloprofConf = make_dataclass("YoloprofConf", [
+    ("mode", ModeConf, field(default_factory=ModeConf)),
+    ("model", Any, field(default=MISSING)),  # an open dict: a user's factory takes any kwargs
+    ("data", DataConf, field(default_factory=DataConf)),
+    ("capture", CaptureConf, field(default_factory=CaptureConf)),
+    ("analysis", AnalysisConf, field(default_factory=AnalysisConf)),
+    ("launch", LaunchConf, field(default_factory=LaunchConf)),
     # a user's own function to run instead of the built-in capture (sweep/usertask.py): an open
-    # dict, `_target_` plus the function's keyword arguments; null = the built-in capture
-    task: Any = None
+    # dict, `_target_` plus the function's keyword arguments; None = the built-in capture
+    ("task", Any, field(default=None)),
+    *_fields("top"),
+    *[(key, str, field(default=value)) for key, (value, _) in OUTPUT_KEYS.items()],
+])
+
+
+def mode_node(mode: str) -> Any:
+    """The `mode=<mode>` option: its name and the defaults it implies."""
+    values = {f.name: default_of(f.name, mode) for f in dataclasses.fields(ModeConf) if f.name != "name"}
+    return ModeConf(name=ENUMS["mode"](mode), **values)
+
+
+def known_keys() -> list[str]:
+    """Every dotted key of the schema (for 'did you mean' hints); `model.*` is open."""
+    out: list[str] = []
+
+    def walk(cls: type, prefix: str) -> None:
+        for f in dataclasses.fields(cls):
+            if dataclasses.is_dataclass(f.type) and isinstance(f.type, type):
+                walk(f.type, f"{prefix}{f.name}.")
+            else:
+                out.append(prefix + f.name)
+    walk(YoloprofConf, "")
+    return out
 
 
 def new_sweep_id() -> str:
@@ -146,7 +167,8 @@ def _sweep_id_resolver() -> str:
 
 
 def register() -> None:
-    """Register the schema and resolver (idempotent: tests and sweeps compose many times)."""
+    """Register the schema, the mode group and the resolver (idempotent: tests and sweeps compose
+    many times)."""
     from hydra.core.config_store import ConfigStore
 
     from yoloprof.config.resources import register_resolvers
@@ -154,4 +176,16 @@ def register() -> None:
     if not OmegaConf.has_resolver("yoloprof_sweep_id"):
         OmegaConf.register_new_resolver("yoloprof_sweep_id", _sweep_id_resolver)
     register_resolvers()
-    ConfigStore.instance().store(name="yoloprof_schema", node=YoloprofConf)
+    store = ConfigStore.instance()
+    store.store(name="yoloprof_schema", node=YoloprofConf)
+    for mode in MODES:
+        store.store(group="mode", name=mode, node=mode_node(mode))
+    register_sweeps(store)
+
+
+def register_sweeps(store: Any) -> None:
+    """The experiment files of `sweeps/` as the `sweep` group (package `_global_`, as their header
+    says). Why the ConfigStore: the files live beside `conf/`, not inside it, so no file search path
+    root holds them under a folder named `sweep`; a user's `--config-dir` may still add a `sweep/`."""
+    for path in sorted(sweeps_dir().glob("*.yaml")):
+        store.store(group="sweep", name=path.stem, node=OmegaConf.load(path), package="_global_")

@@ -1,32 +1,33 @@
 """Turn one composed job config into the `CaptureSettings` the capture runs.
 
 A sweep job must be exactly the capture `yoloprof run`/`infer` would have run with the same values,
-so the sweep does not interpret anything itself: it maps keys and lets `CaptureSettings.validate`
-judge them. The model group is translated here: the built-in factory becomes `model="yolo"`, any
-other `_target_` is passed on as an importable factory with its keyword arguments.
+so nothing is translated by hand: each setting is read from the place its schema field names
+(`Spec.hydra`: top level, `capture.*`, `data.*`), a setting that its mode does not have takes the
+mode's default (as the command line does), and `CaptureSettings.validate` judges the values. Only the
+model and data groups are interpreted here: the built-in factory becomes `model="yolo"`, any other
+`_target_` is passed on as an importable factory with its keyword arguments.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 from enum import Enum
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from yoloprof.capture.settings import CaptureSettings
+from yoloprof.config.settings import FIELDS, CaptureSettings, spec_of, unknown_key_message
 from yoloprof.errors import UsageError
 
 BUILTIN_TARGET = "yoloprof.workloads.models.build_model"
-# Keys of the built-in model entry that map onto CaptureSettings fields instead of kwargs.
+# Keys of the built-in model entry that are interpolated from top-level settings, not kwargs.
 _BUILTIN_KEYS = ("name", "size", "num_classes", "seed", "weights")
-# Device strings the capture understands; anything else is a typo we can catch before job 1.
-DEVICE_RE = re.compile(r"^(cpu|\d+|cuda(:\d+)?)$")
-DEVICE_HELP = "cpu, cuda, cuda:N or N (a CUDA index)"
 # What pools trials of one configuration: everything but the trial number and its seed.
 _GROUP_EXCLUDE = ("trial", "seed")
+# Nodes whose keys are open: a user model's factory and a user task take any keyword arguments;
+# hydra is Hydra's.
+_OPEN_NODES = ("model", "hydra", "task")
 
 
 def _plain(value: Any) -> Any:
@@ -47,7 +48,7 @@ def model_fields(cfg: DictConfig) -> dict[str, Any]:
     if not target:
         raise UsageError("model config has no _target_ (an importable factory of an nn.Module)")
     if target == BUILTIN_TARGET:
-        return {"model": model.get("name") or "yolo", "num_classes": int(model.get("num_classes", 80)),
+        return {"model": model.get("name") or "yolo",
                 "model_kwargs": {k: v for k, v in model.items() if k not in _BUILTIN_KEYS}}
     if model.get("name") == "yolo":
         # `model._target_=pkg.Factory` on the default (built-in) entry: its keys are not the
@@ -65,29 +66,63 @@ def job_values(cfg: DictConfig) -> dict[str, Any]:
             for key in cfg.keys() if key != "hydra"}
 
 
+def check_known_keys(values: dict[str, Any]) -> None:
+    """Refuse keys the schema does not have (`+bacth=4`, a sweep file's typo), naming the closest
+    known key: Hydra's `+` adds a key even to a closed struct, and the capture would ignore it."""
+    from yoloprof.config.schema import known_keys
+
+    known = known_keys()
+    unknown = []
+
+    def walk(node: dict[str, Any], prefix: str) -> None:
+        for key, value in node.items():
+            dotted = prefix + str(key)
+            if not prefix and key in _OPEN_NODES:
+                continue
+            if isinstance(value, dict) and any(k.startswith(dotted + ".") for k in known):
+                walk(value, dotted + ".")
+            elif dotted not in known:
+                unknown.append(dotted)
+    walk(values, "")
+    if unknown:
+        raise UsageError("unknown key(s) " + ", ".join(unknown_key_message(k, known) for k in sorted(unknown))
+                         + "; extra keyword arguments of a model factory go under model.*")
+
+
+def _read(values: dict[str, Any], name: str) -> Any:
+    """A setting's value at the place its schema field names."""
+    where = spec_of(name).hydra
+    path = [name] if where == "top" else [where, name] if where == "capture" else str(where).split(".")
+    node: Any = values
+    for part in path:
+        node = node[part]
+    return node
+
+
+def data_source(data: dict[str, Any], mode: str) -> str | None:
+    """`data=synthetic` is generated images for training and the bundled sample for inference."""
+    if data.get("name") == "synthetic":
+        return "synthetic" if mode == "train" else None
+    return data.get("path")
+
+
 def settings_from_cfg(cfg: DictConfig) -> CaptureSettings:
     """CaptureSettings for one job config (validated: raises UsageError naming the setting)."""
-    top = job_values(cfg)
-    mode, cap, data = top["mode"]["name"], top["capture"], top["data"]
-    device = str(top["device"])
-    if not DEVICE_RE.match(device):
-        raise UsageError(f"invalid device {device!r}; valid: {DEVICE_HELP}")
-    source = data.get("path")
-    if data.get("name") == "synthetic":
-        source = "synthetic" if mode == "train" else None
-    fields = dict(
-        size=top["size"], weights=str(top["weights"]), data=source, batch=top["batch"],
-        imgsz=top["imgsz"], workers=top["workers"], amp=top["amp"], amp_dtype=top["amp_dtype"],
-        warmup=cap["warmup"], steps=cap["steps"] if mode == "train" else None,
-        runs=cap["runs"] if mode == "infer" else None, repeat=top["repeat"], device=device,
-        conf=cap["conf"], iou=cap["iou"], max_det=cap["max_det"], trace=cap["trace"],
-        trace_gzip=cap["trace_gzip"], modules=cap["modules"], python_hotspots=cap["python_hotspots"],
-        nvtx=cap["nvtx"], synthetic_images=data.get("images"), seed=top["seed"],
-        lr=cap["lr"], trial=top["trial"],
-    )
+    values = job_values(cfg)
+    check_known_keys(values)
+    mode = values["mode"]["name"]
+    fields: dict[str, Any] = {}
+    for name in FIELDS:
+        spec = spec_of(name)
+        if spec.hydra is None:
+            continue
+        if mode not in spec.modes and spec.per_mode is not None:
+            fields[name] = spec.per_mode[mode]  # e.g. steps in infer: as the command line has it
+        else:
+            fields[name] = _read(values, name)
+    fields["data"] = data_source(values["data"], mode)
     fields.update(model_fields(cfg))
-    settings = CaptureSettings(mode=mode, **fields)
-    return settings.validate()
+    return CaptureSettings(mode=mode, **fields).validate()
 
 
 def _digest(values: dict[str, Any]) -> str:
@@ -96,7 +131,9 @@ def _digest(values: dict[str, Any]) -> str:
 
 
 def _hashed(settings: CaptureSettings, task: dict[str, Any] | None) -> dict[str, Any]:
-    values = settings.to_dict()
+    """The resolved settings, so `device=0` and `device=cuda:0`, or `precision=auto` and its
+    effective dtype, are one capture; plus a user task's target and arguments when one runs."""
+    values = settings.resolved().to_dict()
     if task is not None:  # a user-task job: its target and arguments decide what runs
         values["task"] = task
     return values

@@ -48,6 +48,20 @@ Verdict = dict[str, Any]
 Rule = Callable[["Facts"], "Verdict | None"]
 
 
+def _device_kind(value: object) -> str | None:
+    """"cpu" or "gpu" for a recorded device, through the one device parser (config/device.py);
+    env.device_type may also hold another accelerator's type ("xpu", "mps"), which counts as "gpu"."""
+    from yoloprof.config.device import parse_device
+    from yoloprof.errors import UsageError
+
+    if value is None or value == "":
+        return None
+    try:
+        return "gpu" if parse_device(value).is_cuda else "cpu"
+    except UsageError:  # not a --device spelling: a torch device type such as "xpu" or "mps"
+        return None if not isinstance(value, str) else "cpu" if value.lower() == "cpu" else "gpu"
+
+
 class Facts:
     """The numbers rules read, pulled once from the profile with None for anything missing."""
 
@@ -74,12 +88,9 @@ class Facts:
         for section in ("env", "config"):
             data = self.profile.get(section) or {}
             for key in ("device_type", "device"):
-                value = data.get(key)
-                if isinstance(value, str) and value:
-                    low = value.lower()
-                    return "cpu" if low.startswith("cpu") else "gpu" if low else None
-                if isinstance(value, int) and not isinstance(value, bool):
-                    return "gpu"
+                kind = _device_kind(data.get(key))
+                if kind:
+                    return kind
         if self.m("device_util_pct") is not None or self.m("kernels_per_step") is not None:
             return "gpu"
         return None

@@ -54,7 +54,7 @@ def _workload(profile: dict) -> dict[str, Any]:
     """The few settings that identify the run, for the title line."""
     cfg = profile.get("config") or {}
     env = profile.get("env") or {}
-    keys = ("mode", "model", "size", "batch", "imgsz", "amp", "amp_dtype", "device")
+    keys = ("mode", "model", "size", "batch", "imgsz", "precision", "threads", "device")
     out = {k: cfg[k] for k in keys if cfg.get(k) is not None}
     for k in ("device_name", "torch"):
         if env.get(k):

@@ -23,6 +23,7 @@ from omegaconf import DictConfig
 
 from yoloprof.analysis.settings import analysis_record
 from yoloprof.config.compose import normalise_overrides, one_line
+from yoloprof.config.paths import conf_dir
 from yoloprof.config.schema import SWEEP_ID_ENV, new_sweep_id, register
 from yoloprof.errors import UsageError, YoloprofError
 from yoloprof.sweep.plan import (dir_overrides, discard_if_unused, new_manifest, plan_sweep, prepare_dir,
@@ -34,7 +35,7 @@ PROG = "yoloprof sweep"
 _INFO_FLAGS = ("help", "hydra_help", "cfg", "info", "shell_completion")
 
 
-@hydra.main(config_path="pkg://yoloprof.conf", config_name="config", version_base="1.3")
+@hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")
 def hydra_app(cfg: DictConfig) -> str:
     from yoloprof.sweep.job import run_job
 

@@ -22,7 +22,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from yoloprof.capture.api import PROFILE_NAME
-from yoloprof.capture.settings import CaptureSettings
+from yoloprof.config.settings import CaptureSettings
 from yoloprof.config.translate import job_values
 from yoloprof.profiles.jobstate import read_manifest_field, read_state, write_state
 from yoloprof.sweep import progress
@@ -40,24 +40,22 @@ def _job_num(hydra_cfg: Any) -> int:
     return int(num) if isinstance(num, int) else 0
 
 
-def _is_cuda(device: str) -> bool:
-    return device.startswith("cuda") or device.isdigit()
-
-
 def identity_columns(settings: CaptureSettings, task: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Hashes and axes of the row, from the exact settings the capture receives (and, for a
-    user-task job, the task's target and arguments, which then decide what runs)."""
+    """Hashes and axes of the row, from the exact settings the capture receives, resolved as the
+    capture resolves them (canonical device, effective precision and thread count), and, for a
+    user-task job, the task's target and arguments, which then decide what runs."""
     from yoloprof.config.translate import config_hash, group_hash
 
     builtin = settings.model == "yolo"
+    settings = settings.resolved()
     columns = {
         "config_hash": config_hash(settings, task), "group_hash": group_hash(settings, task),
         "mode": settings.mode, "model": settings.model, "size": settings.size if builtin else None,
-        "data": settings.data, "amp_dtype": settings.amp_dtype, "device": settings.device,
+        "data": settings.data, "precision": settings.precision, "device": settings.device,
         "batch": settings.batch, "imgsz": settings.imgsz, "workers": settings.workers,
         "warmup": settings.warmup, "steps": settings.steps, "runs": settings.runs,
         "repeat": settings.repeat, "trial": settings.trial, "seed": settings.seed,
-        "amp": settings.amp if settings.amp is not None else _is_cuda(settings.device),
+        "threads": settings.threads,
     }
     if task is not None:
         from yoloprof.sweep.usertask import task_identity
@@ -74,7 +72,7 @@ def environment_columns(launcher: str) -> dict[str, Any]:
 
     commit, dirty = git_state(os.getcwd())
     return {"torch_version": torch.__version__, "python_version": platform.python_version(),
-            "hostname": socket.gethostname(), "launcher": launcher, "threads": torch.get_num_threads(),
+            "hostname": socket.gethostname(), "launcher": launcher,
             "yoloprof_version": __version__, "git_commit": commit, "git_dirty": dirty}
 
 

@@ -19,6 +19,7 @@ import socket
 import sys
 from typing import Any
 
+from yoloprof.config.device import parse_device
 from yoloprof.errors import UsageError
 
 # launcher class name -> kind
@@ -92,7 +93,7 @@ def check_cluster(launcher: str, launcher_cfg: dict[str, Any], devices: list[str
     """A SLURM GPU sweep must give every job its own GPU and run one capture per allocation."""
     if kind(launcher_cfg) != "cluster":
         return
-    gpu_devices = sorted({d for d in devices if d != "cpu"})
+    gpu_devices = sorted({d for d in devices if parse_device(d).is_cuda})
     if not gpu_devices:
         return
     gpus = _gpus_per_job(launcher_cfg)
@@ -104,7 +105,7 @@ def check_cluster(launcher: str, launcher_cfg: dict[str, Any], devices: list[str
         raise UsageError(f"{launcher}: {tasks} tasks per job would run {tasks} captures on one allocation; "
                          "set hydra.launcher.tasks_per_node=1 and hydra.launcher.nodes=1")
     for device in gpu_devices:
-        index = int(device.split(":", 1)[1]) if ":" in device else (int(device) if device.isdigit() else 0)
+        index = int(parse_device(device).index or 0)
         if index >= gpus:
             raise UsageError(f"{launcher}: device {device} does not exist in a job with {gpus} GPU(s); "
                              "SLURM numbers a job's GPUs from 0 (use device=0)")

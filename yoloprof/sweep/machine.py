@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterator
 
+from yoloprof.config.device import parse_device
 from yoloprof.config.schema import MACHINE_POLICIES as POLICIES  # the valid values, one home
 
 RUNTIME_ENV = "YOLOPROF_RUNTIME_DIR"
@@ -67,10 +68,12 @@ def load_average() -> float | None:
 
 
 def gpu_key(device: str) -> str | None:
-    """The physical GPU behind a device string (CUDA_VISIBLE_DEVICES applied); None for CPU."""
-    if device == "cpu":
+    """The physical GPU behind a device string (CUDA_VISIBLE_DEVICES applied); None for CPU. The
+    string is read by the one device parser (`CPU` is the CPU, `cuda` is GPU 0)."""
+    spec = parse_device(device)
+    if not spec.is_cuda:
         return None
-    index = int(device.split(":", 1)[1]) if ":" in device else (int(device) if device.isdigit() else 0)
+    index = int(spec.index or 0)
     visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
     return visible[index] if index < len(visible) else str(index)
 

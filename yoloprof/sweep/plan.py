@@ -17,10 +17,11 @@ from typing import Any, Callable
 
 from omegaconf import DictConfig, OmegaConf
 
-from yoloprof.capture.settings import CaptureSettings
 from yoloprof.config.compose import (CONFIG_NAME, hydra_session, normalise_overrides, one_line,
                                       sweep_options)
-from yoloprof.config.translate import check_target, job_values, settings_from_cfg
+from yoloprof.config.device import canonical_device
+from yoloprof.config.settings import CaptureSettings
+from yoloprof.config.translate import check_known_keys, check_target, job_values, settings_from_cfg
 from yoloprof.errors import UsageError
 from yoloprof.profiles.io import write_bytes_atomic
 from yoloprof.profiles.jobstate import MANIFEST_NAME
@@ -198,12 +199,13 @@ def validate_grid(jobs: list[list[str]], compose: Callable[[list[str]], DictConf
 
 def job_devices(cfg: DictConfig, jobs: list[list[str]]) -> list[str]:
     """Each job's device without composing it: `device` is a plain top-level key, so a job's value
-    is its `device=` override or the composed sweep config's."""
+    is its `device=` override or the composed sweep config's, in the one device parser's canonical
+    spelling (`cpu`, `cuda:N`; `CPU` is the CPU, `0` and `cuda` are cuda:0)."""
     default = str(cfg.device)
     out = []
     for job in jobs:
-        values = [item.split("=", 1)[1] for item in job if item.lstrip("+").startswith("device=")]
-        out.append(values[-1] if values else default)
+        values = [item.split("=", 1)[1].strip("'\"") for item in job if item.lstrip("+").startswith("device=")]
+        out.append(canonical_device(values[-1] if values else default))
     return out
 
 
@@ -234,6 +236,7 @@ def plan_sweep(overrides: list[str], *, multirun_flag: bool, config_dir: str | N
         except Exception as exc:  # noqa: BLE001 - a bad interpolation is the user's input
             raise UsageError(f"hydra.launcher: {one_line(exc)}") from exc
         values = job_values(cfg)
+        check_known_keys(values)  # a typo is named before any device or launcher question
         launch = dict(values.get("launch") or {})
         if jobs is not None and launch.get("order", "interleave") == "interleave":
             jobs = interleave(jobs)

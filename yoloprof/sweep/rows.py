@@ -29,8 +29,8 @@ METRICS = ("step_ms", "img_per_s", "peak_mem_mb", "p50_ms", "p99_ms", "device_ut
 EXEC_STR = ("isolation", "node", "cluster_job_id", "machine_policy", "concurrency", "launcher_resources")
 EXEC_FLOAT = ("start_footprint_mib", "load_avg_1m", "machine_wait_s")
 EXEC_INT = ("other_captures", "attempt")
-AXES_STR = ("mode", "model", "size", "data", "amp_dtype", "device")
-AXES_INT = ("batch", "imgsz", "workers", "warmup", "steps", "runs", "repeat", "trial")
+AXES_STR = ("mode", "model", "size", "data", "precision", "device")
+AXES_INT = ("batch", "imgsz", "workers", "threads", "warmup", "steps", "runs", "repeat", "trial")
 ENV_STR = ("torch_version", "python_version", "device_name", "hostname", "launcher", "yoloprof_version",
            "git_commit")
 # Model and data facts (profile `model` section, capture/facts.py): counted, not measured.
@@ -43,12 +43,12 @@ ROW_SCHEMA = pa.schema(
      ("error", pa.string()), ("started_at", pa.timestamp("us", tz="UTC")), ("wall_s", pa.float64())]
     + [(name, pa.string()) for name in AXES_STR]
     + [(name, pa.int32()) for name in AXES_INT]
-    + [("amp", pa.bool_()), ("overrides", pa.string())]
+    + [("overrides", pa.string())]
     + [(name, pa.float64()) for name in METRICS]
     + [(f"{name}_samples", pa.list_(pa.float64())) for name in METRICS]
     + [("verdict_bound", pa.string()), ("verdict_why", pa.string())]
     + [(name, pa.string()) for name in ENV_STR]
-    + [("threads", pa.int32()), ("profile_path", pa.string())]
+    + [("profile_path", pa.string())]
     + [("seed", pa.int32()), ("git_dirty", pa.bool_()), ("warnings", pa.list_(pa.string()))]
     + [(name, pa.string()) for name in EXEC_STR]
     + [(name, pa.float64()) for name in EXEC_FLOAT]
@@ -79,15 +79,15 @@ def _metric_columns(profile: dict[str, Any]) -> dict[str, Any]:
 
 def row_from_profile(profile: dict[str, Any], base: dict[str, Any]) -> dict[str, Any]:
     """An `ok` row: `base` (identity, axes, environment from the job) + the profile's headline
-    metrics, verdict and the resolved amp the capture actually used."""
+    metrics, verdict and the values the capture actually used (precision, batch)."""
     row = {**empty_row(), **base, "status": "ok", "error": None}
     row.update(_metric_columns(profile))
     verdict = profile.get("verdict") or {}
     row["verdict_bound"] = verdict.get("bound")
     row["verdict_why"] = verdict.get("why")
     config, env = profile.get("config") or {}, profile.get("env") or {}
-    if isinstance(config.get("amp"), bool):
-        row["amp"] = config["amp"]
+    if isinstance(config.get("precision"), str):
+        row["precision"] = config["precision"]
     if isinstance(config.get("batch"), int) and config["batch"] > 0:  # `batch=-1` resolved on GPU
         row["batch"] = config["batch"]
     row["device_name"] = env.get("device_name") or row.get("device_name")

@@ -1,0 +1,103 @@
+"""The argparse options of `yoloprof run` and `yoloprof infer`, generated from the settings schema.
+
+Why generated: help texts, defaults and valid values are typed once, in config/settings.py; the
+command line shows each default in `--help` (the mode's own default where it differs by mode) and
+turns the parsed namespace back into `CaptureSettings` without a hand-written key list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import typing
+from typing import Any, Sequence
+
+from yoloprof.config.settings import (FIELDS, MODES, PRECISIONS, RENAMED, CaptureSettings, default_of,
+                                      flag_of, spec_of)
+from yoloprof.errors import UsageError
+
+# The positional argument of each command and the setting it fills.
+POSITIONAL = {"train": ("data", "synthetic | data.yaml | dataset folder"),
+              "infer": ("source", "image or folder; none = the bundled sample image")}
+# Shorthands of --precision kept from the libreyolo CLI: (flag, value when on); --no-X is float32.
+PRECISION_SHORTHAND = {"train": "--amp", "infer": "--half"}
+_TYPES = {int: int, float: float, str: str}
+
+
+def _base_type(name: str) -> type:
+    """int for `int | None`, and so on: the type argparse converts with."""
+    hint = typing.get_type_hints(CaptureSettings)[name]
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    return args[0] if args else hint
+
+
+def _shown(value: Any) -> str:
+    return "none" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def cli_settings(mode: str) -> list[str]:
+    """The setting names that are options of this mode's command, in schema order."""
+    return [name for name in FIELDS if spec_of(name).flag is not None and mode in spec_of(name).modes]
+
+
+def add_capture_arguments(parser: argparse.ArgumentParser, mode: str) -> None:
+    """Add the positional data/source argument and one option per setting of `mode`."""
+    pos, pos_help = POSITIONAL[mode]
+    parser.add_argument(pos, nargs="?", default=default_of("data", mode),
+                        help=f"{pos_help} (default: {_shown(default_of('data', mode))})")
+    for name in cli_settings(mode):
+        spec, default = spec_of(name), default_of(name, mode)
+        text = f"{spec.help} (default: {_shown(default)})".replace("%", "%%")  # argparse formats help
+        kind = _base_type(name)
+        if name == "precision":
+            _add_precision(parser, mode, text)
+        elif kind is bool:
+            parser.add_argument(flag_of(name), dest=name, action=argparse.BooleanOptionalAction,
+                                default=default, help=text)
+        else:
+            parser.add_argument(flag_of(name), dest=name, type=_TYPES[kind], default=default, help=text,
+                                choices=spec.choices, metavar=None if spec.choices else name.upper())
+
+
+def _add_precision(parser: argparse.ArgumentParser, mode: str, text: str) -> None:
+    """--precision, and its shorthand (--amp / --half = float16, --no-amp / --no-half = float32) in
+    one mutually exclusive group: no pair of flags can contradict each other."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--precision", dest="precision", choices=PRECISIONS, default=default_of("precision", mode),
+                       help=text)
+    short = PRECISION_SHORTHAND[mode]
+    group.add_argument(short, dest="precision", action="store_const", const="float16",
+                       help="shorthand for --precision float16")
+    group.add_argument(f"--no-{short[2:]}", dest="precision", action="store_const", const="float32",
+                       help="shorthand for --precision float32")
+
+
+def settings_from_args(args: argparse.Namespace, mode: str) -> CaptureSettings:
+    """The validated settings of a parsed `run`/`infer` command line."""
+    values = {name: getattr(args, name) for name in cli_settings(mode)}
+    values["data"] = getattr(args, POSITIONAL[mode][0])
+    return CaptureSettings.for_mode(mode, **values).validate()
+
+
+def key_value_hint(tokens: Sequence[str], mode: str) -> None:
+    """`yoloprof run weights=X.pt` is the sweep's spelling given to a flag-only command: refuse it
+    with the flag to use instead of running with `weights=X.pt` taken as the data argument."""
+    known = set(cli_settings(mode)) | set(RENAMED)
+    for token in tokens:
+        if token.startswith("-") or "=" not in token:
+            continue
+        key, value = token.lstrip("+~").split("=", 1)
+        name = key.split(".")[-1].replace("-", "_")
+        if name in RENAMED:
+            raise UsageError(f"{token!r}: options are flags here; did you mean --precision "
+                             f"{'|'.join(PRECISIONS[1:])}? ({name} was replaced by precision)")
+        if name in known:
+            hint = flag_of(name) if _base_type(name) is not bool else \
+                (flag_of(name) if value.lower() in ("1", "true", "yes", "on") else f"--no-{flag_of(name)[2:]}")
+            shown = f"{hint} {value}" if _base_type(name) is not bool else hint
+            raise UsageError(f"{token!r}: options are flags here; did you mean {shown}? "
+                             f"(key=value is the sweep's spelling: yoloprof sweep {token})")
+
+
+def all_modes_flags() -> dict[str, list[str]]:
+    """Each command's options (for docs and tests)."""
+    return {mode: [flag_of(n) for n in cli_settings(mode)] for mode in MODES}
