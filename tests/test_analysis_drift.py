@@ -19,7 +19,7 @@ from yoloprof.analysis.run import analyze_collected
 
 def _blocked_sweep(root: Path, n: int, *, drift_mb: float, mem_ratio: float = 1.0, interleave: bool = False,
                    seed: int = 0) -> Path:
-    """Two labels doing the same work (amp_dtype float16 / bfloat16, amp off: issue 18's sweep),
+    """Two labels doing the same work (two labels on one arithmetic, as the old amp_dtype axis with amp off gave),
     n jobs each; peak memory climbs `drift_mb` per job through the sweep; step time is flat."""
     rng = np.random.default_rng(seed)
     sweep = root / "sweeps" / "drift" / "20240101-000000-drft"
@@ -28,13 +28,13 @@ def _blocked_sweep(root: Path, n: int, *, drift_mb: float, mem_ratio: float = 1.
     for job, (t, dtype) in enumerate(order):
         mem = 430.0 * (mem_ratio if dtype == "bfloat16" else 1.0) + drift_mb * job + rng.normal(0, 0.5)
         step = float(rng.lognormal(math.log(20.0), 0.02))
-        write_job(sweep, job, {**BASE_CONFIG, "amp_dtype": dtype},
+        write_job(sweep, job, {**BASE_CONFIG, "precision": dtype},
                   {"step_ms": [step], "img_per_s": [4000 / step], "peak_mem_mb": [mem]}, trial=t, profile=False)
     return sweep
 
 
 def _analyze(sweep: Path):
-    return analyze_collected(collect(sweep, load_profiles=False), vary="amp_dtype")
+    return analyze_collected(collect(sweep, load_profiles=False), vary="precision")
 
 
 def test_injected_drift_is_reported_as_drift_not_regression(tmp_path: Path) -> None:
@@ -48,9 +48,9 @@ def test_injected_drift_is_reported_as_drift_not_regression(tmp_path: Path) -> N
     assert not set(res.comparisons["verdict_code"]) & {"improved", "regressed"}
     assert res.regressions().empty
     drift = res.drift.set_index(["config", "metric"])
-    assert drift.loc[("amp_dtype=float16", "peak_mem_mb"), "significant"]
+    assert drift.loc[("precision=float16", "peak_mem_mb"), "significant"]
     assert not drift.xs("step_ms", level="metric")["significant"].any()
-    assert any(w.startswith("drift: amp_dtype=bfloat16 / peak_mem_mb") for w in res.warnings)
+    assert any(w.startswith("drift: precision=bfloat16 / peak_mem_mb") for w in res.warnings)
     doc = res.to_json()
     assert {d["metric"] for d in doc["drift"] if d["significant"]} == {"peak_mem_mb"}
 
@@ -101,7 +101,7 @@ def _mem_sweep(root: Path, device: str, growth: bool) -> Path:
             m = {"step_ms": [20.0 + rng.normal(0, 0.1)], "peak_mem_mb": [start + own]}
             if growth:
                 m["peak_mem_growth_mib"] = [own]
-            write_job(sweep, job, {**BASE_CONFIG, "device": device, "amp_dtype": dtype}, m, trial=t)
+            write_job(sweep, job, {**BASE_CONFIG, "device": device, "precision": dtype}, m, trial=t)
             job += 1
     return sweep
 

@@ -113,12 +113,12 @@ def test_cpu_autocast_train_and_infer(tmp_path, dtype):
 BAD_ARGS = [
     (("run", "--steps", "0"), 2, "--steps must be >= 1"),
     (("run", "--warmup", "-1"), 2, "--warmup must be >= 0"),
-    (("run", "--precision", "float8"), 2, "'auto', 'float32', 'float16', 'bfloat16'"),
+    (("run", "--precision", "float8"), 2, "argument --precision: invalid choice: 'float8'"),
     (("run", "--amp", "--precision", "bfloat16"), 2, "not allowed with argument"),
     (("run", "weights=X.pt"), 2, "did you mean --weights X.pt?"),
     (("run", "amp_dtype=bfloat16"), 2, "did you mean --precision"),
     (("infer", "trace=false"), 2, "did you mean --no-trace?"),
-    (("run", "--size", "x"), 2, "'n', 't', 's', 'm', 'l'"),
+    (("run", "--size", "x"), 2, "argument --size: invalid choice: 'x'"),
     (("run", "nosuchdata"), 2, "nosuchdata"),
     (("infer", "--batch", "-1"), 2, "needs a CUDA device"),
 ]
@@ -246,6 +246,8 @@ def test_one_meaning_per_metric_name_across_modes(train_profile, infer_profile):
     `trace_`-prefixed in both modes (an infer profile used to hold the traced forward_wall_ms)."""
     for (profile, _, _), trials in ((train_profile, 3), (infer_profile, 2)):
         for name, entry in profile["metrics"].items():
+            if name.startswith("trace_"):
+                continue
             if name.endswith("_wall_ms") or name in ("step_ms", "img_per_s"):
                 assert entry["n"] == trials, (profile["kind"], name)
         assert "trace_step_ms" in profile["metrics"]

@@ -175,6 +175,7 @@ def test_extra_model_kwargs_stay_allowed():
     (["infer", "max_det=10"], "did you mean --max-det 10?"),
     (["run", "trace=false"], "did you mean --no-trace?"),
     (["run", "amp=true"], "did you mean --precision"),
+    (["infer", "--amp-dtype", "bfloat16"], "replaced by --precision"),
 ])
 def test_key_value_to_a_flag_only_command_gets_the_flag(argv, hint, capsys):
     assert main(argv) == 2

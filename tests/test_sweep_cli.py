@@ -150,8 +150,11 @@ def test_installed_wheel_runs_a_sweep_from_an_unrelated_folder(tmp_path):
     deps = next(p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir())
     # a plain path line: the project venv's packages, without processing its editable-install .pth
     Path(site, "project_deps.pth").write_text(deps + "\n")
+    # without the checkout on PYTHONPATH (its yoloprof.egg-info would read as "already installed")
+    # and whatever the deps folder holds: the wheel itself must be what gets imported
     subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "-q",
-                    str(wheel)], check=True, capture_output=True, timeout=600)
+                    "--ignore-installed", str(wheel)], check=True, capture_output=True, timeout=600,
+                   env={**os.environ, "PYTHONPATH": ""})
     work = tmp_path / "elsewhere"
     work.mkdir()
     env = {**os.environ, **ENV, "PYTHONPATH": ""}

@@ -83,6 +83,9 @@ def key_value_hint(tokens: Sequence[str], mode: str) -> None:
     with the flag to use instead of running with `weights=X.pt` taken as the data argument."""
     known = set(cli_settings(mode)) | set(RENAMED)
     for token in tokens:
+        if token.startswith("--amp-dtype"):  # the flag `--precision` replaced
+            raise UsageError(f"{token.split('=')[0]} was replaced by --precision "
+                             f"{'|'.join(PRECISIONS[1:])} (one setting for the arithmetic: no pair of flags can disagree)")
         if token.startswith("-") or "=" not in token:
             continue
         key, value = token.lstrip("+~").split("=", 1)
