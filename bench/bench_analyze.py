@@ -90,7 +90,7 @@ def write_sweep(root: Path, n_jobs: int, n_configs: int = 10) -> Path:
         job = sweep / str(r["job_num"])
         job.mkdir(parents=True)
         r = {**r, "sweep_name": "bench", "sweep_id": sweep.name, "profile_path": f"{r['job_num']}/profile.json",
-             "overrides": json.dumps([f"{k}={r[k]}" for k in ("batch", "imgsz", "size", "amp_dtype", "trial")])}
+             "overrides": json.dumps([f"{k}={r[k]}" for k in ("batch", "imgsz", "size", "precision", "trial")])}
         write_row(job / "row.parquet", r)
         metrics = {m: {"value": r[m], "samples": r[f"{m}_samples"], "unit": u, "better": b}
                    for m, u, b in (("step_ms", "ms", "lower"), ("img_per_s", "img/s", "higher"),

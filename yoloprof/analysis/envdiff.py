@@ -30,7 +30,7 @@ DIFF_COLUMNS = ["config", "baseline_config", "field", "label", "before", "after"
 
 def _job_facts(row: dict[str, Any]) -> dict[str, Any]:
     env = {"device_name": row.get("device_name"), "torch": row.get("torch_version")}
-    cfg = {k: row.get(k) for k in ("amp", "amp_dtype", "batch", "threads") if _known(row.get(k))}
+    cfg = {k: row.get(k) for k in ("precision", "amp", "amp_dtype", "batch", "threads") if _known(row.get(k))}
     if "amp" in cfg:
         cfg["amp"] = bool(cfg["amp"])
     return side_facts(env, cfg)
