@@ -173,10 +173,11 @@ def test_interleave_alternates_configurations_and_cancels_a_linear_drift():
 
 
 def test_order_as_given_keeps_hydras_order(sweep_env):
-    assert main(["-m", "amp=false,true", "trial=0,1", "launch.order=as_given", "launch.isolation=inprocess",
-                 *QUIET]) == 0
+    assert main(["-m", "precision=float32,bfloat16", "trial=0,1", "launch.order=as_given",
+                 "launch.isolation=inprocess", *QUIET]) == 0
     df = read_rows(sweep_env())
-    assert [(bool(r.amp), r.trial) for r in df.itertuples()] == [(False, 0), (False, 1), (True, 0), (True, 1)]
+    assert [(r.precision, r.trial) for r in df.itertuples()] == \
+        [("float32", 0), ("float32", 1), ("bfloat16", 0), ("bfloat16", 1)]
 
 
 def test_a_thousand_jobs_are_planned_with_one_composition_per_configuration(sweep_env, monkeypatch):
