@@ -40,6 +40,10 @@ def test_sweep_over_a_user_function_yields_rows_and_verdicts(tmp_path, monkeypat
     comparisons = pd.read_parquet(sweep / "analysis" / "comparisons.parquet")
     step = comparisons[comparisons["metric"] == "step_ms"]
     assert len(step) == 1 and step["verdict"].notna().all()
+    # the swept task argument is an axis of the module-growth table, from the jobs' modules sections
+    growth = pd.read_parquet(sweep / "analysis" / "module_growth.parquet")
+    assert len(growth) and set(growth["axis"]) == {"task.width"}
+    assert all(levels.tolist() == [8.0, 32.0] for levels in growth["levels"])
 
 
 def _collected(levels: list[int], law: dict[str, tuple[float, float]]):
