@@ -35,44 +35,59 @@ class OpTable:
 
 
 def _tree(ev: Events, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(parent position or -1, processing order): parents found with a stack per thread over
-    events sorted by (thread, start, longest first), as torch's `_populate_cpu_children` does."""
+    """(parent position or -1, processing order): the parents that torch's `_populate_cpu_children`
+    finds with a stack per thread over events sorted by (thread, start, longest first).
+
+    Why no stack: with starts non-decreasing along a thread, an event is popped only once its end
+    is <= a later start, so the stack's top when event i arrives is exactly the LAST earlier event
+    of the thread whose end is > start(i) (everything pushed after it ends by then and is popped).
+    That "last earlier position with end > t" is found for all events at once by binary lifting
+    over range maxima of the ends (log2(n) vectorised steps); the same float comparisons as the
+    stack, so the same parents (tests/test_traces_ops_tree.py checks it against the stack)."""
     ts, dur, thread = ev.ts[idx], ev.dur[idx], ev.thread[idx]
     order = np.lexsort((-dur, ts, thread))
-    parent = np.full(len(idx), -1, np.int64)
-    ts_l, end_l, thr_l = ts.tolist(), (ts + dur).tolist(), thread.tolist()
-    stack: list[tuple[float, int]] = []
-    current = None
-    for i in order.tolist():
-        if thr_l[i] != current:
-            stack.clear()
-            current = thr_l[i]
-        while stack and stack[-1][0] <= ts_l[i]:
-            stack.pop()
-        if stack:
-            parent[i] = stack[-1][1]
-        stack.append((end_l[i], i))
+    n = len(order)
+    start_s, thread_s = ts[order], thread[order]
+    levels = [(ts + dur)[order]]  # levels[k][p] = max end over sorted positions [p - 2**k + 1, p]
+    while (1 << len(levels)) <= n:
+        prev, half = levels[-1], 1 << (len(levels) - 1)
+        cur = prev.copy()
+        np.maximum(prev[half:], prev[:-half], out=cur[half:])
+        levels.append(cur)
+    pos = np.arange(-1, n - 1)  # candidate parent position, moved back while all ends <= start
+    for k in range(len(levels) - 1, -1, -1):
+        done = levels[k][np.maximum(pos, 0)] <= start_s
+        pos = np.where((pos >= 0) & done, np.maximum(pos - (1 << k), -1), pos)
+    found = pos >= 0
+    found[found] = thread_s[pos[found]] == thread_s[found]
+    parent = np.full(n, -1, np.int64)
+    parent[order[found]] = order[pos[found]]
     return parent, order
 
 
 def _merge_duplicates(names: np.ndarray, parent: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """Drop a child that has its parent's name and is its only child (torch's rule); the dropped
-    one's children are lifted to the parent. Returns the kept mask; `parent` is updated in place.
-    Parents come before children in `order`, so one pass reaches torch's fixpoint."""
-    n_children = np.bincount(parent[parent >= 0], minlength=len(parent))
-    alias = np.arange(len(parent))
+    """Drop a child that has its parent's name and is its parent's only child (torch's rule); the
+    dropped one's children are lifted to the nearest kept ancestor. Returns the kept mask;
+    `parent` is updated in place.
+
+    torch applies the rule until nothing changes; since a merged child hands its parent its own
+    child count, a chain of same-name only children collapses into its top, which is the same as
+    testing every child against its ORIGINAL parent's name and child count (tests check this
+    against the one-pass sequential version). `order` is unused (kept for the callers' API)."""
+    has = parent >= 0
+    n_children = np.bincount(parent[has], minlength=len(parent))
     kept = np.ones(len(parent), bool)
-    names_l = names.tolist()
-    for i in order.tolist():
-        p = parent[i]
-        if p < 0:
-            continue
-        p = alias[p]
-        parent[i] = p
-        if names_l[p] == names_l[i] and n_children[p] == 1:
-            kept[i] = False
-            alias[i] = p
-            n_children[p] = n_children[i]
+    child = np.flatnonzero(has)
+    par = parent[child]
+    kept[child] = ~((names[child] == names[par]) & (n_children[par] == 1))
+    rep = np.arange(len(parent))  # nearest kept ancestor-or-self (pointer jumping)
+    rep[~kept] = parent[~kept]
+    while True:
+        nxt = rep[rep]
+        if np.array_equal(nxt, rep):
+            break
+        rep = nxt
+    parent[child] = rep[par]
     return kept
 
 

@@ -1,0 +1,98 @@
+"""The op tree without a per-op Python loop (traces/ops.py) against the stack walk it replaced.
+
+The reference below is the plain-Python algorithm torch's `_populate_cpu_children` and
+`_remove_dup_nodes` use (a stack per thread; one sequential pass of same-name merging), kept here
+verbatim as the independent check: every fixture trace and random nestings with overrunning
+children, equal starts and same-name chains must give the same parents and kept masks.
+"""
+
+from __future__ import annotations
+
+import gzip
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from tests.conftest import TRACES
+from yoloprof.traces.ops import _merge_duplicates, _tree
+from yoloprof.traces.parse import CAT_CODE, parse_trace_bytes
+
+
+def _stack_tree(ts, dur, thread):
+    order = np.lexsort((-dur, ts, thread))
+    parent = np.full(len(ts), -1, np.int64)
+    ts_l, end_l, thr_l = ts.tolist(), (ts + dur).tolist(), thread.tolist()
+    stack, current = [], None
+    for i in order.tolist():
+        if thr_l[i] != current:
+            stack.clear()
+            current = thr_l[i]
+        while stack and stack[-1][0] <= ts_l[i]:
+            stack.pop()
+        if stack:
+            parent[i] = stack[-1][1]
+        stack.append((end_l[i], i))
+    return parent, order
+
+
+def _sequential_merge(names, parent, order):
+    n_children = np.bincount(parent[parent >= 0], minlength=len(parent))
+    alias = np.arange(len(parent))
+    kept = np.ones(len(parent), bool)
+    names_l = names.tolist()
+    for i in order.tolist():
+        p = parent[i]
+        if p < 0:
+            continue
+        p = alias[p]
+        parent[i] = p
+        if names_l[p] == names_l[i] and n_children[p] == 1:
+            kept[i] = False
+            alias[i] = p
+            n_children[p] = n_children[i]
+    return kept
+
+
+def _check(ts, dur, thread, names):
+    ev = SimpleNamespace(ts=ts, dur=dur, thread=thread)
+    idx = np.arange(len(ts))
+    parent, order = _tree(ev, idx)
+    ref_parent, ref_order = _stack_tree(ts, dur, thread)
+    assert np.array_equal(order, ref_order)
+    assert np.array_equal(parent, ref_parent)
+    kept = _merge_duplicates(names, parent, order)
+    ref_kept = _sequential_merge(names, ref_parent, ref_order)
+    assert np.array_equal(kept, ref_kept)
+    assert np.array_equal(parent, ref_parent)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_nestings_match_the_stack_walk(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    # Coarse integer times: many equal starts, equal ends, zero durations and overrunning children.
+    ts = rng.integers(0, 60, n).astype(np.float64)
+    dur = rng.integers(0, 25, n).astype(np.float64)
+    thread = rng.integers(0, 3, n).astype(np.int32)
+    names = rng.integers(0, 3, n).astype(np.int32)  # few names: many same-name chains
+    _check(ts, dur, thread, names)
+
+
+def test_same_name_chain_collapses_into_its_top():
+    ts = np.array([0.0, 1.0, 2.0, 3.0, 3.5])
+    dur = np.array([10.0, 8.0, 6.0, 1.0, 0.5])
+    names = np.array([7, 7, 7, 8, 8])
+    _check(ts, dur, np.zeros(5, np.int32), names)
+
+
+def test_empty_and_single():
+    for n in (0, 1):
+        _check(np.zeros(n), np.ones(n), np.zeros(n, np.int32), np.zeros(n, np.int32))
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in TRACES.glob("*.json.gz")) if TRACES.is_dir() else [])
+def test_fixture_traces_match_the_stack_walk(name):
+    ev = parse_trace_bytes(gzip.decompress((TRACES / name).read_bytes()))
+    idx = np.flatnonzero(ev.cat == CAT_CODE["cpu_op"])
+    _check(ev.ts[idx], ev.dur[idx], ev.thread[idx], ev.name[idx])
