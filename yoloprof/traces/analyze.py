@@ -105,13 +105,15 @@ def _grouped_rows(names: np.ndarray, phases: np.ndarray, n_phases: int,
         return []
     key = names.astype(np.int64) * n_phases + phases
     uniq, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
-    totals = {col: np.bincount(inv, weights=w, minlength=len(uniq)) for col, w in sums.items()}
-    return [(int(k // n_phases), int(k % n_phases), {c: float(t[i]) for c, t in totals.items()},
-             int(counts[i])) for i, k in enumerate(uniq.tolist())]
+    totals = {col: np.bincount(inv, weights=w, minlength=len(uniq)).tolist() for col, w in sums.items()}
+    return [(k // n_phases, k % n_phases, {c: t[i] for c, t in totals.items()}, count)
+            for i, (k, count) in enumerate(zip(uniq.tolist(), counts.tolist()))]
 
 
 DEVICE_KINDS = ("kernel", "memcpy", "memset")  # CUPTI activity kinds, in CAT order below
 _KIND_OF_CAT = {CAT_CODE["kernel"]: 0, CAT_CODE["gpu_memcpy"]: 1, CAT_CODE["gpu_memset"]: 2}
+_KIND_LUT = np.full(max(CAT_CODE.values()) + 1, -1, np.int64)  # category code -> kind, by lookup
+_KIND_LUT[list(_KIND_OF_CAT)] = list(_KIND_OF_CAT.values())
 
 
 NO_SHAPES = "[]"  # how torch spells the shapes of an op recorded without "Input Dims"
@@ -166,7 +168,7 @@ def _device_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnal
     cats = name_cat[ev.name[d]]
     out.cat_us = _per_step_label(step, cats, S, len(CATEGORIES), dur)
     out.cat_saving_us = _category_saving(start, end, dev_code, cats, n_dev) / S
-    kind = np.array([_KIND_OF_CAT[c] for c in ev.cat[d].tolist()], np.int64)
+    kind = _KIND_LUT[ev.cat[d]]
     out.kind_us = _per_step_label(step, kind, S, len(DEVICE_KINDS), dur)
     is_kernel = kind == 0
     out.kernels = _per_step(np.where(is_kernel, step, -1), S)
@@ -234,10 +236,10 @@ def _memory_part(ev: Events, steps: Steps, out: TraceAnalysis) -> None:
         return
     calls = (mem.nbytes != 0) & np.isfinite(mem.nbytes)
     out.alloc_calls = _per_step(np.where(calls, step_of(mem.ts, steps), -1), len(steps))
-    keys = sorted({(int(t), int(i)) for t, i in zip(np.nan_to_num(mem.device_type, nan=-1).tolist(),
-                                                   np.nan_to_num(mem.device_id, nan=-1).tolist())})
-    for dtype, did in keys:
-        sel = (np.nan_to_num(mem.device_type, nan=-1) == dtype) & (np.nan_to_num(mem.device_id, nan=-1) == did)
+    dtypes, dids = np.nan_to_num(mem.device_type, nan=-1), np.nan_to_num(mem.device_id, nan=-1)
+    pairs = np.unique(np.stack([dtypes.astype(np.int64), dids.astype(np.int64)], axis=1), axis=0)
+    for dtype, did in pairs.tolist():  # sorted (device type, id) pairs
+        sel = (dtypes == dtype) & (dids == did)
         out.memory.append({
             "device": "cpu" if dtype == 0 else f"device{did}" if dtype != 1 else f"cuda:{did}",
             "device_type": dtype, "device_id": did,

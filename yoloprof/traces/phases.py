@@ -82,10 +82,11 @@ def build_timeline(ev: Events) -> Timeline:
     cpu_side = ~ev.is_cat(*GPU_SIDE_CATS, *HOST_API_CATS)
     name_has = np.array([p is not None for p in per_name] or [False], bool)
     idx = np.flatnonzero(cpu_side & name_has[ev.name] & (ev.dur > 0)) if len(ev) else np.zeros(0, int)
-    names = _ordered({per_name[ev.name[i]] for i in idx.tolist()})
+    span_phase = [per_name[i] for i in ev.name[idx].tolist()]
+    names = _ordered(set(span_phase))
     code = {n: k for k, n in enumerate(names)}
     starts, ends = ev.ts[idx], ev.ts[idx] + ev.dur[idx]
-    labels = [code[per_name[ev.name[i]]] for i in idx.tolist()]
+    labels = [code[p] for p in span_phase]
     bounds = sorted(set(starts.tolist()) | set(ends.tolist()))
     order = np.argsort(starts, kind="stable").tolist()
     heap: list[tuple[float, int, float, int]] = []
