@@ -236,9 +236,11 @@ def _memory_part(ev: Events, steps: Steps, out: TraceAnalysis) -> None:
         return
     calls = (mem.nbytes != 0) & np.isfinite(mem.nbytes)
     out.alloc_calls = _per_step(np.where(calls, step_of(mem.ts, steps), -1), len(steps))
-    dtypes, dids = np.nan_to_num(mem.device_type, nan=-1), np.nan_to_num(mem.device_id, nan=-1)
-    pairs = np.unique(np.stack([dtypes.astype(np.int64), dids.astype(np.int64)], axis=1), axis=0)
-    for dtype, did in pairs.tolist():  # sorted (device type, id) pairs
+    dtypes = np.nan_to_num(mem.device_type, nan=-1).astype(np.int64)
+    dids = np.nan_to_num(mem.device_id, nan=-1).astype(np.int64)
+    pairs = [(dt, di) for dt in np.unique(dtypes).tolist()  # sorted (device type, id) pairs
+             for di in np.unique(dids[dtypes == dt]).tolist()]
+    for dtype, did in pairs:
         sel = (dtypes == dtype) & (dids == did)
         out.memory.append({
             "device": "cpu" if dtype == 0 else f"device{did}" if dtype != 1 else f"cuda:{did}",
