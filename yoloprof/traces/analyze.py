@@ -238,8 +238,8 @@ def _memory_part(ev: Events, steps: Steps, out: TraceAnalysis) -> None:
     out.alloc_calls = _per_step(np.where(calls, step_of(mem.ts, steps), -1), len(steps))
     dtypes = np.nan_to_num(mem.device_type, nan=-1).astype(np.int64)
     dids = np.nan_to_num(mem.device_id, nan=-1).astype(np.int64)
-    pairs = [(dt, di) for dt in np.unique(dtypes).tolist()  # sorted (device type, id) pairs
-             for di in np.unique(dids[dtypes == dt]).tolist()]
+    distinct = lambda a: np.unique(a, return_counts=True)[0].tolist()  # noqa: E731 (counts: no numpy.ma)
+    pairs = [(dt, di) for dt in distinct(dtypes) for di in distinct(dids[dtypes == dt])]  # sorted
     for dtype, did in pairs:
         sel = (dtypes == dtype) & (dids == did)
         out.memory.append({
