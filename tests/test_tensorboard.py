@@ -39,3 +39,21 @@ def test_gzip_trace_keeps_its_suffix_and_ranks_name_the_process(tmp_path):
 def test_run_names_are_one_safe_folder():
     assert tensorboard.run_name("train", "my model/v2", None, "b16") == "train-my-model-v2-b16"
     assert tensorboard.run_name() == "yoloprof"
+
+
+def test_capture_writes_the_tensorboard_copy_and_records_it(tmp_path, monkeypatch):
+    """`--tensorboard DIR` (the `tensorboard` setting; `capture.tensorboard` in sweeps): the run is
+    the output folder relative to the current directory, the file is the trace byte for byte."""
+    from yoloprof.capture.api import capture
+    from yoloprof.config.compose import compose_job
+    from yoloprof.config.settings import CaptureSettings
+
+    monkeypatch.chdir(tmp_path)
+    settings = CaptureSettings.for_mode("infer", device="cpu", imgsz=64, warmup=1, runs=2, threads=1,
+                                        modules=False, tensorboard="tb")
+    profile = capture(settings, tmp_path / "out" / "infer", echo_warnings=False)
+    [copy] = (tmp_path / "tb" / "out" / "infer").iterdir()
+    assert PLUGIN_WORKER_PATTERN.match(copy.name)
+    assert copy.read_bytes() == (tmp_path / "out" / "infer" / "profile_trace.json").read_bytes()
+    assert (tmp_path / profile["trace"]["tensorboard"]).resolve() == copy.resolve()
+    assert compose_job(["capture.tensorboard=tb"]).capture.tensorboard == "tb"

@@ -106,6 +106,8 @@ def _capture(settings: CaptureSettings, device: DeviceInfo, amp: bool, warnings:
             notes.extend(profile["warnings"])  # one channel: each printed once, all kept
             profile["warnings"] = list(notes.messages)
             interrupt.stage("write")
+            if settings.tensorboard and staged is not None:
+                profile["trace"]["tensorboard"] = str(_to_tensorboard(settings.tensorboard, out_dir, staged))
             _commit(out_dir, profile, staged)
         finally:  # after an interrupt or a failure, no staged trace stays behind
             for leftover in (target, target.with_name(target.name + ".gz")):
@@ -121,6 +123,20 @@ def _commit(out_dir: Path, profile: dict[str, Any], staged: Path | None) -> None
         if staged is not None:
             os.replace(staged, out_dir / _final_trace_name(staged))
         write_profile(out_dir / PROFILE_NAME, profile)
+
+
+def _to_tensorboard(log_dir: str, out_dir: Path, staged: Path) -> Path:
+    """A copy of the trace as torch-tb-profiler lists it: run = the output folder as given relative
+    to the current directory (`runs/profile/train`, a sweep's `.../<id>/<job>`), so one log dir
+    holds every capture and sweep job as its own run."""
+    from yoloprof.capture import tensorboard
+
+    try:
+        run = out_dir.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        run = out_dir.name
+    parts = [tensorboard.run_name(p) for p in run.split("/") if p not in ("", ".", "..")]
+    return tensorboard.export(staged, Path(log_dir), "/".join(parts) or "yoloprof")
 
 
 def _final_trace_name(staged: Path) -> str:

@@ -118,6 +118,8 @@ class CaptureSettings:
                             hydra="capture")
     python_hotspots: bool = setting(False, "cProfile a few steps of their own: Python functions by "
                                     "self/cumulative time", hydra="capture")
+    tensorboard: str | None = setting(None, "also copy the trace to DIR/<output folder>/ under the name "
+                                      "TensorBoard's profiler plugin lists", hydra="capture")
     nvtx: bool = setting(False, "NVTX ranges around phases and modules, for Nsight Systems (CUDA only)",
                          hydra="capture")
     num_classes: int = setting(80, "classes of the built-in detector's head", minimum=1)
