@@ -204,7 +204,9 @@ def job_devices(cfg: DictConfig, jobs: list[list[str]]) -> list[str]:
     default = str(cfg.device)
     out = []
     for job in jobs:
-        values = [item.split("=", 1)[1].strip("'\"") for item in job if item.lstrip("+").startswith("device=")]
+        # Hydra's job overrides escape its special characters (`cuda:1` comes back as `cuda\:1`)
+        values = [re.sub(r"\\(.)", r"\1", item.split("=", 1)[1].strip("'\""))
+                  for item in job if item.lstrip("+").startswith("device=")]
         out.append(canonical_device(values[-1] if values else default))
     return out
 
