@@ -32,7 +32,7 @@ from yoloprof.cli import main  # noqa: E402
 SMALL_TRACES = ("triton_example.json.gz", "mi250_minitoy_train_ROCm6_2_kineto.json.gz",
                 "benchmark_result_2869224_1695835535_trace.json.gz")
 TRUNCATE_FROM = "rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
-EXAMPLES = 25
+EXAMPLES = 15
 SETTINGS = settings(max_examples=EXAMPLES, deadline=5000, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                            HealthCheck.data_too_large])
