@@ -95,14 +95,18 @@ def _hta_available() -> bool:
 
 
 def _in_process(data: bytes, repeat: int) -> dict[str, float]:
-    """CPU seconds (median) of the parse and of msgspec's typed decode it starts with."""
+    """CPU seconds (median) of the parse, of msgspec's typed decode it starts with, and of the
+    engine (`analyze_events`: steps, launches, op tree, device unions) over the parsed events."""
     sys.path.insert(0, str(REPO))
+    from yoloprof.traces.analyze import analyze_events
     from yoloprof.traces.kineto import _TRACE_DECODER
     from yoloprof.traces.parse import parse_trace_bytes
 
     out = {}
+    events = parse_trace_bytes(data)
     for name, op in (("typed decode", lambda: _TRACE_DECODER.decode(data)),
                      ("parse_trace_bytes", lambda: parse_trace_bytes(data)),
+                     ("engine", lambda: analyze_events(events, "bench")),
                      ("json.loads", lambda: json.loads(data))):
         times = []
         for _ in range(repeat):
@@ -186,7 +190,7 @@ def render(s: dict, repeat: int) -> str:
     lines.append("")
     lines.append(f"in-process CPU: typed decode {ip['typed decode']:.3f} s, parse_trace_bytes "
                  f"{ip['parse_trace_bytes']:.3f} s ({ip['parse_trace_bytes'] / ip['typed decode']:.2f}x "
-                 f"the decode), json.loads {ip['json.loads']:.3f} s")
+                 f"the decode), engine {ip['engine']:.3f} s, json.loads {ip['json.loads']:.3f} s")
     return "\n".join(lines)
 
 

@@ -175,9 +175,38 @@ def _gunzip_head(raw: bytes, path: Path) -> bytes:
         raise ProfileError(f"{path}: corrupt gzip stream ({exc})") from None
 
 
+# Deflate's largest expansion (a 258-byte match in about 2 bits): a stream of n bytes inflates to
+# at most n * 1032 bytes, whatever its gzip trailer claims.
+MAX_DEFLATE_RATIO = 1032
+
+
+def _gunzip_sized(raw: bytes, limit: int) -> bytes | None:
+    """The one-member common case, or None: decompressed into one buffer of the size the gzip
+    trailer announces. Why: a growing buffer (what `decompressobj` uses) is copied once more at
+    the end, which touches twice the output's pages (26k instead of 13k page faults, +0.03 s of
+    CPU for a 54 MB trace). Taken only when it cannot overrun `limit` (even a lying trailer
+    cannot inflate the input beyond MAX_DEFLATE_RATIO), when no second member can start (no gzip
+    magic after the first byte) and when the output has exactly the announced size, i.e. the
+    trailer ends the file (zlib has checked that trailer's CRC); anything else takes the general
+    path, with its error messages."""
+    if len(raw) < 18 or len(raw) * MAX_DEFLATE_RATIO > limit or raw.find(GZIP_MAGIC + b"\x08", 1) >= 0:
+        return None
+    size = int.from_bytes(raw[-4:], "little")
+    if size == 0:
+        return None
+    try:
+        out = zlib.decompress(raw, 31, size)
+    except zlib.error:
+        return None
+    return out if len(out) == size else None
+
+
 def gunzip(raw: bytes, path: Path, limit: int) -> bytes:
     """All gzip members of `raw`, decompressed in one call each with at most `limit` bytes out:
     a gzip bomb stops at the limit instead of filling memory."""
+    sized = _gunzip_sized(raw, limit)
+    if sized is not None:
+        return sized
     parts: list[bytes] = []
     total = 0
     while raw:
