@@ -23,14 +23,20 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 demo: setup
 	$(VENV)/bin/yoloprof sweep +sweep=demo
 
+# The import contract (.importlinter: the layers as a DAG) first, then the tests.
 test: setup
+	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+lint-imports: setup
+	$(VENV)/bin/lint-imports --no-cache
 
 # The newest versions pyproject.toml allows, in their own venv: how an upgrade is caught on purpose.
 test-latest:
 	$(PYTHON) -m venv $(LATEST)
 	$(LATEST)/bin/python -c "import torch" 2>/dev/null || $(LATEST)/bin/python -m pip install -q "$(TORCH)"
 	$(LATEST)/bin/python -m pip install -q --upgrade --upgrade-strategy eager -e ".[test,submitit,joblib,optuna]"
+	$(LATEST)/bin/lint-imports --no-cache
 	$(LATEST)/bin/python -m pytest -q $(PYTEST_ARGS)
 
 # A deliberate upgrade of the pins: run `make test` afterwards and commit both files.

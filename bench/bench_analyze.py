@@ -53,7 +53,8 @@ def synthetic_rows(n_configs: int, trials: int, seed: int = 0) -> pd.DataFrame:
 
 def run(n_configs: int, trials: int, html: bool) -> list[tuple[str, float]]:
     from yoloprof.analysis.collect import collect_rows
-    from yoloprof.analysis.run import analyze_collected, write_outputs
+    from yoloprof.analysis.run import analyze_collected
+    from yoloprof.render.report import write_outputs
 
     rows = synthetic_rows(n_configs, trials)
     timings = []
@@ -82,7 +83,7 @@ def write_sweep(root: Path, n_jobs: int, n_configs: int = 10) -> Path:
     from yoloprof.profiles.model import SCHEMA
     import json
 
-    from yoloprof.sweep.rows import consolidate, write_row
+    from yoloprof.profiles.rows import consolidate, write_row
 
     rows = synthetic_rows(n_configs, math.ceil(n_jobs / n_configs)).head(n_jobs)
     sweep = root / "sweeps" / "bench" / "20240101-000000-bench"
@@ -106,7 +107,7 @@ def write_sweep(root: Path, n_jobs: int, n_configs: int = 10) -> Path:
 def run_files(n_jobs: int) -> list[tuple[str, float]]:
     from yoloprof.analysis.collect import collect
     from yoloprof.analysis.inventory import read_sweep
-    from yoloprof.analysis.run import analyze_sweep
+    from yoloprof.render.report import analyze_sweep
     from yoloprof.render.analysis_terminal import make_console
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -23,7 +23,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from yoloprof.sweep.rows import read_rows
+from yoloprof.profiles.rows import read_rows
 
 
 def run_sweep(workdir: Path, jobs: int, imgsz: int, steps: int) -> tuple[float, float, int]:

@@ -1,20 +1,16 @@
-"""Shared test helpers: where the real trace fixtures are, how to run the CLI as a user does."""
+"""Shared fixtures (helpers that are not fixtures live in tests/helpers/)."""
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-# The Hydra config and the experiment files: top-level folders of the repository (design card).
-CONF = REPO / "conf"
-SWEEPS = REPO / "sweeps"
-# The real GPU traces live beside the checkout in shared/, never inside the repo.
-TRACES = REPO.parent / "shared" / "fixtures" / "traces"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # `import helpers` from any test module
+
+from helpers.paths import TRACES  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -22,23 +18,6 @@ def traces_dir() -> Path:
     if not TRACES.is_dir():
         pytest.skip("shared/fixtures/traces is not beside this checkout")
     return TRACES
-
-
-def trace_path(name: str) -> Path:
-    """A fixture trace by file name; skips the calling test when the folder is absent."""
-    path = TRACES / name
-    if not path.is_file():
-        pytest.skip(f"fixture trace {name} is not available")
-    return path
-
-
-def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 600,
-            input: str | None = None) -> subprocess.CompletedProcess:
-    """Run `yoloprof ARGS` in a subprocess exactly as a user would, capturing text output."""
-    full_env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "160", **(env or {})}
-    full_env.pop("YOLOPROF_DEBUG", None)
-    return subprocess.run([sys.executable, "-m", "yoloprof", *map(str, args)], cwd=cwd, env=full_env,
-                          capture_output=True, text=True, timeout=timeout, input=input)
 
 
 @pytest.fixture(autouse=True, scope="session")

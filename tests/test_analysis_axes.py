@@ -11,7 +11,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from test_analysis_helpers import BASE_CONFIG, batch_truth, write_job
+from helpers.sweeps import BASE_CONFIG, batch_truth, group_hash, write_job
 from yoloprof.analysis.collect import collect
 from yoloprof.analysis.run import analyze_collected
 from yoloprof.errors import UsageError
@@ -89,7 +89,7 @@ def models_sweep(tmp_path_factory) -> Path:
                 # write_job hashes `cfg`; give each width its own configuration
                 path = sweep / str(job) / "row.parquet"
                 table = pq.read_table(path)
-                gh = __import__("test_analysis_helpers").group_hash(group)
+                gh = group_hash(group)
                 table = table.set_column(table.schema.get_field_index("group_hash"), "group_hash",
                                          __import__("pyarrow").array([gh]))
                 pq.write_table(table, path)

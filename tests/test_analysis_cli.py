@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
-from test_analysis_helpers import BASE_CONFIG, batch_truth, make_sweep, write_job
+from helpers.paths import run_cli
+from helpers.sweeps import BASE_CONFIG, batch_truth, make_sweep, write_job
 from yoloprof.cli import main
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from test_analysis_helpers import BASE_CONFIG, write_job
+from helpers.sweeps import BASE_CONFIG, write_job
 from yoloprof.analysis.collect import collect
 from yoloprof.analysis.drift import _fit
 from yoloprof.analysis.run import analyze_collected

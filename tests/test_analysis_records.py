@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import yoloprof.capture.api as capture_api
-from test_analysis_helpers import batch_truth, make_sweep
-from test_sweep_support import fake_capture
+from helpers.sweeps import batch_truth, make_sweep
+from helpers.fake_sweep import fake_capture
 from yoloprof.analysis.settings import AnalysisSettings
 from yoloprof.cli import main as cli_main
 from yoloprof.sweep.app import main as sweep_main
@@ -163,7 +163,7 @@ def _broken_sweep(tmp_path: Path) -> Path:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from test_analysis_helpers import BASE_CONFIG, write_job
+    from helpers.sweeps import BASE_CONFIG, write_job
 
     sweep = make_sweep(tmp_path, [{"batch": 4}, {"batch": 8}], batch_truth, trials=3)
     write_job(sweep, 6, {**BASE_CONFIG, "batch": 16}, None, status="failed", error="boom")
@@ -213,7 +213,7 @@ def test_every_job_folder_is_accounted_for(tmp_path: Path, capsys) -> None:
 
 
 def test_only_failed_jobs_is_still_exit_0(tmp_path: Path) -> None:
-    from test_analysis_helpers import BASE_CONFIG, write_job
+    from helpers.sweeps import BASE_CONFIG, write_job
 
     sweep = make_sweep(tmp_path, [{"batch": 4}, {"batch": 8}], batch_truth, trials=3)
     write_job(sweep, 6, {**BASE_CONFIG, "batch": 16}, None, status="failed", error="boom")
@@ -245,7 +245,7 @@ def test_rows_come_from_the_consolidation_unless_rewritten_since(tmp_path: Path,
     import pyarrow.parquet as pq
 
     import yoloprof.analysis.inventory as inv
-    from yoloprof.sweep.rows import consolidate
+    from yoloprof.profiles.rows import consolidate
 
     sweep = make_sweep(tmp_path, [{"batch": 4}, {"batch": 8}], batch_truth, trials=3)
     consolidate(sweep)

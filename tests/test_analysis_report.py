@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from test_analysis_helpers import batch_truth, make_sweep
+from helpers.sweeps import batch_truth, make_sweep
 from yoloprof.analysis.collect import collect
-from yoloprof.analysis.run import analyze_collected, write_outputs
+from yoloprof.analysis.run import analyze_collected
+from yoloprof.render.report import write_outputs
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]

@@ -12,9 +12,10 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from test_analysis_helpers import BASE_CONFIG, batch_truth, lognormal, make_sweep, write_job
+from helpers.sweeps import BASE_CONFIG, batch_truth, lognormal, make_sweep, write_job
 from yoloprof.analysis.collect import collect
-from yoloprof.analysis.run import analyze_collected, write_outputs
+from yoloprof.analysis.run import analyze_collected
+from yoloprof.render.report import write_outputs
 from yoloprof.errors import ProfileError, UsageError
 
 
@@ -216,7 +217,7 @@ def test_called_like_the_sweep_app(grid_sweep: Path) -> None:
     from omegaconf import OmegaConf
     from rich.console import Console
 
-    from yoloprof.analysis.run import analyze_sweep
+    from yoloprof.render.report import analyze_sweep
 
     conf = OmegaConf.create({"baseline": ["batch=4"], "metrics": ["img_per_s"], "vary": None,
                              "alpha": 0.05, "noise": 0.02, "correction": "holm", "html": False})
@@ -235,7 +236,7 @@ def test_inference_sweep_compares_p50_and_uses_it_for_pareto(tmp_path: Path) -> 
     cfgs = [{"mode": "infer", "steps": None, "runs": 50, "batch": b} for b in (1, 4)]
     sweep = make_sweep(tmp_path, cfgs, infer_truth, trials=4, repeat_samples=True)
     res = _analyze(sweep)
-    assert res.metrics_compared == ["step_ms", "img_per_s", "peak_mem_mb", "p50_ms"]
+    assert res.metrics_compared == ["step_ms", "img_per_s", "p50_ms", "peak_mem_mb"]  # registry order
     p50 = res.comparisons.set_index("metric").loc["p50_ms"]
     assert p50["verdict_code"] == "regressed" and p50["ratio"] == pytest.approx(8 / 20, rel=0.05)
     assert res.pareto.attrs["axes"] == ["img_per_s", "p50_ms", "peak_mem_mb"]

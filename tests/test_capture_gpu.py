@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import run_cli
+from helpers.paths import run_cli
 from gpu import requires_cuda
 
 

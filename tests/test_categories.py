@@ -8,7 +8,7 @@ import re
 import msgspec
 import pytest
 
-from tests.conftest import TRACES
+from helpers.paths import TRACES
 from yoloprof.metrics.categories import CATEGORIES, CATEGORY_TABLE, classify, is_tensorcore, short_name
 
 # Names allowed to fall into "other", each with the reason it belongs to no listed category.

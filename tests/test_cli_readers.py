@@ -15,8 +15,8 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from conftest import TRACES, run_cli, trace_path
-from test_readers_profiles import cpu_train_profile, gpu_train_profile, infer_profile
+from helpers.paths import TRACES, run_cli, trace_path
+from helpers.profiles import cpu_train_profile, gpu_train_profile, infer_profile
 
 from yoloprof.profiles.io import write_profile
 

@@ -11,31 +11,33 @@ import sys
 import pytest
 
 from yoloprof.cli import build_parser
+
+PARSER = build_parser()
 from yoloprof.completion import _subparsers, complete, script
 
 
 def test_every_subcommand_is_offered_and_completes_its_own_flags():
     subs = _subparsers(build_parser())
-    assert {c.strip() for c in complete("yoloprof ")} >= set(subs)
+    assert {c.strip() for c in complete("yoloprof ", parser=PARSER)} >= set(subs)
     for name, parser in subs.items():
         if name in ("sweep", "completion"):  # Hydra's words; a shell name
             continue
         flags = {opt for a in parser._actions for opt in a.option_strings}
-        assert {c.strip() for c in complete(f"yoloprof {name} x --")} == {f for f in flags if f.startswith("--")}
+        assert {c.strip() for c in complete(f"yoloprof {name} x --", parser=PARSER)} == {f for f in flags if f.startswith("--")}
 
 
 def test_choices_and_file_positions():
-    assert complete("yoloprof kernels p.json --sort ") == ["count ", "name ", "time "]
-    assert complete("yoloprof ker") == ["kernels "]
-    assert complete("yoloprof summary ") == []  # a file name: the shell's default completion takes over
-    assert complete("yoloprof kernels p.json --top ") == []  # a free value
+    assert complete("yoloprof kernels p.json --sort ", parser=PARSER) == ["count ", "name ", "time "]
+    assert complete("yoloprof ker", parser=PARSER) == ["kernels "]
+    assert complete("yoloprof summary ", parser=PARSER) == []  # a file name: the shell's default completion takes over
+    assert complete("yoloprof kernels p.json --top ", parser=PARSER) == []  # a free value
 
 
 def test_hydra_overrides_after_sweep():
-    assert "batch=" in complete("yoloprof sweep ba")
-    assert {"mode=train ", "mode=infer "} <= set(complete("yoloprof sweep mode="))
-    assert "+sweep=demo " in complete("yoloprof sweep +sweep=")
-    assert "resume=" in complete("yoloprof sweep re")
+    assert "batch=" in complete("yoloprof sweep ba", parser=PARSER)
+    assert {"mode=train ", "mode=infer "} <= set(complete("yoloprof sweep mode=", parser=PARSER))
+    assert "+sweep=demo " in complete("yoloprof sweep +sweep=", parser=PARSER)
+    assert "resume=" in complete("yoloprof sweep re", parser=PARSER)
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="no bash")
@@ -63,7 +65,7 @@ def test_the_bash_function_completes_as_bash_calls_it(tmp_path):
 
 
 def test_hydra_shell_completion_flag_prints_the_same_script(capsys):
-    from yoloprof.sweep.app import main
+    from yoloprof.cli import main
 
-    assert main(["--shell-completion", "install=bash"]) == 0
+    assert main(["sweep", "--shell-completion", "install=bash"]) == 0
     assert capsys.readouterr().out == script("bash")

@@ -10,7 +10,7 @@ from omegaconf import OmegaConf
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
-from conftest import CONF
+from helpers.paths import CONF
 from yoloprof.config.settings import PRECISIONS, SIZES, CaptureSettings, mode_defaults
 from yoloprof.config.compose import compose_job
 from yoloprof.config.schema import register

@@ -14,7 +14,8 @@ import pytest
 from yoloprof.cli import main
 from yoloprof.errors import ProfileError, UsageError
 from yoloprof.profiles.inputs import MAX_INPUT_ENV, Input
-from yoloprof.profiles.io import load_any, read_bytes
+from yoloprof.profiles.io import read_bytes
+from yoloprof.readers.load import load_any
 from yoloprof.traces.parse import parse_trace_bytes
 
 TRACE = json.dumps({"traceEvents": [

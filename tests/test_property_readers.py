@@ -102,7 +102,8 @@ def bases(tmp_path_factory, traces_dir) -> dict[str, object]:
     if (TRACES / TRUNCATE_FROM).is_file():
         raw = gzip.decompress((TRACES / TRUNCATE_FROM).read_bytes())
         truncated = raw[: len(raw) // 7]
-    from yoloprof.profiles.io import dumps_profile, load_any
+    from yoloprof.profiles.io import dumps_profile
+    from yoloprof.readers.load import load_any
 
     trace_file = root / "base_trace.json"
     first = next(iter(docs))

@@ -11,7 +11,7 @@ import json
 import msgspec
 import pytest
 
-from tests.conftest import trace_path
+from helpers.paths import trace_path
 from yoloprof.cli import main
 from yoloprof.errors import UsageError
 from yoloprof.metrics.categories import classify

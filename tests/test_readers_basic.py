@@ -6,7 +6,7 @@ import io
 import json
 
 import pytest
-from test_readers_profiles import GPU_KERNELS, cpu_train_profile, gpu_train_profile, infer_profile
+from helpers.profiles import GPU_KERNELS, cpu_train_profile, gpu_train_profile, infer_profile
 
 from yoloprof.errors import UsageError
 from yoloprof.profiles.model import metric

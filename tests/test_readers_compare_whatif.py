@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from test_readers_profiles import GPU_KERNELS, cpu_train_profile, gpu_train_profile
+from helpers.profiles import GPU_KERNELS, cpu_train_profile, gpu_train_profile
 
 from yoloprof.errors import UsageError
 from yoloprof.profiles.model import metric

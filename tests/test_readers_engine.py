@@ -7,7 +7,7 @@ import gzip
 
 import pytest
 
-from tests.conftest import run_cli, trace_path
+from helpers.paths import run_cli, trace_path
 from yoloprof.errors import UsageError
 from yoloprof.metrics.sides import CAPTURE_GAP_FLAG_S, differences, side_facts
 from yoloprof.readers._common import match_category

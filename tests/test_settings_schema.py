@@ -8,7 +8,7 @@ import argparse
 import pytest
 import yaml
 
-from conftest import CONF, SWEEPS
+from helpers.paths import CONF, SWEEPS
 from yoloprof.cli import build_parser, main
 from yoloprof.config.cli_args import settings_from_args
 from yoloprof.config.compose import compose_job
@@ -191,7 +191,7 @@ def test_precision_shorthands_cannot_contradict():
 
 
 def test_docs_table_is_the_generated_one():
-    from conftest import REPO
+    from helpers.paths import REPO
     from yoloprof.config.reference import BEGIN, END, settings_table
 
     text = (REPO / "docs" / "sweeps.md").read_text()

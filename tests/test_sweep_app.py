@@ -11,12 +11,12 @@ import pyarrow.dataset as ds
 import pytest
 
 import yoloprof.capture.api as capture_api
-from test_sweep_support import fake_capture, fake_step_ms
+from helpers.fake_sweep import fake_capture, fake_step_ms
 from yoloprof.errors import UsageError
 from yoloprof.sweep.app import main
-from yoloprof.sweep.rows import RESULTS_NAME, ROW_NAME, ROW_SCHEMA, read_rows, row_files
+from yoloprof.profiles.rows import RESULTS_NAME, ROW_NAME, ROW_SCHEMA, read_rows, row_files
 
-from conftest import SWEEPS
+from helpers.paths import SWEEPS
 # in-process jobs: these tests are about grids, rows and resume; isolation has its own tests
 QUIET = ["device=cpu", "workers=0", "analysis.enabled=false", "launch.isolation=inprocess"]
 

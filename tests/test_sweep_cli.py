@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, SWEEPS, run_cli
-from test_sweep_support import TINY, driver_cmd, write_driver
-from yoloprof.sweep.rows import RESULTS_NAME, ROW_NAME, read_rows
+from helpers.paths import REPO, SWEEPS, run_cli
+from helpers.fake_sweep import TINY, driver_cmd, write_driver
+from yoloprof.profiles.rows import RESULTS_NAME, ROW_NAME, read_rows
 
 ENV = {"NO_COLOR": "1", "COLUMNS": "160"}
 

@@ -19,7 +19,7 @@ from yoloprof.errors import UsageError
 from yoloprof.profiles.jobstate import count_states, job_states, read_state, write_state
 from yoloprof.sweep import sweeper
 from yoloprof.sweep.app import main
-from yoloprof.sweep.rows import RESULTS_NAME, ROW_NAME, ROW_SCHEMA, read_rows, write_row
+from yoloprof.profiles.rows import RESULTS_NAME, ROW_NAME, ROW_SCHEMA, read_rows, write_row
 
 pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
 

@@ -20,7 +20,7 @@ from yoloprof.profiles.model import metric
 from yoloprof.sweep import launchers, machine
 from yoloprof.sweep.app import main
 from yoloprof.sweep.plan import interleave
-from yoloprof.sweep.rows import RESULTS_NAME, ROW_NAME, growth_columns, read_rows
+from yoloprof.profiles.rows import RESULTS_NAME, ROW_NAME, growth_columns, read_rows
 from yoloprof.sweep.worker import WorkerError, run_in_worker
 
 QUIET = ["device=cpu", "workers=0", "analysis.enabled=false"]

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from yoloprof.profiles.model import metric
-from yoloprof.sweep.rows import (METRICS, RESULTS_NAME, ROW_NAME, ROW_SCHEMA, CorruptRowsWarning,
+from yoloprof.profiles.rows import (METRICS, RESULTS_NAME, ROW_NAME, ROW_SCHEMA, CorruptRowsWarning,
                                  consolidate, failed_row, read_rows, row_files, row_from_profile,
                                  write_row)
 
@@ -147,15 +147,15 @@ def test_empty_sweep_reads_as_empty_frame_with_columns(tmp_path):
 
 def test_job_table_records_show_what_sets_jobs_apart():
     from yoloprof.sweep.progress import summary_records
-    from yoloprof.sweep.rows import overrides_json, to_pandas, _table
+    from yoloprof.profiles.rows import overrides_json, to_pandas, _table
 
     rows = [base(0, status="ok", mode="infer", p50_ms=12.5, step_ms=13.0,
                  overrides=overrides_json(["sweep=x", "batch=1"])),
             failed_row(base(1, mode="infer", overrides=overrides_json(["sweep=x", "batch=2"])), "OSError: disk")]
     records = summary_records(to_pandas(_table(rows)))
     assert [r["overrides"] for r in records] == ["batch=1", "batch=2"]
-    assert records[0]["headline"] == "12.5 p50 ms" and records[0]["step ms"] == "13"
-    assert records[1]["status"] == "failed" and records[1]["headline"] == "-"
+    assert records[0]["headline"] == "12.50 ms (p50 latency)" and records[0]["step ms"] == "13.00"
+    assert records[1]["status"] == "failed" and records[1]["headline"] == "n/a"
     assert records[1]["error"] == "OSError: disk"
 
 
@@ -163,7 +163,7 @@ def test_job_table_wraps_long_errors_instead_of_cutting_them():
     import io
 
     from yoloprof.sweep.progress import print_summary
-    from yoloprof.sweep.rows import overrides_json, to_pandas, _table
+    from yoloprof.profiles.rows import overrides_json, to_pandas, _table
 
     error = ("UsageError: the data has 3 images = 1 full batches of 2, but --warmup 1 + --steps 5 need 6; "
              "ways out: a larger dataset, fewer --steps/--warmup, or a smaller --batch (at most 1) END")

@@ -13,7 +13,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.conftest import trace_path
+from helpers.paths import trace_path
 from yoloprof.traces.analyze import analyze_trace_file
 from yoloprof.traces.to_profile import profile_from_trace_bytes
 

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from tests.conftest import TRACES
+from helpers.paths import TRACES
 from yoloprof.traces.ops import _merge_duplicates, _tree
 from yoloprof.traces.parse import CAT_CODE, parse_trace_bytes
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import trace_path
+from helpers.paths import trace_path
 from yoloprof.errors import ProfileError, UsageError
-from yoloprof.profiles.io import load_any
+from yoloprof.readers.load import load_any
 from yoloprof.traces.analyze import analyze_trace_bytes
 from yoloprof.traces.parse import parse_trace_bytes
 

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 import pytest
 
-from tests.conftest import trace_path
+from helpers.paths import trace_path
 from yoloprof.traces.analyze import analyze_trace_bytes, analyze_trace_file
 
 DEVICE = ("kernel", "gpu_memcpy", "gpu_memset")

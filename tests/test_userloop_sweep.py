@@ -16,7 +16,7 @@ def test_sweep_over_a_user_function_yields_rows_and_verdicts(tmp_path, monkeypat
     import torch
 
     from yoloprof.sweep.app import main
-    from yoloprof.sweep.rows import read_rows
+    from yoloprof.profiles.rows import read_rows
 
     torch.set_num_threads(1)
     monkeypatch.chdir(tmp_path)

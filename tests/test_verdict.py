@@ -6,7 +6,7 @@ import gzip
 
 import pytest
 
-from tests.conftest import trace_path
+from helpers.paths import trace_path
 from yoloprof.metrics.verdict import THRESHOLDS, decide
 from yoloprof.profiles.model import empty_profile, metric
 from yoloprof.traces.to_profile import profile_from_trace_bytes

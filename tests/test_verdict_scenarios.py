@@ -1,7 +1,7 @@
 """Verdicts validated on induced bottlenecks (DESIGN.md section 6, issue: the headline answer must
 name what really bounds a step).
 
-CPU: real captures of workloads built to have one bottleneck each (tests/verdicts/scenarios.py),
+CPU: real captures of workloads built to have one bottleneck each (tests/helpers/verdicts/scenarios.py),
 and of the same workload with the bottleneck removed: the verdict must name the induced
 bottleneck, flip once it is removed, and `compare` must call the removal a significant improvement.
 GPU: the real fixture traces, edited the way the change would show in them.
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import trace_path
-from tests.verdicts.gpu_traces import GPU_SCENARIOS, load, profile_of
-from tests.verdicts.scenarios import scenarios, write_inputs
+from helpers.paths import trace_path
+from helpers.verdicts.gpu_traces import GPU_SCENARIOS, load, profile_of
+from helpers.verdicts.scenarios import scenarios, write_inputs
 
 SCENARIO_NAMES = ["dataloader", "compute", "framework-overhead", "allocator-churn", "preprocess", "postprocess"]
 

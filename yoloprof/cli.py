@@ -13,10 +13,11 @@ import os
 import sys
 from typing import Any, Callable, Iterator, Sequence
 
-from yoloprof import __version__, warn
-from yoloprof.errors import UsageError, YoloprofError
+from yoloprof import warn
+from yoloprof.defs import files
+from yoloprof.defs.version import __version__
+from yoloprof.errors import PROG, ProfileError, RegressionError, UsageError, YoloprofError, one_line, run_guarded
 
-PROG = "yoloprof"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -52,7 +53,7 @@ def _run_capture(args: argparse.Namespace, mode: str) -> int:
 
         summary = compute_summary(profile)
         summary["warnings"] = []  # already printed on stderr, one line each, as they arose
-        render_summary(summary, source=str(out_dir / "profile.json"))
+        render_summary(summary, source=str(out_dir / files.PROFILE))
     return 0
 
 
@@ -96,7 +97,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
         from yoloprof.render.ranks import render_ranks
 
         return _emit(args, read_ranks(args.profile, jobs=args.jobs), render_ranks)
-    from yoloprof.profiles.io import load_any
+    from yoloprof.readers.load import load_any
     from yoloprof.readers.summary import compute_summary
     from yoloprof.render.terminal import render_summary
 
@@ -104,7 +105,7 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 
 def cmd_get(args: argparse.Namespace) -> int:
-    from yoloprof.profiles.io import load_any
+    from yoloprof.readers.load import load_any
     from yoloprof.readers.get import compute_get
     from yoloprof.render.terminal import render_get
 
@@ -112,7 +113,7 @@ def cmd_get(args: argparse.Namespace) -> int:
 
 
 def cmd_phases(args: argparse.Namespace) -> int:
-    from yoloprof.profiles.io import load_any
+    from yoloprof.readers.load import load_any
     from yoloprof.readers.phases import compute_phases
     from yoloprof.render.terminal import render_phases
 
@@ -120,7 +121,7 @@ def cmd_phases(args: argparse.Namespace) -> int:
 
 
 def cmd_kernels(args: argparse.Namespace) -> int:
-    from yoloprof.profiles.io import load_any
+    from yoloprof.readers.load import load_any
     from yoloprof.readers.kernels import compute_kernels
     from yoloprof.render.terminal import render_kernels
 
@@ -130,7 +131,7 @@ def cmd_kernels(args: argparse.Namespace) -> int:
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
-    from yoloprof.profiles.io import load_any
+    from yoloprof.readers.load import load_any
     from yoloprof.readers.ops import compute_ops
     from yoloprof.render.terminal import render_ops
 
@@ -152,7 +153,7 @@ def _compare_folders(args: argparse.Namespace) -> int:
 
 
 def cmd_modules(args: argparse.Namespace) -> int:
-    from yoloprof.profiles.io import load_any
+    from yoloprof.readers.load import load_any
     from yoloprof.readers.modules import compute_modules
     from yoloprof.render.userloop import render_modules
 
@@ -161,7 +162,7 @@ def cmd_modules(args: argparse.Namespace) -> int:
 
 
 def cmd_hotspots(args: argparse.Namespace) -> int:
-    from yoloprof.profiles.io import load_any
+    from yoloprof.readers.load import load_any
     from yoloprof.readers.hotspots import compute_hotspots
     from yoloprof.render.userloop import render_hotspots
 
@@ -172,7 +173,7 @@ def cmd_hotspots(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     if _is_folder(args.before) or _is_folder(args.after):
         return _compare_folders(args)
-    from yoloprof.profiles.io import load_any
+    from yoloprof.readers.load import load_any
     from yoloprof.readers.compare import compute_compare, regressions
     from yoloprof.render.terminal import render_compare
 
@@ -194,7 +195,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_what_if(args: argparse.Namespace) -> int:
-    from yoloprof.profiles.io import load_any
+    from yoloprof.readers.load import load_any
     from yoloprof.readers.what_if import compute_what_if
     from yoloprof.render.terminal import render_what_if
 
@@ -203,10 +204,77 @@ def cmd_what_if(args: argparse.Namespace) -> int:
     return _emit(args, result, render_what_if)
 
 
-def cmd_analyze(args: argparse.Namespace) -> int:
-    from yoloprof.analysis.cli import run_analyze
+def _check_analyze(args: argparse.Namespace) -> None:
+    """Flag and folder checks before pandas/scipy are imported, so mistakes fail fast."""
+    from yoloprof.analysis.folder import check_sweep_folder
+    from yoloprof.analysis.run import resolve
 
-    return run_analyze(args)
+    check_sweep_folder(args.sweep_dir)
+    if not args.list:
+        resolve(_analyze_path(args), **_analyze_given(args))
+
+
+def _analyze_path(args: argparse.Namespace):
+    from pathlib import Path
+
+    return Path(args.sweep_dir)
+
+
+def _analyze_given(args: argparse.Namespace) -> dict:
+    return {"baseline": args.baseline, "vary": args.vary, "metrics": args.metric, "alpha": args.alpha,
+            "noise": args.noise, "correction": args.correction,
+            "auto_baseline": bool(getattr(args, "auto_baseline", False)), "name": getattr(args, "name", None)}
+
+
+def _analyze_list(args: argparse.Namespace) -> int:
+    from yoloprof.analysis.outputs import list_analyses
+
+    items = list_analyses(_analyze_path(args))
+    if getattr(args, "json", False):
+        from yoloprof.render.jsonout import emit_json
+
+        emit_json({"sweep_dir": str(args.sweep_dir), "analyses": items})
+    else:
+        from yoloprof.render.analysis_terminal import print_analyses
+
+        print_analyses(items, str(args.sweep_dir))
+    return 0
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    """`yoloprof analyze`: with --json the comparison table goes to stdout as JSON and nothing
+    else does (the rich output is silenced; warnings go to stderr). --fail-on-regression turns a
+    significant regression beyond the noise threshold (after the multiple-comparison correction)
+    into exit code 4. Job folders that are neither ok nor failed (missing, corrupt, foreign or
+    duplicate rows) make it exit 1 after the analysis is written, unless --allow-partial."""
+    args.list = bool(getattr(args, "list", False))
+    _check_analyze(args)
+    if args.list:
+        return _analyze_list(args)
+    from yoloprof.render.report import analyze_sweep
+    from yoloprof.render.analysis_terminal import make_console
+
+    as_json = bool(getattr(args, "json", False))
+    console = make_console(stderr=True, quiet=True) if as_json else make_console()
+    result = analyze_sweep(args.sweep_dir, html=args.html, console=console, **_analyze_given(args))
+    if as_json:
+        from yoloprof.render.jsonout import emit_json
+
+        emit_json(result.to_json())
+        for w in result.warnings:
+            print(f"{PROG}: warning: {w}", file=sys.stderr)
+    reg = result.regressions()
+    if getattr(args, "fail_on_regression", False) and not reg.empty:
+        worst = ", ".join(f"{r.config} {r.metric} x{r.ratio:.3f}" for r in reg.itertuples())
+        raise RegressionError(f"{len(reg)} significant regression(s) beyond the "
+                              f"{result.settings['noise']:.0%} noise threshold: {worst}")
+    bad = result.unaccounted()
+    if bad and not getattr(args, "allow_partial", False):
+        raise ProfileError(f"{args.sweep_dir}: {len(bad)} job folder(s) not analysed ("
+                           + "; ".join(f"job {j['job']}: {j['state']}" for j in bad[:5])
+                           + ("; ..." if len(bad) > 5 else "") + "); the analysis is written without them; "
+                           "--allow-partial accepts that")
+    return 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -336,14 +404,18 @@ def _dispatch(argv: list[str]) -> int:
     if argv[:1] == ["__complete"]:  # the shell completion script's query (COMP_LINE, COMP_POINT)
         from yoloprof.completion import query_from_env
 
-        sys.stdout.write("\n".join(query_from_env()) + "\n")
+        sys.stdout.write("\n".join(query_from_env(build_parser())) + "\n")
         return 0
     if argv and argv[0] in CAPTURE_MODES:
         from yoloprof.config.cli_args import key_value_hint
 
         key_value_hint(argv[1:], CAPTURE_MODES[argv[0]])
     if argv and argv[0] == "sweep":
-        from yoloprof.sweep.app import main as sweep_main
+        from yoloprof import completion
+        from yoloprof.sweep import app
+
+        app.SHELL_COMPLETION = lambda overrides: completion.hydra_flag(overrides, build_parser)
+        sweep_main = app.main
 
         return sweep_main([a for a in argv[1:] if a != "--debug"])
     parser = build_parser()
@@ -363,7 +435,7 @@ def _about(path: str, side: str | None = None) -> Iterator[None]:
     try:
         yield
     except YoloprofError as exc:
-        text = _one_line(str(exc))
+        text = one_line(str(exc))
         if path not in text:
             text = f"{path}: {text}"
         exc.args = (f"{side}: {text}" if side else text,)
@@ -390,36 +462,14 @@ def _tag(exc: Exception, subject: str) -> None:
         exc.yoloprof_subject = subject  # type: ignore[attr-defined]
 
 
-def _one_line(text: str) -> str:
-    """An error message as one line: no leading blank line, inner line breaks joined with '; '."""
-    return "; ".join(part.strip() for part in str(text).splitlines() if part.strip())
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    debug = _debug_wanted(argv)
-    try:
-        with warn.channel():
-            return _dispatch(argv)
-    except YoloprofError as exc:
-        if debug:
-            raise
-        print(f"{PROG}: error: {_one_line(str(exc))}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:  # `yoloprof kernels x | head`
-        sys.stderr.close()
-        return 0
-    except Exception as exc:  # noqa: BLE001 - the one place that turns surprises into one line
-        if debug:
-            raise
-        subject = getattr(exc, "yoloprof_subject", None)
-        where = f" reading {subject}" if subject else ""
-        print(f"{PROG}: error: internal error{where}: {type(exc).__name__}: {_one_line(str(exc))} "
-              "(rerun with --debug for the traceback)", file=sys.stderr)
-        return 1
+    return run_guarded(lambda: _dispatch_in_channel(argv), debug=_debug_wanted(argv))
+
+
+def _dispatch_in_channel(argv: list[str]) -> int:
+    with warn.channel():  # Python warnings print as one `yoloprof: warning:` line each
+        return _dispatch(argv)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
-from typing import Iterable
+from typing import Callable, Iterable
 
 SHELLS = ("bash", "zsh")
 
@@ -99,13 +99,11 @@ def _sweep_candidates(before: list[str], word: str) -> list[str]:
     return [c for c in found if c.startswith(word)] + [e for e in SWEEP_EXTRAS if e.startswith(word)]
 
 
-def complete(line: str, point: int | None = None) -> list[str]:
-    """Candidates for the word at `point` (default: the end) of the command line `line`."""
-    from yoloprof.cli import build_parser
-
+def complete(line: str, point: int | None = None, *, parser: argparse.ArgumentParser) -> list[str]:
+    """Candidates for the word at `point` (default: the end) of the command line `line`; `parser`
+    is the CLI's own (cli.build_parser(), passed in: this module sits below the CLI layer)."""
     words, word = _split(line[:point] if point is not None else line)
     args = words[1:]  # words[0] is the program
-    parser = build_parser()
     subs = _subparsers(parser)
     command = next((a for a in args if not a.startswith("-")), None)
     if command is None:
@@ -121,8 +119,27 @@ def complete(line: str, point: int | None = None) -> list[str]:
     return _with_space(c for c in _flag_candidates(subs[command], before, word) if c.startswith(word))
 
 
-def query_from_env() -> list[str]:
+def query_from_env(parser: argparse.ArgumentParser) -> list[str]:
     """What the shell script asks: the line and cursor bash puts in COMP_LINE / COMP_POINT."""
     line = os.environ.get("COMP_LINE", "")
     point = os.environ.get("COMP_POINT", "")
-    return complete(line, int(point) if point.isdigit() else None)
+    return complete(line, int(point) if point.isdigit() else None, parser=parser)
+
+
+def hydra_flag(overrides: list[str], parser: Callable[[], argparse.ArgumentParser]) -> int:
+    """Hydra's `-sc install=SHELL` / `-sc query=SHELL`, answered for the whole `yoloprof` command
+    (Hydra's own script would register `yoloprof` and `sweep` as two programs)."""
+    import sys
+
+    from yoloprof.errors import UsageError
+
+    action, _, shell = (overrides[0] if overrides else "").partition("=")
+    if action == "install":
+        sys.stdout.write(script(shell or "bash"))
+    elif action == "query":
+        sys.stdout.write("\n".join(query_from_env(parser())) + "\n")
+    elif action == "uninstall":
+        sys.stdout.write("complete -r yoloprof\n")
+    else:
+        raise UsageError("--shell-completion takes install=bash|zsh, uninstall=bash or query=bash")
+    return 0

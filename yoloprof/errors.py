@@ -1,10 +1,17 @@
 """Exception types that map one-to-one onto the documented exit codes (DESIGN.md section 2).
 
-Every module raises one of these for problems a user can fix; `cli.main` is the single place that
-turns them into a one-line message and an exit code, so no other code calls `sys.exit`.
+Every module raises one of these for problems a user can fix; `run_guarded` (used by `cli.main`
+and `python -m yoloprof.sweep`) is the single place that turns them into a one-line message and
+an exit code, so no other code calls `sys.exit`.
 """
 
 from __future__ import annotations
+
+import sys
+from typing import Callable
+
+PROG = "yoloprof"
+EXIT_INTERRUPTED = 130
 
 
 class YoloprofError(Exception):
@@ -35,3 +42,36 @@ class RegressionError(YoloprofError):
     """--fail-on-regression found a significant regression beyond the noise threshold (exit 4)."""
 
     exit_code = 4
+
+
+def one_line(text: str) -> str:
+    """An error message as one line: no leading blank line, inner line breaks joined with '; '."""
+    return "; ".join(part.strip() for part in str(text).splitlines() if part.strip())
+
+
+def run_guarded(fn: Callable[[], int], debug: bool = False) -> int:
+    """Run an entry point: a project error -> `yoloprof: error: ...` and its exit code, Ctrl-C ->
+    130, a closed pipe -> 0, anything else -> one line naming it and, when the code that failed
+    tagged it (`exc.yoloprof_subject`), the file it was reading (all with the traceback under
+    `debug`)."""
+    try:
+        return int(fn() or 0)
+    except YoloprofError as exc:
+        if debug:
+            raise
+        print(f"{PROG}: error: {one_line(str(exc))}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `yoloprof kernels x | head`
+        sys.stderr.close()
+        return 0
+    except Exception as exc:  # noqa: BLE001 - the one place that turns surprises into one line
+        if debug:
+            raise
+        subject = getattr(exc, "yoloprof_subject", None)
+        where = f" reading {subject}" if subject else ""
+        print(f"{PROG}: error: internal error{where}: {type(exc).__name__}: {one_line(str(exc))} "
+              "(rerun with --debug for the traceback)", file=sys.stderr)
+        return 1

@@ -1,3 +1,3 @@
 """The analysis stages over a sweep (DESIGN.md section 9): collect -> read -> compare -> report.
-Entry points: `yoloprof.analysis.run.analyze_sweep` (API, called after every sweep) and
-`yoloprof.analysis.cli.run_analyze` (`yoloprof analyze`)."""
+`yoloprof.analysis.run.analyze` computes the view tables (no files, no printing); the report
+(files + terminal table) is `yoloprof.render.report.analyze_sweep`, `yoloprof analyze` is in cli.py."""

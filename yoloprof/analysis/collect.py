@@ -16,6 +16,7 @@ import pandas as pd
 
 from yoloprof.analysis.folder import ROW_FILE, check_sweep_folder
 from yoloprof.analysis.inventory import PROBLEMS, JobFolder, read_sweep
+from yoloprof.defs import files
 from yoloprof.errors import ProfileError, YoloprofError
 from yoloprof.profiles.io import read_profile
 
@@ -39,7 +40,7 @@ class Collected:
 
 def read_rows(sweep_dir: Path) -> tuple[pd.DataFrame, list[JobFolder]]:
     """(the good rows, one state per job folder: nothing dropped without being named)."""
-    from yoloprof.sweep.rows import to_pandas
+    from yoloprof.profiles.rows import to_pandas
 
     table, folders = read_sweep(sweep_dir)
     return to_pandas(table), folders
@@ -63,8 +64,8 @@ def _profile_candidates(sweep_dir: str, rel: object, sid: object, job: object) -
     if isinstance(rel, str) and rel:
         out += [os.path.join(sweep_dir, rel), os.path.join(sweep_dir, str(sid), rel)]
     if pd.notna(job):
-        out += [os.path.join(sweep_dir, str(int(job)), "profile.json"),
-                os.path.join(sweep_dir, str(sid), str(int(job)), "profile.json")]
+        out += [os.path.join(sweep_dir, str(int(job)), files.PROFILE),
+                os.path.join(sweep_dir, str(sid), str(int(job)), files.PROFILE)]
     return out
 
 
@@ -75,7 +76,7 @@ def _load_profiles(sweep_dir: Path, ok: pd.DataFrame) -> tuple[dict[str, dict], 
     for job_id, rel, sid, job in zip(*(c.tolist() for c in cols)):
         path = next((Path(p) for p in _profile_candidates(str(sweep_dir), rel, sid, job) if os.path.isfile(p)), None)
         if path is None:
-            missing.append(f"job {job_id}: profile.json not found (headline metrics from its row)")
+            missing.append(f"job {job_id}: {files.PROFILE} not found (headline metrics from its row)")
             continue
         try:
             profiles[job_id] = read_profile(path)  # version-checked like every reader

@@ -15,11 +15,10 @@ import pandas as pd
 
 from yoloprof.analysis.configs import Configs, Plan
 from yoloprof.analysis.tables import metric_meta, pooled_samples
+from yoloprof.defs import metrics as registry
 from yoloprof.errors import UsageError
 from yoloprof.metrics.stats import adjust_pvalues, compare_batch, detectable_change
 
-DEFAULT_METRICS = ("step_ms", "img_per_s", "peak_mem_mb")
-INFER_METRICS = ("p50_ms",)
 # Memory that belongs to the job: on CPU the process RSS peak includes whatever earlier jobs of the
 # same process left behind, so CPU sweeps compare each job's own peak growth over its starting
 # footprint (a sweep row column); on a GPU the allocator peak is reset per job and is the job's own.
@@ -54,8 +53,8 @@ def choose_metrics(metrics: pd.DataFrame, requested: list[str] | None, modes: li
             raise UsageError(f"no ok job has metric(s) {', '.join(unknown)}; available: {', '.join(available)}")
         return list(dict.fromkeys(requested)), []
     memory, notes = _memory_metric(available, devices or [])
-    wanted = [memory if m == MEM_ABSOLUTE else m for m in DEFAULT_METRICS]
-    wanted += list(INFER_METRICS) if "infer" in modes else []
+    # the registry's "analyze" list, restricted to the sweep's modes (p50_ms only with inference)
+    wanted = [memory if m == MEM_ABSOLUTE else m for m in registry.names("analyze", modes or ["train"])]
     missing = [m for m in wanted if m not in available]
     notes += [f"metric {m} is in no ok job's results; not compared" for m in missing]
     return [m for m in wanted if m in available], notes

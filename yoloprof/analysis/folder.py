@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from yoloprof.defs import files
 from yoloprof.errors import ProfileError, UsageError
 from yoloprof.profiles.jobstate import MANIFEST_NAME  # noqa: F401 - the sweep manifest's one home
 
-ROW_FILE = "row.parquet"
-ANALYSIS_DIR = "analysis"  # the analyses of a sweep: analysis/ (recorded settings), analysis/<name>/
+ROW_FILE = files.ROW
+ANALYSIS_DIR = files.ANALYSIS_DIR  # the analyses of a sweep: analysis/ (recorded settings), analysis/<name>/
 
 
 def check_sweep_folder(folder: str | Path) -> Path:

@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 
 from yoloprof.analysis.folder import ROW_FILE
 from yoloprof.profiles.jobstate import describe, planned_jobs, read_state
-from yoloprof.sweep.rows import RESULTS_NAME, ROW_SCHEMA, STATUSES
+from yoloprof.profiles.rows import RESULTS_NAME, ROW_SCHEMA, STATUSES
 
 ACCEPTED = ("ok", "failed", "skipped")
 PROBLEMS = ("missing_row", "corrupt_row", "foreign_schema", "duplicate_rows")

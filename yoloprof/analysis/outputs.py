@@ -23,10 +23,11 @@ from typing import Any, Iterator
 
 from yoloprof.analysis.folder import ANALYSIS_DIR, MANIFEST_NAME
 from yoloprof.analysis.settings import DEFAULT_NAME, AnalysisSettings
+from yoloprof.defs import files
 from yoloprof.errors import UsageError
 from yoloprof.profiles.io import write_bytes_atomic
 
-SETTINGS_FILE = "settings.json"
+SETTINGS_FILE = files.ANALYSIS_SETTINGS
 SETTINGS_SCHEMA = "yoloprof.analysis/1"
 # Files an analysis writes into its folder (parquet tables are matched by suffix): the only ones
 # a newer analysis of the same folder removes when it no longer writes them (e.g. report.html
@@ -81,7 +82,7 @@ def check_target(folder: Path, settings: AnalysisSettings, name: str) -> None:
 def record(settings: AnalysisSettings, name: str, command: str, sweep_dir: Path, files: list[str],
            extra: dict[str, Any]) -> dict[str, Any]:
     """The settings.json document."""
-    from yoloprof import __version__
+    from yoloprof.defs.version import __version__
 
     return {"schema": SETTINGS_SCHEMA, "name": name, "settings": settings.to_dict(), "command": command,
             "sweep_dir": str(sweep_dir.resolve()),

@@ -1,15 +1,15 @@
-"""The analysis stages end to end: collect -> read -> compare -> report.
+"""The analysis stages end to end: collect -> read -> compare, returning view tables.
 
-`analyze_sweep` is what the sweep app calls after every sweep and what `yoloprof analyze` runs;
-it resolves the settings (the sweep's recorded ones, replaced by what was given), computes
-everything (`analyze_collected`, no files, no printing), renders every output in memory, writes
-them together into the analysis' own folder (analysis/outputs.py) and prints the terminal table.
+`analyze` resolves the settings (the sweep's recorded ones, replaced by what was given) and
+computes everything (`analyze_collected`): the comparison table, best rows, Pareto set, scaling,
+drift, notes. Nothing here renders, writes or prints: `yoloprof.render.report.analyze_sweep`
+(what the sweep app calls after every sweep and what `yoloprof analyze` runs) renders every
+output in memory, writes them together into the analysis' own folder (analysis/outputs.py) and
+prints the terminal table.
 """
 
 from __future__ import annotations
 
-import io
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,10 +23,10 @@ from yoloprof.analysis.drift import apply_drift, drift_table, drift_warnings, jo
 from yoloprof.analysis.envdiff import apply_env_flags, env_differences, env_warnings
 from yoloprof.analysis.inventory import PROBLEMS
 from yoloprof.analysis.insights import best_per_metric, pareto, scaling
-from yoloprof.analysis.outputs import (SETTINGS_FILE, analysis_dir, check_target, commit, record,
-                                       recorded_settings)
+from yoloprof.analysis.outputs import analysis_dir, recorded_settings
 from yoloprof.analysis.settings import DEFAULT_NAME, AnalysisSettings, check_name, command
 from yoloprof.analysis.tables import metric_meta, pooled_samples, read_tables
+from yoloprof.defs import metrics as registry
 
 
 @dataclass
@@ -113,7 +113,7 @@ def analyze_collected(c: Collected, *, baseline: list[str] | None = None, vary: 
     drift = drift_table(jobs, dict(zip(cfg.table.index, cfg.table["config"].astype(str))), alpha=alpha)
     env_diffs = env_differences(c.ok, cfg, plan.pairs)
     comparisons = apply_env_flags(comparisons, env_diffs)
-    view = sorted(set(names) | {"img_per_s", "step_ms", "p50_ms", "peak_mem_mb"})
+    view = sorted(set(names) | set(registry.names("view")))
     gm = gmean_table(tables["metrics"], cfg, view, alpha)
     samples = pooled_samples(tables["metrics"][tables["metrics"]["metric"].isin(names)])
     best = best_per_metric(gm, samples, metric_meta(tables["metrics"]), names, alpha=alpha, noise=noise)
@@ -145,61 +145,6 @@ def analyze_collected(c: Collected, *, baseline: list[str] | None = None, vary: 
     )
 
 
-def _parquet_bytes(df: pd.DataFrame) -> bytes:
-    buf = io.BytesIO()
-    df = df.copy()
-    for col in df.columns:  # mixed-type axis columns (numbers and None/strings) -> strings
-        if df[col].dtype == object and df[col].map(type).nunique() > 1 and \
-                not df[col].map(lambda v: isinstance(v, list)).any():
-            df[col] = df[col].map(lambda v: None if v is None or v != v else str(v))
-    df.to_parquet(buf, index=False)
-    return buf.getvalue()
-
-
-def render_outputs(result: AnalysisResult, *, html: bool = True) -> dict[str, bytes]:
-    """Every file of one analysis, rendered in memory (nothing is written if one fails):
-    comparison.md/.csv, one parquet per tidy table, report.html, settings.json."""
-    from yoloprof.render.csvout import comparison_csv
-    from yoloprof.render.markdown import comparison_markdown
-
-    out = {"comparison.md": comparison_markdown(result).encode(),
-           "comparison.csv": comparison_csv(result.comparisons).encode()}
-    frames = {"comparisons": result.comparisons, "configs": result.configs, "best": result.best,
-              "pareto": result.pareto, "scaling": result.scaling, "gmeans": result.gmeans, "drift": result.drift,
-              "env_diffs": result.env_diffs,
-              **result.tables}
-    for name, df in frames.items():
-        out[f"{name}.parquet"] = _parquet_bytes(df)
-    if html:
-        out["report.html"] = _report_html(result)
-    rec = record(AnalysisSettings.from_mapping(result.settings), result.name, result.command,
-                 result.sweep_dir, [*out, SETTINGS_FILE], {"jobs": result.jobs, "baseline": result.baseline})
-    out[SETTINGS_FILE] = (json.dumps(rec, indent=1) + "\n").encode()
-    return out
-
-
-def _report_html(result: AnalysisResult) -> bytes:
-    """The HTML report; what matplotlib warns while drawing (layout chatter) becomes one note line
-    each in the terminal output, never a raw Python warning with its source line."""
-    import warnings
-
-    from yoloprof.render.html import render_report
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        data = render_report(result).encode()
-    for text in dict.fromkeys(" ".join(str(w.message).split()) for w in caught):
-        result.notes.append(f"report figures: {text[:200]}")
-    return data
-
-
-def write_outputs(result: AnalysisResult, *, html: bool = True) -> dict[str, Path]:
-    """Render and write every output into the analysis' folder, together or not at all."""
-    result.files = commit(result.out_dir, result.name, render_outputs(result, html=html),
-                          AnalysisSettings.from_mapping(result.settings))
-    return result.files
-
-
 def resolve(sweep_dir: Path, *, name: str | None = None, auto_baseline: bool = False,
             **given: Any) -> tuple[AnalysisSettings, str, str]:
     """(settings, analysis name, reproducing command): the sweep's recorded settings with the
@@ -211,28 +156,20 @@ def resolve(sweep_dir: Path, *, name: str | None = None, auto_baseline: bool = F
     return settings, final, command(sweep_dir, settings, recorded, given_name)
 
 
-def analyze_sweep(sweep_dir: str | Path, *, baseline: list[str] | None = None, vary: str | None = None,
-                  metrics: list[str] | None = None, alpha: float | None = None, noise: float | None = None,
-                  correction: str | None = None, auto_baseline: bool = False, name: str | None = None,
-                  html: bool = True, console: Any = None) -> AnalysisResult:
-    """Run every stage over a sweep folder, write the analysis' folder (analysis/ for the sweep's
-    recorded settings, analysis/<name>/ otherwise), print the table on `console` (a rich Console;
-    None = a new one on stdout). Settings left None are the sweep's recorded ones. Raises
-    yoloprof.errors types; an analysis with other settings already in the target folder is a
-    usage error (nothing is overwritten)."""
+def analyze(sweep_dir: str | Path, *, baseline: list[str] | None = None, vary: str | None = None,
+            metrics: list[str] | None = None, alpha: float | None = None, noise: float | None = None,
+            correction: str | None = None, auto_baseline: bool = False,
+            name: str | None = None) -> AnalysisResult:
+    """Resolve the settings (the sweep's recorded ones, replaced by what was given) and compute
+    every view table: no files written, nothing printed. `yoloprof.render.report.analyze_sweep`
+    (the sweep app, `yoloprof analyze`) then writes the analysis folder and prints the table."""
     sweep_dir = Path(sweep_dir)
     # the sweep app passes its Hydra config values (ListConfig, "" or [] for "not set")
     settings, name, cmd = resolve(sweep_dir, name=name, auto_baseline=auto_baseline, baseline=baseline,
                                   vary=vary, metrics=metrics, alpha=alpha, noise=noise, correction=correction)
-    folder = analysis_dir(sweep_dir, name)
-    check_target(folder, settings, name)
     c = collect(sweep_dir)
     result = analyze_collected(c, baseline=list(settings.baseline) or None, vary=settings.vary,
                                metrics=list(settings.metrics) or None, alpha=settings.alpha,
                                noise=settings.noise, correction=settings.correction)
-    result.name, result.command, result.folder = name, cmd, folder
-    write_outputs(result, html=html)
-    from yoloprof.render.analysis_terminal import print_analysis
-
-    print_analysis(result, console)
+    result.name, result.command, result.folder = name, cmd, analysis_dir(sweep_dir, name)
     return result

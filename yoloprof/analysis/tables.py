@@ -14,16 +14,12 @@ import numpy as np
 import pandas as pd
 
 from yoloprof.analysis.collect import Collected
-from yoloprof.sweep.rows import METRICS as ROWS_METRICS
+from yoloprof.defs import metrics as registry
+from yoloprof.profiles.rows import METRICS as ROWS_METRICS
 
-ROW_METRICS = ROWS_METRICS  # the headline metrics every row carries (sweep/rows.py)
-# Direction of the headline metrics when no profile says it (the profile's own `better` wins).
-BETTER = {"step_ms": "lower", "img_per_s": "higher", "peak_mem_mb": "lower", "p50_ms": "lower",
-          "p90_ms": "lower", "p99_ms": "lower", "device_util_pct": "higher",
-          "launches_per_step": "lower", "host_overhead_ms": "lower", "peak_mem_growth_mib": "lower"}
-UNITS = {"step_ms": "ms", "img_per_s": "img/s", "peak_mem_mb": "MB", "p50_ms": "ms", "p90_ms": "ms",
-         "p99_ms": "ms", "device_util_pct": "%", "launches_per_step": "1/step", "host_overhead_ms": "ms",
-         "peak_mem_growth_mib": "MiB"}
+ROW_METRICS = ROWS_METRICS  # the headline metrics every row carries (profiles/rows.py)
+# Unit and direction of a metric when no profile says it (the profile's own entry wins): the
+# metric registry (yoloprof.defs.metrics), so rows and profiles agree (MiB for memory).
 TOP_N = 20
 METRIC_COLUMNS = ["job_id", "job_order", "group_hash", "metric", "trial", "value", "unit", "better", "source"]
 
@@ -41,7 +37,7 @@ def _row_metrics(ok: pd.DataFrame) -> pd.DataFrame:
                            "group_hash": ok["group_hash"].values, "value": vals})
         df = df.explode("value").dropna(subset=["value"])
         df["trial"] = df.groupby("job_id").cumcount()
-        df["metric"], df["unit"], df["better"], df["source"] = m, UNITS.get(m), BETTER.get(m), "row"
+        df["metric"], df["unit"], df["better"], df["source"] = m, registry.unit(m), registry.better(m), "row"
         frames.append(df)
     out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=METRIC_COLUMNS)
     return out.astype({"value": float})[METRIC_COLUMNS]
@@ -56,7 +52,7 @@ def _profile_metrics(ok: pd.DataFrame, profiles: dict[str, dict]) -> pd.DataFram
             if not isinstance(entry, dict):
                 continue
             samples = entry.get("samples") or ([entry["value"]] if entry.get("value") is not None else [])
-            better = entry.get("better", BETTER.get(name))
+            better = entry.get("better", registry.better(name))
             for i, v in enumerate(samples):
                 if isinstance(v, (int, float)) and not isinstance(v, bool):
                     recs.append((job_id, order[job_id], groups[job_id], name, i, float(v), entry.get("unit"), better, "profile"))
@@ -119,5 +115,5 @@ def metric_meta(metrics: pd.DataFrame) -> dict[str, tuple[str | None, str | None
     for name, g in metrics.groupby("metric", sort=False):
         better = g["better"].dropna()
         unit = g["unit"].dropna()
-        out[name] = (better.iloc[0] if len(better) else BETTER.get(name), unit.iloc[0] if len(unit) else UNITS.get(name))
+        out[name] = (better.iloc[0] if len(better) else registry.better(name), unit.iloc[0] if len(unit) else registry.unit(name))
     return out

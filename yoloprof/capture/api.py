@@ -14,15 +14,15 @@ from yoloprof.capture import interrupt
 from yoloprof.capture.device import DeviceInfo, resolve_device
 from yoloprof.capture.preflight import check_memory, check_model_inputs, check_output_dir
 from yoloprof.capture.progress import CaptureProgress
-from yoloprof.capture.timing import TrialResult
 from yoloprof.config.settings import CaptureSettings
 from yoloprof import warn
+from yoloprof.defs import files
 from yoloprof.errors import UsageError
 from yoloprof.profiles.io import write_profile
 from yoloprof.profiles.model import empty_profile
 
-PROFILE_NAME = "profile.json"
-TRACE_NAME = "profile_trace.json"
+PROFILE_NAME = files.PROFILE
+TRACE_NAME = files.TRACE
 _STAGED = ".partial."  # the trace is written under this prefix and renamed when the profile is
 
 
@@ -142,28 +142,6 @@ def _to_tensorboard(log_dir: str, out_dir: Path, staged: Path) -> Path:
 def _final_trace_name(staged: Path) -> str:
     """`.partial.profile_trace.json[.gz]` -> `profile_trace.json[.gz]`."""
     return staged.name[len(_STAGED):]
-
-
-def trial_metrics(trials: list[TrialResult], batch: int) -> dict[str, list[float]]:
-    """Per-trial samples of the timing figures: one value per trial, never one per step."""
-    import statistics
-
-    samples: dict[str, list[float]] = {"step_ms": [], "img_per_s": [], "peak_rss_mb": []}
-    for trial in trials:
-        mean_ms = statistics.fmean(trial.step_ms)
-        samples["step_ms"].append(mean_ms)
-        samples["img_per_s"].append(batch * 1000.0 / mean_ms)
-        for phase, values in trial.phase_ms.items():
-            samples.setdefault(f"{phase}_wall_ms", []).append(statistics.fmean(values))
-        for key, value in trial.memory.items():
-            if value is not None:
-                samples.setdefault(key, []).append(value)
-    # CPU has no allocator statistics to reset per trial; its per-trial peak is the resident set,
-    # so that `compare` gets one memory sample per trial on every device. (The CPU allocator's
-    # own peak, seen once in the trace pass, stays available as trace_peak_mem_mb.)
-    if "peak_mem_mb" not in samples:
-        samples["peak_mem_mb"] = list(samples["peak_rss_mb"])
-    return samples
 
 
 def assemble(settings: CaptureSettings, device: DeviceInfo, amp: bool, run: Any,

@@ -91,6 +91,12 @@ def _ways_out(images: int, needed: int, batch: int) -> str:
     return f"{larger} or fewer --steps/--warmup (even --batch 1 needs {needed} images)"
 
 
+def needs_grad_scaler(amp: bool, device: DeviceInfo, precision: str) -> bool:
+    """GradScaler only where it is needed: float16 autocast on CUDA (bfloat16 has float32's
+    exponent range, and CPU autocast does not scale)."""
+    return bool(amp) and device.is_cuda and precision == "float16"
+
+
 def build_train_context(settings: CaptureSettings, device: DeviceInfo, dataset: Any, amp: bool
                         ) -> TrainContext:
     import torch
@@ -103,10 +109,7 @@ def build_train_context(settings: CaptureSettings, device: DeviceInfo, dataset: 
     loss_fn = build_loss(settings.loss, settings.model, settings.num_classes)
     loader = make_loader(dataset, batch=settings.batch, workers=effective_workers(settings),
                          shuffle=False, seed=settings.seed, pin_memory=device.is_cuda)
-    # GradScaler only where it is needed: float16 on CUDA (bfloat16 has float32's range).
-    scaler = None
-    if amp and device.is_cuda and settings.precision == "float16":
-        scaler = torch.amp.GradScaler("cuda")
+    scaler = torch.amp.GradScaler("cuda") if needs_grad_scaler(amp, device, settings.precision) else None
     return TrainContext(model=model, optimizer=optimizer, loss_fn=loss_fn, loader=loader,
                         device=device.torch_device, autocast=autocast_factory(settings, device, amp),
                         scaler=scaler, nvtx=settings.nvtx and _nvtx_usable(device))

@@ -21,10 +21,21 @@ from yoloprof.errors import UsageError
 class DeviceInfo:
     torch_device: Any  # torch.device
     type: str  # "cpu" | "cuda"
+    # The CUDA API the capture calls (Event, synchronize, allocator statistics, OutOfMemoryError):
+    # None = torch.cuda. Tests pass a fake so the CUDA branches' logic runs on CPU-only machines.
+    api: Any = None
 
     @property
     def is_cuda(self) -> bool:
         return self.type == "cuda"
+
+    @property
+    def cuda(self) -> Any:
+        if self.api is not None:
+            return self.api
+        import torch
+
+        return torch.cuda
 
 
 def resolve_device(spec: str | int) -> DeviceInfo:
@@ -46,9 +57,7 @@ def resolve_device(spec: str | int) -> DeviceInfo:
 
 def synchronize(device: DeviceInfo) -> None:
     if device.is_cuda:
-        import torch
-
-        torch.cuda.synchronize(device.torch_device)
+        device.cuda.synchronize(device.torch_device)
 
 
 class StepClock:
@@ -63,10 +72,8 @@ class StepClock:
         self._names: list[str] = []
         self._marks: list[Any] = []
         if device.is_cuda:
-            import torch
-
             # Events are created once and reused: creating them inside the step would cost time.
-            self._pool = [torch.cuda.Event(enable_timing=True) for _ in range(16)]
+            self._pool = [device.cuda.Event(enable_timing=True) for _ in range(16)]
 
     def start(self) -> None:
         self._names.clear()

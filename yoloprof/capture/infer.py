@@ -14,7 +14,7 @@ from yoloprof.capture.progress import CaptureProgress
 from yoloprof.capture.run_result import RunResult, phase_timing_name
 from yoloprof.config.settings import CaptureSettings
 from yoloprof.capture.steps import INFER_STAGES, infer_call, no_phases
-from yoloprof.capture.timing import TrialResult, run_trials, time_infer_trial
+from yoloprof.capture.timing import TrialResult, run_trials, time_infer_trial, trial_metrics
 from yoloprof.capture.tracing import TraceSchedule, run_trace_pass
 
 PERCENTILES = (50, 90, 99)
@@ -41,8 +41,6 @@ prepare = load_infer_sources
 
 def measure(settings: CaptureSettings, device: DeviceInfo, amp: bool, bar: CaptureProgress,
             sources: list[Any]) -> RunResult:
-    from yoloprof.capture.api import trial_metrics
-
     # FLOPs of one call (the forward holds every matmul/conv), outside the timed calls.
     flops = count_flops(lambda: infer_call(build_infer_context(settings, device, sources, amp), no_phases()))
     trials = run_trials(settings, device, lambda: build_infer_context(settings, device, sources, amp),

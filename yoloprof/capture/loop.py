@@ -333,7 +333,8 @@ class Profile:
         return profile
 
     def _assemble(self, warnings: list[str], lacked: int) -> dict[str, Any]:
-        from yoloprof.capture.api import fill_profile, trial_metrics
+        from yoloprof.capture.api import fill_profile
+        from yoloprof.capture.timing import trial_metrics
         from yoloprof.capture.env import collect_env
         from yoloprof.capture.facts import facts_section
         from yoloprof.profiles.model import empty_profile

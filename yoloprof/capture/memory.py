@@ -14,6 +14,8 @@ from typing import Any, Callable
 
 from yoloprof.capture.device import DeviceInfo
 
+MIB = 2**20  # every memory figure is in MiB (yoloprof.defs.metrics)
+
 # Dense peak throughput (TFLOP/s) by device-name substring and compute dtype, for MFU. Dense tensor
 # core figures from the vendors' data sheets; SXM parts (the PCIe variants are a little lower).
 PEAK_TFLOPS: tuple[tuple[str, dict[str, float]], ...] = (
@@ -55,9 +57,7 @@ class PeakMemory:
     def reset(self) -> None:
         self._reset_rss()
         if self.device.is_cuda:
-            import torch
-
-            torch.cuda.reset_peak_memory_stats(self.device.torch_device)
+            self.device.cuda.reset_peak_memory_stats(self.device.torch_device)
 
     @staticmethod
     def peak_rss_mb() -> float:
@@ -76,10 +76,9 @@ class PeakMemory:
         out: dict[str, float | None] = {"peak_rss_mb": self.peak_rss_mb(), "peak_mem_mb": None,
                                         "peak_reserved_mb": None}
         if self.device.is_cuda:
-            import torch
-
-            out["peak_mem_mb"] = torch.cuda.max_memory_allocated(self.device.torch_device) / 2**20
-            out["peak_reserved_mb"] = torch.cuda.max_memory_reserved(self.device.torch_device) / 2**20
+            cuda, dev = self.device.cuda, self.device.torch_device
+            out["peak_mem_mb"] = cuda.max_memory_allocated(dev) / MIB
+            out["peak_reserved_mb"] = cuda.max_memory_reserved(dev) / MIB
         return out
 
 

@@ -54,7 +54,7 @@ def check_model_inputs(settings: CaptureSettings) -> None:
     `--weights` or `--model` must not wait for a large dataset to be verified first."""
     from yoloprof.workloads.models import import_target, is_builtin
 
-    if not is_builtin(settings.model):
+    if isinstance(settings.model, str) and not is_builtin(settings.model):  # else an object from Python
         import_target(settings.model)
     if settings.loss:
         import_target(settings.loss)
@@ -66,7 +66,7 @@ def check_model_inputs(settings: CaptureSettings) -> None:
 
 def _activation_bytes_per_pixel(settings: CaptureSettings) -> float:
     """Bytes of float32 activations per input pixel of one image (see the module docstring)."""
-    if settings.model != "yolo":
+    if not isinstance(settings.model, str) or settings.model != "yolo":
         return 0.0
     import torch
 

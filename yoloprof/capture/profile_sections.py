@@ -9,18 +9,8 @@ from typing import Any
 from yoloprof.capture.device import DeviceInfo
 from yoloprof.capture.memory import peak_tflops
 from yoloprof.capture.run_result import RunResult
-from yoloprof.profiles.model import metric
-
-# (name pattern, unit, better): the first row that matches a metric name gives its unit and
-# direction; names carry their unit, so the table stays short.
-METRIC_KINDS: tuple[tuple[str, str, str | None], ...] = (
-    (r"img_per_s", "img/s", "higher"),
-    (r".*_tflops", "TFLOP/s", "higher"),
-    (r"mfu_pct", "%", "higher"),
-    (r"gflops_per_.*", "GFLOP", None),
-    (r".*_mb", "MB", "lower"),
-    (r".*_ms", "ms", "lower"),
-)
+from yoloprof.defs.metrics import TRACE_PREFIX
+from yoloprof.profiles.model import measured
 
 # One meaning per name in every mode: timing-pass figures are unprefixed, and a trace figure that
 # measures time on the host clock (the step, its throughput, a phase's wall time) is always stored
@@ -36,19 +26,9 @@ def is_trace_own(name: str) -> bool:
     return name in TRACE_OWN_NAMES or bool(TRACE_OWN_PATTERN.fullmatch(name))
 
 
-def unit_of(name: str) -> tuple[str, str | None]:
-    for pattern, unit, better in METRIC_KINDS:
-        if re.fullmatch(pattern, name):
-            return unit, better
-    return "", None
-
-
 def metrics_from_samples(samples: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
-    out = {}
-    for name, values in samples.items():
-        unit, better = unit_of(name)
-        out[name] = metric(values, unit, better)
-    return out
+    """Units and directions from the metric registry (MiB for every memory figure)."""
+    return {name: measured(name, values) for name, values in samples.items()}
 
 
 def add_flops(profile: dict[str, Any], flops: float | None, device: DeviceInfo, compute_dtype: str) -> None:
@@ -57,13 +37,13 @@ def add_flops(profile: dict[str, Any], flops: float | None, device: DeviceInfo, 
         return
     metrics = profile["metrics"]
     per = "step" if profile["kind"] == "train" else "call"
-    metrics[f"gflops_per_{per}"] = metric(flops / 1e9, "GFLOP", None)
+    metrics[f"gflops_per_{per}"] = measured(f"gflops_per_{per}", flops / 1e9)
     step_samples = metrics["step_ms"]["samples"]
     achieved = [flops / (ms / 1e3) / 1e12 for ms in step_samples]
-    metrics["achieved_tflops"] = metric(achieved, "TFLOP/s", "higher")
+    metrics["achieved_tflops"] = measured("achieved_tflops", achieved)
     peak = peak_tflops(profile["env"].get("device_name", ""), compute_dtype) if device.is_cuda else None
     if peak:
-        metrics["mfu_pct"] = metric([100.0 * a / peak for a in achieved], "%", "higher")
+        metrics["mfu_pct"] = measured("mfu_pct", [100.0 * a / peak for a in achieved])
 
 
 def phases_from_run(run: RunResult) -> list[dict[str, Any]]:
@@ -87,7 +67,7 @@ def merge_trace_sections(profile: dict[str, Any], trace_path: Path, name: str | 
     metrics = profile["metrics"]
     for name, entry in sections.get("metrics", {}).items():
         if name in metrics or is_trace_own(name):
-            metrics[f"trace_{name}"] = entry
+            metrics[f"{TRACE_PREFIX}{name}"] = entry
         else:
             metrics[name] = entry
     for key in ("kernels", "ops", "ops_by_shape", "categories"):

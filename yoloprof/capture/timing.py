@@ -90,3 +90,25 @@ def _close(ctx: Any) -> None:
     close = getattr(ctx, "close", None)  # training contexts own loader workers
     if close is not None:
         close()
+
+
+def trial_metrics(trials: list[TrialResult], batch: int) -> dict[str, list[float]]:
+    """Per-trial samples of the timing figures: one value per trial, never one per step."""
+    import statistics
+
+    samples: dict[str, list[float]] = {"step_ms": [], "img_per_s": [], "peak_rss_mb": []}
+    for trial in trials:
+        mean_ms = statistics.fmean(trial.step_ms)
+        samples["step_ms"].append(mean_ms)
+        samples["img_per_s"].append(batch * 1000.0 / mean_ms)
+        for phase, values in trial.phase_ms.items():
+            samples.setdefault(f"{phase}_wall_ms", []).append(statistics.fmean(values))
+        for key, value in trial.memory.items():
+            if value is not None:
+                samples.setdefault(key, []).append(value)
+    # CPU has no allocator statistics to reset per trial; its per-trial peak is the resident set,
+    # so that `compare` gets one memory sample per trial on every device. (The CPU allocator's
+    # own peak, seen once in the trace pass, stays available as trace_peak_mem_mb.)
+    if "peak_mem_mb" not in samples:
+        samples["peak_mem_mb"] = list(samples["peak_rss_mb"])
+    return samples

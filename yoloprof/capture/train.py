@@ -12,7 +12,7 @@ from yoloprof.capture.progress import CaptureProgress
 from yoloprof.capture.run_result import RunResult, phase_timing_name
 from yoloprof.config.settings import CaptureSettings
 from yoloprof.capture.steps import TRAIN_PHASES, no_phases, train_step
-from yoloprof.capture.timing import run_trials, time_train_trial
+from yoloprof.capture.timing import run_trials, time_train_trial, trial_metrics
 from yoloprof.capture.tracing import TraceSchedule, run_trace_pass
 
 prepare = prepare_dataset  # exit 3 here, before anything is measured
@@ -20,8 +20,6 @@ prepare = prepare_dataset  # exit 3 here, before anything is measured
 
 def measure(settings: CaptureSettings, device: DeviceInfo, amp: bool, bar: CaptureProgress,
             dataset: Any) -> RunResult:
-    from yoloprof.capture.api import trial_metrics
-
     warnings = []
     workers = effective_workers(settings)
     if workers < settings.workers:

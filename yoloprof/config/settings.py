@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import inspect
 import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -71,7 +72,8 @@ class CaptureSettings:
 
     mode: str = setting("train", "train: time optimizer steps; infer: time pipeline calls",
                         choices=MODES, hydra=None, flag=None)
-    model: str = setting("yolo", "'yolo' (built-in detector) or an importable factory of an nn.Module, "
+    # from Python also a factory callable or an nn.Module instance (copied per trial, never modified)
+    model: Any = setting("yolo", "'yolo' (built-in detector) or an importable factory of an nn.Module, "
                          "e.g. mymodels.Net", hydra=None)
     model_kwargs: dict[str, Any] = setting({}, "keyword arguments of a model factory (sweeps: model.*)",
                                            hydra=None, flag=None)
@@ -142,8 +144,11 @@ class CaptureSettings:
 
     def validate(self) -> "CaptureSettings":
         """Raise UsageError naming the setting and its valid values; return self for chaining."""
+        if not isinstance(self.model, str) and not callable(self.model):
+            raise UsageError(f"model must be a name, a factory or an nn.Module, not {type(self.model).__name__}")
         for f in dataclasses.fields(self):
-            check_value(f.name, getattr(self, f.name), self.mode)
+            if f.name != "model" or isinstance(self.model, str):
+                check_value(f.name, getattr(self, f.name), self.mode)
         count, name = (self.steps, "steps") if self.mode == "train" else (self.runs, "runs")
         if count is None:
             raise UsageError(f"{flag_of(name)} must be >= 1 (got None)")
@@ -182,7 +187,21 @@ class CaptureSettings:
         return self.precision in ("float16", "bfloat16")
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """JSON-able settings (what profile.json records): a model object is recorded by name."""
+        model, self.model = self.model, model_label(self.model)
+        try:
+            return dataclasses.asdict(self)
+        finally:
+            self.model = model
+
+
+def model_label(model: Any) -> str:
+    """The name a model is recorded under: the string itself, the dotted name of a factory
+    (class or function), or of an instance's class (an nn.Module passed from Python)."""
+    if isinstance(model, str):
+        return model
+    obj = model if isinstance(model, type) or inspect.isroutine(model) else type(model)
+    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', type(obj).__name__)}"
 
 
 FIELDS: dict[str, dataclasses.Field] = {f.name: f for f in dataclasses.fields(CaptureSettings)}

@@ -14,7 +14,7 @@ framework overhead > compute-bound.
 Rules weigh time, never counts: thousands of cheap casts beside a few heavy convolutions are still
 compute-bound, because the share of op self time in tiny ops is small even where their mean per-call
 time is tiny. Each verdict's evidence names the ops or kernels that carry the time. Every rule is
-validated on workloads built to have that bottleneck (tests/verdicts/).
+validated on workloads built to have that bottleneck (tests/helpers/verdicts/).
 """
 
 from __future__ import annotations

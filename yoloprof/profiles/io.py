@@ -1,16 +1,19 @@
-"""Reading and writing profiles: atomic writes, version checks, and one entry point (`load_any`)
-that turns either a profile.json or any raw Kineto trace into a profile dict for the readers."""
+"""Reading and writing profiles: atomic writes, version checks and the typed validation of
+profiles/validate.py. Loading "a profile.json or any raw Kineto trace" needs the trace engine, a
+layer above this one: that is `yoloprof.readers.load.load_any`."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
-from yoloprof.errors import ProfileError, UsageError
+from yoloprof.errors import ProfileError
 from yoloprof.profiles.inputs import Input
-from yoloprof.profiles.model import SCHEMA, SCHEMA_MAJOR, SCHEMA_NAME
+from yoloprof.profiles.model import SCHEMA_MAJOR, SCHEMA_NAME
+from yoloprof.profiles.validate import validate_profile
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
@@ -44,7 +47,7 @@ def _umask() -> int:
 
 
 def dumps_profile(profile: dict[str, Any]) -> bytes:
-    # "schema" is written first so that load_any can tell a profile from a trace by its first bytes.
+    # "schema" first, for people reading the file; detection does not depend on it.
     ordered = {"schema": profile["schema"], **{k: v for k, v in profile.items() if k != "schema"}}
     return (json.dumps(ordered, indent=1, allow_nan=False, default=_json_default) + "\n").encode()
 
@@ -65,19 +68,32 @@ def read_bytes(path: str | os.PathLike) -> bytes:
     """The file's bytes, gunzipped when it is gzip. Missing, unreadable, not a regular file or over
     the size limit = usage error (exit 2); present but broken = profile error (exit 1). The checks
     live in `profiles.inputs`."""
-    return _nonblank(Input(path).read(), path)
+    return nonblank(Input(path).read(), path)
+
+
+# A profile names its schema in a top-level "schema" key, wherever that key sits in the file
+# (`jq -S` sorts it after "config"), so detection searches the whole buffer, not its first bytes.
+_PROFILE_MARK = re.compile(rb'"schema"\s*:\s*"' + re.escape(SCHEMA_NAME.encode()) + rb"/")
 
 
 def looks_like_profile(data: bytes) -> bool:
-    return f'"schema": "{SCHEMA_NAME}/'.encode() in data[:256] or b'"schema":"yoloprof.profile/' in data[:256]
+    """True when the bytes name the yoloprof profile schema (the full parse then confirms it is
+    the top-level key); a Kineto trace never does."""
+    return _PROFILE_MARK.search(data) is not None
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def parse_profile(data: bytes, source: str) -> dict[str, Any]:
+    """A version-checked, type-validated profile dict; ProfileError (exit 1) naming the field."""
     try:
-        obj = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
+        obj = json.loads(data, parse_constant=_refuse_constant)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise ProfileError(f"{source}: not valid JSON ({exc})") from None
     check_version(obj, source)
+    validate_profile(obj, source)
     return obj
 
 
@@ -85,12 +101,13 @@ def check_version(obj: Any, source: str) -> None:
     if not isinstance(obj, dict) or not isinstance(obj.get("schema"), str):
         raise ProfileError(f"{source}: not a yoloprof profile (no 'schema' field)")
     name, _, version = obj["schema"].partition("/")
-    major = version.split(".", 1)[0]  # any 1.x: minor versions only add optional sections
     if name != SCHEMA_NAME:
         raise ProfileError(f"{source}: schema {obj['schema']!r} is not a yoloprof profile")
-    if major != str(SCHEMA_MAJOR):
+    major, _, minor = version.partition(".")  # 1, 1.0, 1.7: minor versions only add fields
+    if major != str(SCHEMA_MAJOR) or (minor and not minor.isdigit()):
         raise ProfileError(
-            f"{source}: profile schema {obj['schema']} is not supported; this yoloprof reads {SCHEMA}"
+            f"{source}: profile schema {obj['schema']} is not supported; "
+            f"this yoloprof reads {SCHEMA_NAME}/{SCHEMA_MAJOR}.x"
         )
 
 
@@ -99,25 +116,7 @@ def read_profile(path: str | os.PathLike) -> dict[str, Any]:
     return parse_profile(data, str(path))
 
 
-def load_any(path: str | os.PathLike) -> dict[str, Any]:
-    """A profile dict from a profile.json, or from any Kineto trace (.json / .json.gz) by running
-    the trace engine over it (kind "trace"). For a gzipped trace, decompression runs on a thread
-    while the engine's modules (numpy...) are imported."""
-    src = Input(path)
-    if looks_like_profile(src.head):
-        return parse_profile(_nonblank(src.read(), path), str(path))
-    src.prefetch()
-    from yoloprof.traces.to_profile import profile_from_trace_bytes
-
-    try:
-        return profile_from_trace_bytes(_nonblank(src.read(), path), source=str(path))
-    except ProfileError as exc:  # every error names its file (the engine's messages may not)
-        if str(path) in str(exc):
-            raise
-        raise ProfileError(f"{path}: {exc}") from None
-
-
-def _nonblank(data: bytes, path: str | os.PathLike) -> bytes:
+def nonblank(data: bytes, path: str | os.PathLike) -> bytes:
     if not data.strip():
         raise ProfileError(f"{path} is empty")
     return data

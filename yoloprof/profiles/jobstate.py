@@ -26,11 +26,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from yoloprof.defs import files
 from yoloprof.profiles.io import write_bytes_atomic
 
-STATE_NAME = "job_state.json"
+STATE_NAME = files.JOB_STATE
 STATE_SCHEMA = "yoloprof.job_state/1"
-MANIFEST_NAME = "yoloprof_sweep.json"
+MANIFEST_NAME = files.MANIFEST
 # pending: planned, not started; running: started, no row yet; done / failed: its row says so;
 # preempted: the scheduler stopped it (it reruns on requeue or resume=); interrupted: Ctrl-C;
 # kept: resume kept its earlier ok row.

@@ -11,6 +11,9 @@ import math
 import statistics
 from typing import Any, Iterable
 
+from yoloprof.defs import metrics as registry
+from yoloprof.defs.version import __version__
+
 SCHEMA_NAME = "yoloprof.profile"
 SCHEMA_MAJOR = 1
 SCHEMA_MINOR = 1  # 1.1 adds the optional sections model, modules, hotspots; readers of 1 read 1.x
@@ -39,14 +42,19 @@ def metric(samples: Iterable[float] | float | None, unit: str, better: str | Non
     }
 
 
+def measured(name: str, samples: Iterable[float] | float | None) -> dict[str, Any]:
+    """A metrics-table entry whose unit and direction come from the metric registry
+    (yoloprof.defs.metrics): what capture and the trace engine write."""
+    spec = registry.spec(name)
+    return metric(samples, spec.unit, spec.better)
+
+
 def now_iso() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def empty_profile(kind: str, config: dict | None = None, env: dict | None = None) -> dict[str, Any]:
     """A profile with every required section present; capture and the trace engine fill it in."""
-    from yoloprof import __version__
-
     assert kind in KINDS, kind
     return {
         "schema": SCHEMA,

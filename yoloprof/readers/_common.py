@@ -11,45 +11,26 @@ import math
 import re
 from typing import Any, Iterable
 
+from yoloprof.defs import metrics as registry
 from yoloprof.errors import UsageError
 
 
-# The headline figures of `summary`, in display order: (metric name, label). Data, not code, so
-# that the summary, `get` and `compare` agree on names and order.
-HEADLINE: tuple[tuple[str, str], ...] = (
-    ("step_ms", "step time"),
-    ("img_per_s", "throughput"),
-    ("device_util_pct", "device utilisation"),
-    ("tensorcore_pct", "Tensor Core share"),
-    ("peak_mem_mb", "peak memory"),
-    ("host_overhead_ms", "host overhead"),
-    ("launches_per_step", "launches/step"),
-    ("kernels_per_step", "kernels/step"),
-)
-
-# Metrics `compare` looks at by default, when both sides have them.
-COMPARE_DEFAULT: tuple[str, ...] = (
-    "step_ms", "img_per_s", "peak_mem_mb", "p50_ms", "p90_ms", "p99_ms", "device_util_pct",
-    "host_overhead_ms", "launches_per_step",
-)
-
-# Metrics that only exist with a device (GPU/XPU) trace: used to explain an absent figure.
-DEVICE_ONLY = frozenset({"device_util_pct", "device_busy_ms", "tensorcore_pct", "launches_per_step",
-                         "kernels_per_step", "mean_kernel_us", "orphan_kernels", "host_overhead_ms",
-                         "mfu_pct"})
-DEVICE_ONLY_RE = re.compile(r".+_(device_ms|kernels)")  # per-phase device figures
+# The headline figures of `summary`, the metrics `compare` looks at by default, units, labels and
+# which metrics need a device all come from the metric registry (yoloprof.defs.metrics).
+HEADLINE: tuple[tuple[str, str], ...] = tuple((n, registry.label(n)) for n in registry.names("summary"))
+COMPARE_DEFAULT: tuple[str, ...] = registry.names("compare")
 PERCENTILE_RE = re.compile(r"p\d+_ms")  # latency percentiles, not preprocess_*/postprocess_*
 
 
 # Metrics the readers know by name: `get` answers n/a (with the reason) for one a profile lacks,
 # the way summary shows it, instead of calling it an unknown field.
-KNOWN_METRICS = frozenset({name for name, _ in HEADLINE} | set(COMPARE_DEFAULT) | DEVICE_ONLY | {
-    "kernel_ms", "memcpy_ms", "memset_ms", "host_sync_ms", "malloc_calls_per_step",
-    "alloc_calls_per_step"})
+# Every metric of the registry.
+KNOWN_METRICS = frozenset(registry.BY_NAME)
 
 
 def device_only(name: str) -> bool:
-    return name in DEVICE_ONLY or DEVICE_ONLY_RE.fullmatch(name) is not None
+    return registry.device_only(name)
+
 
 THRASH_WORDS = ("thrash", "memory pressure")
 
@@ -101,18 +82,11 @@ def figure(profile: dict, name: str, label: str | None = None) -> dict[str, Any]
     entry = metric_entry(profile, name) or {}
     value = finite(entry.get("value"))
     out: dict[str, Any] = {"name": name, "label": label or name, "value": value,
-                           "unit": entry.get("unit", _unit_from_name(name)),
+                           "unit": entry.get("unit", registry.unit(name)),
                            "n": entry.get("n", 0), "std": finite(entry.get("std"))}
     if value is None:
         out["na"] = na_reason(profile, name)
     return out
-
-
-def _unit_from_name(name: str) -> str:
-    for suffix, unit in (("_ms", "ms"), ("_pct", "%"), ("_mb", "MB"), ("_per_s", "/s"), ("_us", "us")):
-        if name.endswith(suffix):
-            return unit
-    return ""
 
 
 def choose(value: str | None, valid: Iterable[str], what: str) -> str | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from yoloprof.defs import metrics as registry
 from yoloprof.errors import UsageError
 from yoloprof.metrics.sides import differences, flag_reasons, profile_facts
 from yoloprof.metrics.stats import FULL_POWER_TRIALS, NEEDS_TRIALS as NEED_TRIALS
@@ -25,14 +26,9 @@ TRACE_NOTE = ("both inputs are raw traces: one sample per step is not a trial (s
               f"--repeat {FULL_POWER_TRIALS}` (or more) on each side for one")
 REGRESSED = "regressed"
 
-# Plain deltas shown beside the verdicts: (label, function of a profile, unit, better).
-DELTA_ROWS: tuple[tuple[str, str, str, str], ...] = (
-    ("ms per image", "ms_per_image", "ms", "lower"),
-    ("device utilisation", "device_util_pct", "%", "higher"),
-    ("host overhead", "host_overhead_ms", "ms", "lower"),
-    ("launches per step", "launches_per_step", "", "lower"),
-    ("kernels per step", "kernels_per_step", "", "lower"),
-)
+# Plain deltas shown beside the verdicts; labels, units and directions from the metric registry.
+DELTA_METRICS: tuple[str, ...] = ("ms_per_image", "device_util_pct", "host_overhead_ms",
+                                  "launches_per_step", "kernels_per_step")
 
 
 def _samples(entry: dict) -> list[float]:
@@ -75,7 +71,8 @@ def compare_metric(name: str, before: dict, after: dict, *, alpha: float, noise:
     better = eb.get("better") if "better" in eb else ea.get("better")
     b, a = _side(sb), _side(sa)
     change = (a["value"] / b["value"] - 1.0) * 100 if a["value"] is not None and b["value"] else None
-    row: dict[str, Any] = {"metric": name, "unit": eb.get("unit") or ea.get("unit", ""), "better": better,
+    unit = eb.get("unit") or ea.get("unit") or registry.unit(name)
+    row: dict[str, Any] = {"metric": name, "unit": unit, "better": better,
                            "before": b, "after": a, "change_pct": change, "ratio": None, "ci": None,
                            "p_welch": None, "p_mwu": None, "verdict": None, "verdict_code": None,
                            "note": None, "warnings": []}
@@ -118,7 +115,9 @@ def _delta_value(profile: dict, key: str) -> float | None:
 
 def deltas(before: dict, after: dict) -> list[dict[str, Any]]:
     rows = []
-    for label, key, unit, better in DELTA_ROWS:
+    for key in DELTA_METRICS:
+        spec = registry.spec(key)
+        label, unit, better = spec.label, spec.unit, spec.better
         b, a = _delta_value(before, key), _delta_value(after, key)
         if b is None and a is None:
             continue

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from yoloprof.errors import UsageError
-from yoloprof.readers._common import KNOWN_METRICS, _unit_from_name, finite, na_reason
+from yoloprof.defs import metrics as registry
+from yoloprof.readers._common import KNOWN_METRICS, finite, na_reason
 
 # Sections whose scalar leaves are fields, as dotted paths. Order = listing order.
 DOTTED_SECTIONS = ("latency", "verdict", "trace", "config", "env", "tool")
@@ -55,8 +56,8 @@ def _metric_row(profile: dict, name: str, entry: dict) -> dict[str, Any]:
 
 
 def _path_unit(path: str) -> str:
-    leaf = path.rsplit(".", 1)[-1]
-    return "ms" if leaf.endswith("_ms") else "%" if leaf.endswith("_pct") else ""
+    """The unit of a dotted field (`latency.p50_ms`), by the registry's name families."""
+    return registry.unit(path.rsplit(".", 1)[-1])
 
 
 def compute_get(profile: dict, field: str | None) -> dict[str, Any]:
@@ -73,7 +74,7 @@ def compute_get(profile: dict, field: str | None) -> dict[str, Any]:
     if bare != field and bare in (profile.get("metrics") or {}):
         return compute_get(profile, bare)
     if bare in KNOWN_METRICS:  # a known metric this profile has no value for: n/a, as summary says
-        return {"field": bare, "value": None, "unit": _unit_from_name(bare), "n": 0,
+        return {"field": bare, "value": None, "unit": registry.unit(bare), "n": 0,
                 "na": na_reason(profile, bare)}
     import difflib  # only on the error path: `get` stays fast
 

@@ -47,7 +47,7 @@ def trace_files(folder: str | os.PathLike) -> list[Path]:
 
 
 def _load_one(path: str) -> dict[str, Any]:
-    from yoloprof.profiles.io import load_any
+    from yoloprof.readers.load import load_any
     from yoloprof.traces import parse
 
     parse.SLICE_WORKERS = 1  # the pool already runs one process per core

@@ -1,4 +1,4 @@
-"""One small writer for the terminal renderers: rich tables and panels when stdout is a terminal,
+"""One small writer for the terminal renderers (numbers are formatted by render/fmt.py): rich tables and panels when stdout is a terminal,
 plain aligned text when it is piped (so `| grep`, `| awk` and logs see no box drawing).
 
 Colour follows rich's own rules, which honour NO_COLOR; plain mode never colours.
@@ -6,54 +6,9 @@ Colour follows rich's own rules, which honour NO_COLOR; plain mode never colours
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from typing import Any, Sequence, TextIO
-
-NA = "n/a"
-NAME_WIDTH = 60  # long C++ kernel names are cut to this in tables; --json keeps them whole
-
-
-def fmt_num(v: Any, digits: int = 3) -> str:
-    """A number with about `digits` significant decimals; None/NaN read "n/a" (never 0)."""
-    if v is None or isinstance(v, bool):
-        return NA if v is None else str(v).lower()
-    if isinstance(v, float) and not math.isfinite(v):
-        return NA
-    if isinstance(v, int):
-        return f"{v:,}" if abs(v) >= 10000 else str(v)
-    if isinstance(v, float):
-        a = abs(v)
-        if a >= 1000:
-            return f"{v:,.0f}"
-        if a >= 100:
-            return f"{v:.1f}"
-        if a >= 10:
-            return f"{v:.2f}"
-        return f"{v:.{digits}f}" if a >= 0.001 or a == 0 else f"{v:.2e}"
-    return str(v)
-
-
-def fmt_val(v: Any, unit: str = "") -> str:
-    s = fmt_num(v)
-    if s == NA or not unit or unit == "count":
-        return s
-    return f"{s}{unit}" if unit == "%" else f"{s} {unit}"
-
-
-def fmt_pct(v: Any) -> str:
-    return NA if v is None else f"{v:.1f}%"
-
-
-def fmt_ratio(v: Any) -> str:
-    return NA if v is None else f"{v:.3f}x"
-
-
-def cut(text: Any, width: int = NAME_WIDTH) -> str:
-    s = "" if text is None else str(text)
-    return s if len(s) <= width else s[: width - 3] + "..."
-
 
 class Out:
     """Writes titles, key/value blocks, tables and notes in rich or plain form."""

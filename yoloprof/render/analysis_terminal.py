@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from yoloprof.analysis.fmt import (COMPARISON_HEADERS, VERDICT_STYLE, comparison_cells, fmt_num, fmt_p,
+from yoloprof.render.fmt import (NA, COMPARISON_HEADERS, VERDICT_STYLE, comparison_cells, fmt_num, fmt_p,
                                    fmt_ratio)
 
 
@@ -65,7 +65,7 @@ def _best(console: Any, result: Any) -> None:
     t = _table(console, "best configuration per metric",
                ["metric", "best", "value", "runner-up", "margin [CI]", "p"], right=(2, 5))
     for _, b in result.best.iterrows():
-        t.add_row(b["metric"], str(b["best"]), fmt_num(b["value"]), str(b["runner_up"] or "-"),
+        t.add_row(b["metric"], str(b["best"]), fmt_num(b["value"]), str(b["runner_up"] or NA),
                   fmt_ratio(b["margin"], b["ci_low"], b["ci_high"]), fmt_p(b["p"]))
     console.print(t)
 
@@ -115,10 +115,10 @@ def print_analyses(items: list[dict[str, Any]], sweep_dir: str, console: Any = N
     t = _table(console, f"analyses of {sweep_dir}", ["name", "created (UTC)", "settings", "command"])
     for a in items:
         if a["incomplete"]:
-            t.add_row(a["name"], "-", "incomplete: no settings.json (interrupted while written)", "-")
+            t.add_row(a["name"], NA, "incomplete: no settings.json (interrupted while written)", NA)
             continue
         s = a["settings"] or {}
         text = "; ".join(f"{k} {', '.join(v) if isinstance(v, list) else v}" for k, v in s.items()
                          if v not in (None, []))
-        t.add_row(a["name"], str(a["created_at"] or "-"), text, str(a["command"] or "-"))
+        t.add_row(a["name"], str(a["created_at"] or NA), text, str(a["command"] or NA))
     console.print(t)

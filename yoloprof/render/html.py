@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from yoloprof.analysis.fmt import (COMPARISON_HEADERS, VERDICT_STYLE, comparison_cells, fmt_num, fmt_p,
+from yoloprof.render.fmt import (NA, COMPARISON_HEADERS, VERDICT_STYLE, comparison_cells, fmt_num, fmt_p,
                                    fmt_ratio)
 
 CSS = """
@@ -83,9 +83,9 @@ def _cards(result: Any) -> str:
 def _best_html(best: pd.DataFrame) -> str:
     rows = []
     for _, b in best.iterrows():
-        sig = {True: "yes", False: "no"}.get(b.get("significant"), "-")
+        sig = {True: "yes", False: "no"}.get(b.get("significant"), NA)
         rows.append([escape(str(b["metric"])), f"<b>{escape(str(b['best']))}</b>", fmt_num(b["value"]),
-                     escape(str(b["runner_up"] or "-")), fmt_ratio(b["margin"], b["ci_low"], b["ci_high"]),
+                     escape(str(b["runner_up"] or NA)), fmt_ratio(b["margin"], b["ci_low"], b["ci_high"]),
                      fmt_p(b["p"]), sig])
     return _table(["metric", "best", "value", "runner-up", "margin [CI]", "p", "significant"], rows, {2, 4, 5})
 
@@ -100,7 +100,7 @@ def _pareto_html(p: pd.DataFrame) -> str:
 
 
 def _figures(result: Any) -> list[tuple[str, str]]:
-    from yoloprof.analysis import plots
+    from yoloprof.render import plots
     from yoloprof.analysis.configs import Configs
     from yoloprof.analysis.tables import metric_meta
 
@@ -122,7 +122,7 @@ def _figures(result: Any) -> list[tuple[str, str]]:
 
 
 def _caps_note() -> str:
-    from yoloprof.analysis import plots
+    from yoloprof.render import plots
 
     return (f"Plots are capped so that they stay readable (the tables above and the parquet files hold "
             f"everything): at most {plots.MAX_AXES} swept axes, {plots.MAX_SERIES} lines per panel, "

@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from yoloprof.analysis.fmt import COMPARISON_HEADERS, comparison_cells, fmt_num, fmt_p, fmt_ratio
+from yoloprof.render.fmt import NA, COMPARISON_HEADERS, comparison_cells, fmt_num, fmt_p, fmt_ratio
 
 
 def _cell(text: str) -> str:
@@ -23,8 +23,8 @@ def md_table(headers: list[str], rows: list[list[str]]) -> str:
 def _best_rows(best: pd.DataFrame) -> list[list[str]]:
     out = []
     for _, b in best.iterrows():
-        sig = {True: "yes", False: "no"}.get(b.get("significant"), "-")
-        out.append([b["metric"], str(b["best"]), fmt_num(b["value"]), str(b["runner_up"] or "-"),
+        sig = {True: "yes", False: "no"}.get(b.get("significant"), NA)
+        out.append([b["metric"], str(b["best"]), fmt_num(b["value"]), str(b["runner_up"] or NA),
                     fmt_ratio(b["margin"], b["ci_low"], b["ci_high"]), fmt_p(b["p"]), sig])
     return out
 

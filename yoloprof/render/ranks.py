@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from yoloprof.render._out import Out, fmt_num, fmt_ratio
+from yoloprof.render._out import Out
+from yoloprof.render.fmt import fmt_num, fmt_ratio
 
 
 def render_ranks(result: dict[str, Any], out: Out | None = None) -> None:

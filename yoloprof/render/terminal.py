@@ -9,7 +9,8 @@ import json
 import sys
 from typing import Any
 
-from yoloprof.render._out import NA, Out, cut, fmt_num, fmt_pct, fmt_ratio, fmt_val
+from yoloprof.render._out import Out
+from yoloprof.render.fmt import NA, cut, fmt_num, fmt_p, fmt_pct, fmt_ratio, fmt_val
 
 
 def _figure_text(f: dict[str, Any]) -> str:
@@ -185,13 +186,13 @@ def render_compare(result: dict[str, Any], out: Out | None = None) -> None:
     rows, few = [], []
     for m in result.get("metrics", []):
         ci = m.get("ci")
-        ratio = fmt_ratio(m.get("ratio")) + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+        ratio = fmt_ratio(m.get("ratio"), *(ci or (None, None)))
         verdict = m.get("verdict") or "no verdict"
         if m.get("verdict_code") == "insufficient":
             verdict = f"n/a (< {MIN_TRIALS} trials)"
             few.append(m["metric"])
         rows.append([m["metric"], verdict, NA if m.get("change_pct") is None else f"{m['change_pct']:+.1f}%",
-                     ratio, _p(m.get("p_welch")), _p(m.get("p_mwu")), f"{m['before']['n']}/{m['after']['n']}",
+                     ratio, fmt_p(m.get("p_welch")), fmt_p(m.get("p_mwu")), f"{m['before']['n']}/{m['after']['n']}",
                      fmt_num(m["before"]["value"]), fmt_num(m["after"]["value"])])
     if rows:
         # verdict first: on a narrow terminal the right-hand columns are the ones cut
@@ -227,10 +228,6 @@ def _delta(d: dict[str, Any]) -> str:
         return NA
     rel = f" ({100 * d['rel']:+.1f}%)" if d.get("rel") is not None else ""
     return f"{d['delta']:+.4g}{rel}"
-
-
-def _p(p: Any) -> str:
-    return "" if p is None else (f"{p:.2g}" if p < 0.01 else f"{p:.3f}")
 
 
 def _render_trace_compare(out: Out, result: dict[str, Any]) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from yoloprof.render._out import NA, Out, cut, fmt_num, fmt_pct
+from yoloprof.render._out import Out
+from yoloprof.render.fmt import NA, cut, fmt_num, fmt_pct
 
 ROOT_LABEL = "(model)"  # the root module has the empty qualified name
 

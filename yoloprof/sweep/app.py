@@ -16,7 +16,7 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import hydra
 from omegaconf import DictConfig
@@ -25,6 +25,7 @@ from yoloprof.analysis.settings import analysis_record
 from yoloprof.config.compose import normalise_overrides, one_line
 from yoloprof.config.paths import conf_dir
 from yoloprof.config.schema import SWEEP_ID_ENV, new_sweep_id, register
+from yoloprof.defs import files
 from yoloprof.errors import UsageError, YoloprofError
 from yoloprof.sweep.plan import (dir_overrides, discard_if_unused, new_manifest, plan_sweep, prepare_dir,
                                  read_manifest)
@@ -138,21 +139,17 @@ def _passthrough(argv: list[str], args: argparse.Namespace) -> int:
     return 0
 
 
-def _shell_completion(overrides: list[str]) -> int:
-    """Hydra's `-sc install=SHELL` / `-sc query=SHELL`, answered for the whole `yoloprof` command
-    (Hydra's own script would register `yoloprof` and `sweep` as two programs)."""
-    from yoloprof.completion import query_from_env, script
+# `-sc/--shell-completion` answers for the whole `yoloprof` command, which only the CLI layer
+# above this one knows: the CLI installs its handler here (yoloprof.completion.hydra_flag).
+ShellCompletion = Callable[[list[str]], int]
+SHELL_COMPLETION: "ShellCompletion | None" = None
 
-    action, _, shell = (overrides[0] if overrides else "").partition("=")
-    if action == "install":
-        sys.stdout.write(script(shell or "bash"))
-    elif action == "query":
-        sys.stdout.write("\n".join(query_from_env()) + "\n")
-    elif action == "uninstall":
-        sys.stdout.write("complete -r yoloprof\n")
-    else:
-        raise UsageError("--shell-completion takes install=bash|zsh, uninstall=bash or query=bash")
-    return 0
+
+def _shell_completion(overrides: list[str]) -> int:
+    if SHELL_COMPLETION is None:
+        raise UsageError("shell completion: run `yoloprof sweep -sc install=bash` "
+                         "(or `yoloprof completion bash`)")
+    return SHELL_COMPLETION(overrides)
 
 
 def run_analysis(sweep_dir: Path, settings: dict[str, Any]) -> None:
@@ -160,7 +157,7 @@ def run_analysis(sweep_dir: Path, settings: dict[str, Any]) -> None:
     keyword arguments, plus `enabled`)."""
     if not settings.get("enabled", True):
         return
-    from yoloprof.analysis.run import analyze_sweep
+    from yoloprof.render.report import analyze_sweep
 
     kwargs = {k: v for k, v in settings.items() if k != "enabled"}
     try:
@@ -177,7 +174,7 @@ def finish(sweep_dir: Path, total: int | None, analysis: dict[str, Any]) -> int:
     import warnings
 
     from yoloprof.sweep.progress import print_summary
-    from yoloprof.sweep.rows import CorruptRowsWarning, consolidate, read_rows
+    from yoloprof.profiles.rows import CorruptRowsWarning, consolidate, read_rows
 
     corrupt: list[Path] = []
     with warnings.catch_warnings():
@@ -193,7 +190,7 @@ def finish(sweep_dir: Path, total: int | None, analysis: dict[str, Any]) -> int:
               f"rerun them with resume={sweep_dir}", file=sys.stderr)
     failed = int((df["status"] == "failed").sum()) if len(df) else 0
     if failed:
-        print(f"{PROG}: {failed} of {len(df)} jobs failed (tracebacks in <job dir>/yoloprof.log)",
+        print(f"{PROG}: {failed} of {len(df)} jobs failed (tracebacks in <job dir>/{files.JOB_LOG})",
               file=sys.stderr)
     run_analysis(sweep_dir, analysis)
     return 1 if failed or corrupt or missing else 0
@@ -221,16 +218,16 @@ def main(argv: list[str]) -> int:
 def json_summary(sweep_dir: Path) -> dict[str, Any]:
     import json
 
-    from yoloprof.sweep.rows import read_rows
+    from yoloprof.defs import metrics as registry
+    from yoloprof.profiles.rows import read_rows
 
     df = read_rows(sweep_dir)
-    wanted = ("job_num", "status", "overrides", "step_ms", "img_per_s", "peak_mem_mb", "p50_ms", "p99_ms",
-              "verdict_bound", "error", "profile_path")
+    wanted = ("job_num", "status", "overrides", *registry.names("row"), "verdict_bound", "error", "profile_path")
     jobs = json.loads(df[[c for c in wanted if c in df.columns]].to_json(orient="records")) if len(df) else []
     for job in jobs:  # the row keeps overrides as a JSON string (one flat Parquet column)
         job["overrides"] = json.loads(job["overrides"]) if job.get("overrides") else []
-    analysis = sweep_dir / "analysis"
-    return {"sweep_dir": str(sweep_dir), "results": str(sweep_dir / "results.parquet"),
+    analysis = sweep_dir / files.ANALYSIS_DIR
+    return {"sweep_dir": str(sweep_dir), "results": str(sweep_dir / files.RESULTS),
             "analysis_dir": str(analysis) if analysis.is_dir() else None,
             "jobs": jobs, "failed": sum(1 for j in jobs if j.get("status") == "failed")}
 
@@ -283,7 +280,7 @@ def _run(argv: list[str]) -> tuple[int, Path | None]:
 def interrupted(sweep_dir: Path, total: int | None) -> int:
     """Ctrl-C: one line, exit 130. Every row on disk is whole (atomic writes); the job that was
     running wrote none and is marked `interrupted`; results.parquet is left as it was."""
-    from yoloprof.sweep.rows import row_files
+    from yoloprof.profiles.rows import row_files
 
     done = len(row_files(sweep_dir))
     print(f"{PROG}: interrupted after {done} of {total if total is not None else '?'} jobs; nothing "
@@ -294,7 +291,7 @@ def interrupted(sweep_dir: Path, total: int | None) -> int:
 def show_resume(sweep_dir: Path, jobs: list[list[str]] | None, limit: int = 20) -> None:
     """Before a resume runs anything: which jobs already have a row and the overrides of the
     ones it will run (a job whose ok row matches its config hash is then kept, not rerun)."""
-    from yoloprof.sweep.rows import ROW_NAME, read_row
+    from yoloprof.profiles.rows import ROW_NAME, read_row
 
     if jobs is None:
         return

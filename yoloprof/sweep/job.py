@@ -21,15 +21,15 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from yoloprof.capture.api import PROFILE_NAME
 from yoloprof.config.settings import CaptureSettings
+from yoloprof.defs.files import PROFILE as PROFILE_NAME
 from yoloprof.config.translate import job_values
 from yoloprof.profiles.jobstate import read_manifest_field, read_state, write_state
 from yoloprof.sweep import progress
 from yoloprof.sweep.launchers import concurrency, kind, placement, resources
 from yoloprof.sweep.machine import MachineBusy, timed_slot
 from yoloprof.sweep.worker import WorkerError, footprint_mib, run_in_worker
-from yoloprof.sweep.rows import (ROW_NAME, failed_row, overrides_json, read_row, row_from_profile,
+from yoloprof.profiles.rows import (ROW_NAME, failed_row, overrides_json, read_row, row_from_profile,
                                  utc_now, write_row)
 
 log = logging.getLogger("yoloprof.sweep")
@@ -67,7 +67,7 @@ def identity_columns(settings: CaptureSettings, task: dict[str, Any] | None = No
 def environment_columns(launcher: str) -> dict[str, Any]:
     import torch
 
-    from yoloprof import __version__
+    from yoloprof.defs.version import __version__
     from yoloprof.capture.env import git_state
 
     commit, dirty = git_state(os.getcwd())

@@ -12,9 +12,12 @@ import math
 import sys
 from typing import Any
 
+from yoloprof.defs import metrics as registry
+
 ACTIVE: "SweepProgress | None" = None
-# Headline metric per mode, for the one-number column of the table.
-HEADLINE = {"train": ("img_per_s", "img/s"), "infer": ("p50_ms", "p50 ms")}
+# Headline metric per mode, for the one-number column of the table (the metric registry's).
+HEADLINE = {mode: (name, f"{registry.unit(name)} ({registry.label(name)})")
+            for mode, name in registry.MODE_HEADLINE.items()}
 
 
 class SweepProgress:
@@ -93,9 +96,10 @@ def _missing(value: Any) -> bool:
 
 
 def _fmt(value: Any) -> str:
-    if _missing(value):
-        return "-"
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
+    """Numbers as every renderer prints them (render/fmt.py); job numbers as they are."""
+    from yoloprof.render.fmt import fmt_num
+
+    return fmt_num(None if _missing(value) else value)
 
 
 def _job_overrides(values: list[Any]) -> list[list[str]]:
@@ -123,7 +127,7 @@ def summary_records(df: Any) -> list[dict[str, str]]:
         overrides = " ".join(o for o in job_overrides if o not in shared)
         records.append({"job": _fmt(row.get("job_num")), "status": str(row.get("status")),
                         "overrides": overrides, "step ms": _fmt(row.get("step_ms")),
-                        "headline": f"{_fmt(row.get(metric))} {label}" if row.get(metric) is not None else "-",
+                        "headline": f"{_fmt(row.get(metric))} {label}" if row.get(metric) is not None else _fmt(None),
                         "error": row.get("error") or "",  # whole: the table wraps it
                         "cluster job": row.get("cluster_job_id") or ""})
     return records

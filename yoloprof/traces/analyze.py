@@ -18,7 +18,7 @@ from yoloprof.metrics.categories import CATEGORIES, classify, is_tensorcore
 from yoloprof.traces.correlate import Join, join
 from yoloprof.traces.intervals import exclusive_contributions, overlap_by_label
 from yoloprof.traces.ops import op_table
-from yoloprof.traces.parse import CAT_CODE, HOST_API_CATS, Events, parse_trace_bytes
+from yoloprof.traces.parse import CAT_CODE, DEVICE_KINDS, HOST_API_CATS, Events, parse_trace_bytes
 from yoloprof.traces.phases import Timeline, build_timeline
 from yoloprof.traces.steps import STEP_NAME, Steps, find_steps, step_of
 
@@ -110,7 +110,6 @@ def _grouped_rows(names: np.ndarray, phases: np.ndarray, n_phases: int,
             for i, (k, count) in enumerate(zip(uniq.tolist(), counts.tolist()))]
 
 
-DEVICE_KINDS = ("kernel", "memcpy", "memset")  # CUPTI activity kinds, in CAT order below
 _KIND_OF_CAT = {CAT_CODE["kernel"]: 0, CAT_CODE["gpu_memcpy"]: 1, CAT_CODE["gpu_memset"]: 2}
 _KIND_LUT = np.full(max(CAT_CODE.values()) + 1, -1, np.int64)  # category code -> kind, by lookup
 _KIND_LUT[list(_KIND_OF_CAT)] = list(_KIND_OF_CAT.values())

@@ -37,6 +37,7 @@ CAT_ALIASES = {"operator": "cpu_op", "runtime": "cuda_runtime", "memcpy": "gpu_m
                "memset": "gpu_memset", "kernel": "kernel", "cuda_sync": "other"}
 CAT_CODE = {name: code for code, name in enumerate(CATS)}
 DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+DEVICE_KINDS = ("kernel", "memcpy", "memset")  # CUPTI activity kinds, in DEVICE_CATS order
 HOST_API_CATS = ("cuda_runtime", "cuda_driver")
 GPU_SIDE_CATS = DEVICE_CATS + ("gpu_user_annotation",)
 

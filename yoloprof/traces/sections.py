@@ -41,8 +41,8 @@ from typing import Any
 import numpy as np
 
 from yoloprof.metrics.categories import CATEGORIES, classify, is_tensorcore, short_name
-from yoloprof.profiles.model import metric
-from yoloprof.traces.analyze import DEVICE_KINDS
+from yoloprof.profiles.model import measured
+from yoloprof.traces.parse import DEVICE_KINDS
 
 MS = 1000.0
 
@@ -54,35 +54,33 @@ def _mean(values: np.ndarray | None, scale: float = 1.0) -> float | None:
 
 
 def _metrics(a: Any) -> dict[str, dict]:
-    dev = a.has_device
+    """Values only: units and directions come from the metric registry (`measured`)."""
+    dev, gpu = a.has_device, a.gpu_expected
     n = max(a.n_steps, 1)
     n_kernels = float(a.kernels.sum()) if dev else 0.0
-    peak = _peak_mb(a.memory)
-    m = {
-        "step_ms": metric(_mean(a.step_wall, MS), "ms", "lower"),
-        "device_busy_ms": metric(_mean(a.busy, MS) if dev else None, "ms", None),
-        "device_util_pct": metric(a.device_util_pct if dev else None, "%", "higher"),
-        "tensorcore_pct": metric(100.0 * a.tensorcore_us_total / a.kernel_us_total
-                                 if dev and a.kernel_us_total > 0 else None, "%", "higher"),
-        "launches_per_step": metric(_mean(a.launches) if a.gpu_expected else None, "count", "lower"),
-        "kernels_per_step": metric(_mean(a.kernels) if dev else None, "count", None),
-        "mean_kernel_us": metric(a.kernel_us_total / n_kernels if n_kernels else None, "us", None),
-        **{f"{kind}_ms": metric(_mean(a.kind_us[:, k], MS) if dev else None, "ms", None)
-           for k, kind in enumerate(DEVICE_KINDS)},
-        "host_overhead_ms": metric(_mean(a.launch_us, MS) if a.gpu_expected else None, "ms", "lower"),
-        "host_sync_ms": metric(_mean(a.sync_us, MS) if a.gpu_expected else None, "ms", None),
-        "malloc_calls_per_step": metric(_mean(a.malloc_calls) if a.gpu_expected else None, "count",
-                                        "lower"),
-        "peak_mem_mb": metric(peak, "MiB", "lower"),
-        "alloc_calls_per_step": metric(_mean(a.alloc_calls), "count", "lower"),
-        "orphan_kernels": metric(a.orphans_in_steps / n if dev else None, "count", None),
+    values: dict[str, float | None] = {
+        "step_ms": _mean(a.step_wall, MS),
+        "device_busy_ms": _mean(a.busy, MS) if dev else None,
+        "device_util_pct": a.device_util_pct if dev else None,
+        "tensorcore_pct": (100.0 * a.tensorcore_us_total / a.kernel_us_total
+                           if dev and a.kernel_us_total > 0 else None),
+        "launches_per_step": _mean(a.launches) if gpu else None,
+        "kernels_per_step": _mean(a.kernels) if dev else None,
+        "mean_kernel_us": a.kernel_us_total / n_kernels if n_kernels else None,
+        **{f"{kind}_ms": _mean(a.kind_us[:, k], MS) if dev else None for k, kind in enumerate(DEVICE_KINDS)},
+        "host_overhead_ms": _mean(a.launch_us, MS) if gpu else None,
+        "host_sync_ms": _mean(a.sync_us, MS) if gpu else None,
+        "malloc_calls_per_step": _mean(a.malloc_calls) if gpu else None,
+        "peak_mem_mb": _peak_mb(a.memory),
+        "alloc_calls_per_step": _mean(a.alloc_calls),
+        "orphan_kernels": a.orphans_in_steps / n if dev else None,
     }
     for k, phase in enumerate(a.phase_names):
-        m[f"{phase}_wall_ms"] = metric(_mean(a.phase_wall[:, k], MS), "ms", "lower")
-        m[f"{phase}_device_ms"] = metric(_mean(a.phase_dev[:, k], MS) if dev else None, "ms", "lower")
-        m[f"{phase}_kernels"] = metric(_mean(a.phase_kernels[:, k]) if dev else None, "count", None)
-        m[f"{phase}_ops"] = metric(_mean(a.phase_ops[:, k]), "count", None)
-    return m
+        values[f"{phase}_wall_ms"] = _mean(a.phase_wall[:, k], MS)
+        values[f"{phase}_device_ms"] = _mean(a.phase_dev[:, k], MS) if dev else None
+        values[f"{phase}_kernels"] = _mean(a.phase_kernels[:, k]) if dev else None
+        values[f"{phase}_ops"] = _mean(a.phase_ops[:, k])
+    return {name: measured(name, v) for name, v in values.items()}
 
 
 def _peak_mb(memory: list[dict]) -> float | None:

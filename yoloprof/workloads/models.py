@@ -28,9 +28,13 @@ BUILTIN = "yolo"
 LossFn = Callable[[Any, torch.Tensor], tuple[torch.Tensor, dict]]
 
 
-def is_builtin(name: str) -> bool:
+def is_builtin(name: Any) -> bool:
     """True for the built-in detector (which gets DetectionLoss and the NMS postprocess)."""
-    return name == BUILTIN
+    return isinstance(name, str) and name == BUILTIN
+
+
+def _factory_name(factory: Any) -> str:
+    return getattr(factory, "__qualname__", type(factory).__name__)
 
 
 def import_target(target: str) -> Any:
@@ -62,14 +66,30 @@ def _call_factory(target: str, kwargs: Mapping[str, Any]) -> Any:
         raise UsageError(f"calling {target}(**{dict(kwargs)!r}) failed: {type(exc).__name__}: {exc}") from None
 
 
-def build_model(name: str = BUILTIN, size: str = "n", num_classes: int = 80, seed: int = 0, weights: str = "none",
+def build_model(name: Any = BUILTIN, size: str = "n", num_classes: int = 80, seed: int = 0, weights: str = "none",
                 kwargs: Mapping[str, Any] | None = None) -> nn.Module:
-    """The built-in detector of `size`, or the user factory `name` called with `kwargs`.
+    """The built-in detector of `size`, the user factory `name` (a dotted path or a callable)
+    called with `kwargs`, or a copy of an nn.Module instance (a copy: every trial starts from the
+    same weights and the caller's model is never trained or moved by the capture).
 
     Initialisation is seeded (and the caller's RNG left untouched) so repeated captures start from
     identical weights; `weights` other than "none" then loads a state dict over them.
     """
-    if is_builtin(name):
+    if isinstance(name, nn.Module):
+        import copy
+
+        model = copy.deepcopy(name)
+    elif callable(name):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            try:
+                model = name(**dict(kwargs or {}))
+            except Exception as exc:  # noqa: BLE001 - user code: report, do not crash with a traceback
+                raise UsageError(f"calling {_factory_name(name)}(**{dict(kwargs or {})!r}) failed: "
+                                 f"{type(exc).__name__}: {exc}") from None
+        if not isinstance(model, nn.Module):
+            raise UsageError(f"{_factory_name(name)!r} returned {type(model).__name__}, not a torch.nn.Module")
+    elif is_builtin(name):
         if size not in SIZE_SCALES:
             raise UsageError(f"unknown size {size!r}; valid: {', '.join(SIZE_SCALES)}")
         model = build_yolo(size, num_classes, seed)

@@ -1,4 +1,6 @@
-"""The sweep rows store: one Parquet file per job, one fixed schema (docs/CONTRACTS.md, docs/sweeps.md).
+"""The sweep rows store: one Parquet file per job, one fixed schema (docs/CONTRACTS.md,
+docs/sweeps.md). It sits in profiles/, below sweep/ (which writes rows) and analysis/ (which
+reads them), so neither imports the other.
 
 Why one file per job and never a shared file: jobs may run in other processes (submitit) or die
 with SIGKILL; a per-job file written with temp + `os.replace` is either complete or absent, so a
@@ -17,13 +19,15 @@ from typing import Any, Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from yoloprof.defs import files
+from yoloprof.defs import metrics as registry
 from yoloprof.profiles.io import write_bytes_atomic
 
-ROW_NAME = "row.parquet"
-RESULTS_NAME = "results.parquet"
+ROW_NAME = files.ROW
+RESULTS_NAME = files.RESULTS
 STATUSES = ("ok", "failed", "skipped")
-METRICS = ("step_ms", "img_per_s", "peak_mem_mb", "p50_ms", "p99_ms", "device_util_pct",
-           "launches_per_step", "host_overhead_ms", "peak_mem_growth_mib")
+# The headline metric columns: the registry's "row" role (value + `<name>_samples` each).
+METRICS = registry.names("row")
 # How the job was run (sweep/job.py, docs/sweeps.md "How jobs are run"): isolation, launcher
 # placement (node, cluster job id, resources), and what else was running on the machine.
 EXEC_STR = ("isolation", "node", "cluster_job_id", "machine_policy", "concurrency", "launcher_resources")

@@ -56,7 +56,7 @@ DRIVER = """
 import sys
 sys.path.insert(0, {tests!r})
 import yoloprof.capture.api as api
-from test_sweep_support import fake_capture
+from helpers.fake_sweep import fake_capture
 api.capture = fake_capture
 from yoloprof.cli import main
 raise SystemExit(main(["sweep", *sys.argv[1:]]))
@@ -66,7 +66,7 @@ raise SystemExit(main(["sweep", *sys.argv[1:]]))
 def write_driver(tmp_path: Path) -> Path:
     """A script that runs `yoloprof sweep ARGS` with the fake capture, for subprocess tests."""
     path = tmp_path / "fake_sweep.py"
-    path.write_text(DRIVER.format(tests=str(Path(__file__).parent)), encoding="utf-8")
+    path.write_text(DRIVER.format(tests=str(Path(__file__).resolve().parents[1])), encoding="utf-8")
     return path
 
 

@@ -1,0 +1,2 @@
+"""Shared test helpers (builders, fakes, paths): imported by test modules, which never import
+each other; fixtures stay in conftest.py."""

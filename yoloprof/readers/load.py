@@ -1,0 +1,46 @@
+"""One entry point for every reader: a profile dict from a profile.json or from any raw Kineto
+trace (.json / .json.gz), the latter through the trace engine (kind "trace").
+
+It lives here, above traces/, so that profiles/ (the storage layer) never imports the trace
+engine. Detection does not depend on key order: a profile names `"schema": "yoloprof.profile/..."`
+somewhere in the file. The first bytes (`Input.head`) usually show it; when they do not (a `jq -S`
+sorted profile.json puts the key after "config", "env", ...) the whole file is searched before the
+trace engine is tried. The full parse then confirms that the schema is the top-level key, and a
+document whose top level is a Kineto trace ("traceEvents") goes to the trace engine even if some
+event name happens to contain the mark. For a gzipped trace, decompression runs on a thread while
+the engine's modules (numpy...) are imported.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from yoloprof.errors import ProfileError
+from yoloprof.profiles.inputs import Input
+from yoloprof.profiles.io import looks_like_profile, nonblank, parse_profile
+
+
+def load_any(path: str | os.PathLike) -> dict[str, Any]:
+    """A validated profile dict; UsageError (exit 2) for a missing/unreadable/special path or one
+    over the size limit, ProfileError (exit 1) for anything that is neither a valid profile nor a
+    usable trace. Every error names the file."""
+    src = Input(path)
+    if looks_like_profile(src.head):
+        return parse_profile(nonblank(src.read(), path), str(path))
+    src.prefetch()
+    data = nonblank(src.read(), path)
+    if looks_like_profile(data):
+        try:
+            return parse_profile(data, str(path))
+        except ProfileError:
+            if b'"traceEvents"' not in data:
+                raise
+    from yoloprof.traces.to_profile import profile_from_trace_bytes
+
+    try:
+        return profile_from_trace_bytes(data, source=str(path))
+    except ProfileError as exc:  # every error names its file (the engine's messages may not)
+        if str(path) in str(exc):
+            raise
+        raise ProfileError(f"{path}: {exc}") from None
