@@ -3,12 +3,10 @@ hand-worked values and against what the writers actually produce."""
 
 from __future__ import annotations
 
-from importlib import resources
-
 import pytest
 import yaml
 
-from helpers.paths import trace_path
+from helpers.paths import CONF, trace_path
 from yoloprof.defs import files
 from yoloprof.defs import metrics as registry
 from yoloprof.render.fmt import fmt_num, fmt_pct, fmt_ratio, fmt_val
@@ -53,7 +51,7 @@ def test_trace_engine_writes_the_registry_units():
 
 
 def test_job_log_name_is_hydras_job_name():
-    conf = yaml.safe_load(resources.files("yoloprof.conf").joinpath("config.yaml").read_text())
+    conf = yaml.safe_load((CONF / "config.yaml").read_text(encoding="utf-8"))
     assert conf["hydra"]["job"]["name"] + ".log" == files.JOB_LOG
 
 

@@ -73,7 +73,7 @@ class CaptureSettings:
     mode: str = setting("train", "train: time optimizer steps; infer: time pipeline calls",
                         choices=MODES, hydra=None, flag=None)
     # from Python also a factory callable or an nn.Module instance (copied per trial, never modified)
-    model: Any = setting("yolo", "'yolo' (built-in detector) or an importable factory of an nn.Module, "
+    model: str = setting("yolo", "'yolo' (built-in detector) or an importable factory of an nn.Module, "
                          "e.g. mymodels.Net", hydra=None)
     model_kwargs: dict[str, Any] = setting({}, "keyword arguments of a model factory (sweeps: model.*)",
                                            hydra=None, flag=None)
