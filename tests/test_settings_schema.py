@@ -183,6 +183,14 @@ def test_key_value_to_a_flag_only_command_gets_the_flag(argv, hint, capsys):
     assert hint in err and err.count("\n") == 1
 
 
+def test_an_option_value_with_an_equals_sign_is_not_a_key():
+    from yoloprof.config.cli_args import key_value_hint
+
+    key_value_hint(["--weights", "batch=4.pt", "--project", "runs/seed=1"], "train")  # no error
+    with pytest.raises(UsageError, match="did you mean --seed 1"):
+        key_value_hint(["--weights", "w.pt", "seed=1"], "train")
+
+
 def test_precision_shorthands_cannot_contradict():
     parse = build_parser().parse_args
     assert parse(["run", "--amp"]).precision == "float16"

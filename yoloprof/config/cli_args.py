@@ -82,7 +82,10 @@ def key_value_hint(tokens: Sequence[str], mode: str) -> None:
     """`yoloprof run weights=X.pt` is the sweep's spelling given to a flag-only command: refuse it
     with the flag to use instead of running with `weights=X.pt` taken as the data argument."""
     known = set(cli_settings(mode)) | set(RENAMED)
-    for token in tokens:
+    takes_value = {flag_of(n) for n in cli_settings(mode) if _base_type(n) is not bool} | {"--project"}
+    for previous, token in zip([""] + list(tokens), tokens):
+        if previous in takes_value:  # `--weights model=1.pt`: a value, not a key=value argument
+            continue
         if token.startswith("--amp-dtype"):  # the flag `--precision` replaced
             raise UsageError(f"{token.split('=')[0]} was replaced by --precision "
                              f"{'|'.join(PRECISIONS[1:])} (one setting for the arithmetic: no pair of flags can disagree)")
