@@ -311,3 +311,14 @@ def test_rows_have_a_typed_column_per_swept_key_and_the_run_record(sweep_env, tm
         assert list(r.warnings) == json.loads((sweep / r.profile_path).read_text())["warnings"]
     rows = read_rows(sweep)  # the same columns through the project's reader
     assert "model.width" in rows.columns and rows["model.width"].tolist() == df["model.width"].tolist()
+
+
+def test_threads_and_precision_are_axes_recorded_as_run(sweep_env):
+    """`threads` is a sweep axis; rows record the resolved values the capture ran with (precision
+    `auto` on CPU is float32; device `CPU` is `cpu`)."""
+    assert main(["-m", "threads=1,2", "precision=auto,bfloat16", "device=CPU", "workers=0",
+                 "analysis.enabled=false", "launch.isolation=inprocess"]) == 0
+    df = read_rows(sweep_env()[0])
+    assert sorted(zip(df["threads"], df["precision"])) == \
+        [(1, "bfloat16"), (1, "float32"), (2, "bfloat16"), (2, "float32")]
+    assert set(df["device"]) == {"cpu"} and df["group_hash"].nunique() == 4
