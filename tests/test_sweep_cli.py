@@ -96,6 +96,8 @@ def _first_point(spec: dict) -> list[str]:
         first = str(value).split(",")[0]
         first = "0" if first.startswith("range(") else first
         out.append(f"{key}={ {'batch': '1', 'imgsz': '64'}.get(key, first) }")
+    if "n_trials" in spec["hydra"]["sweeper"]:  # a search sweeper: one trial of the fixed point
+        out.append("hydra.sweeper.n_trials=1")
     return out
 
 

@@ -46,6 +46,9 @@ def fake_capture(settings, out_dir, *, progress: bool = False) -> dict:
         "verdict": {"bound": "compute", "why": "fake", "evidence": {}},
         "warnings": [f"fake warning for batch {settings.batch}"],
     }
+    if os.environ.get("FAKE_PEAK_MEM_PER_IMAGE"):  # MiB per image in the batch: a memory that grows
+        per = float(os.environ["FAKE_PEAK_MEM_PER_IMAGE"])
+        profile["metrics"]["peak_mem_mb"] = metric([per * settings.batch] * settings.repeat, "MiB", "lower")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "profile.json").write_text(json.dumps(profile), encoding="utf-8")

@@ -69,6 +69,16 @@ class LaunchConf:
 
 
 @dataclass
+class SearchConf:
+    """What a search sweeper (`hydra/sweeper=optuna`) optimises (sweep/search.py): each job returns
+    `metric`'s value to the sampler, or counts as a failed trial when the job failed, has no value,
+    or its peak memory is above `max_peak_mem_mib`. Grid sweeps ignore it."""
+
+    metric: Optional[str] = None  # a row column, e.g. img_per_s (with hydra.sweeper.direction)
+    max_peak_mem_mib: Optional[float] = None  # the memory cap: peak_mem_mb above it is infeasible
+
+
+@dataclass
 class DataConf:
     """The `data` group: `synthetic` (generated) or `yolo` (a data.yaml, dataset or image folder)."""
 
@@ -122,6 +132,7 @@ YoloprofConf = make_dataclass("YoloprofConf", [
     ("capture", CaptureConf, field(default_factory=CaptureConf)),
     ("analysis", AnalysisConf, field(default_factory=AnalysisConf)),
     ("launch", LaunchConf, field(default_factory=LaunchConf)),
+    ("search", SearchConf, field(default_factory=SearchConf)),
     # a user's own function to run instead of the built-in capture (sweep/usertask.py): an open
     # dict, `_target_` plus the function's keyword arguments; None = the built-in capture
     ("task", Any, field(default=None)),

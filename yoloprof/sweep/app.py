@@ -64,6 +64,14 @@ def split_resume(overrides: list[str]) -> tuple[list[str], Path | None]:
     return out, resume
 
 
+class NoFeasiblePoint(YoloprofError):
+    """A search sweep ran its trials and none was feasible (sweep/search.py): the rows say why."""
+
+    def __init__(self) -> None:
+        super().__init__("the search found no feasible point: every job failed, had no value of "
+                         "search.metric or was above search.max_peak_mem_mib (see the job table)")
+
+
 def _launch(overrides: list[str], multirun: bool, config_dir: str | None, order: str = "interleave") -> None:
     """Run hydra.main with our argv; restore argv and the environment whatever happens."""
     from hydra.core.global_hydra import GlobalHydra
@@ -83,6 +91,8 @@ def _launch(overrides: list[str], multirun: bool, config_dir: str | None, order:
     except YoloprofError:
         raise
     except Exception as exc:  # noqa: BLE001 - one line, never a traceback
+        if "No trials are completed" in str(exc):  # optuna: every trial failed or was infeasible
+            raise NoFeasiblePoint() from exc
         raise YoloprofError(f"sweep stopped: {one_line(exc)}") from exc
     finally:
         sys.argv = saved_argv
@@ -274,6 +284,10 @@ def _run(argv: list[str]) -> tuple[int, Path | None]:
         raise
     except KeyboardInterrupt:
         return interrupted(plan.sweep_dir, plan.total), None
+    except NoFeasiblePoint as exc:  # the rows are whole: consolidate and show them, then say so
+        finish(plan.sweep_dir, plan.total, plan.analysis)
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 1, plan.sweep_dir
     return finish(plan.sweep_dir, plan.total, plan.analysis), plan.sweep_dir
 
 

@@ -154,8 +154,9 @@ def _state(job_dir: Path, num: int, state: str, base: dict[str, Any]) -> None:
                 cluster_job_id=base.get("cluster_job_id"), node=base.get("node"), pid=os.getpid())
 
 
-def run_job(cfg: DictConfig) -> str:
-    """Run one sweep job; never raises for a failed capture. Returns ok / failed / kept.
+def run_job(cfg: DictConfig) -> str | float:
+    """Run one sweep job; never raises for a failed capture. Returns ok / failed / kept, or under a
+    search sweeper (`search.metric` set) the value the sampler optimises (sweep/search.py).
 
     Ctrl-C or a scheduler's stop (SystemExit from submitit's preemption handler) writes no row and
     marks the job `interrupted` / `preempted` in its state file, then goes on up: the job reruns on
@@ -185,7 +186,7 @@ def run_job(cfg: DictConfig) -> str:
             log.info("job %d: kept the existing ok row (config %s)", num, base["config_hash"])
             _state(job_dir, num, "kept", base)
             progress.notify_done(num, "kept")
-            return "kept"
+            return _returned(cfg, read_row(job_dir / ROW_NAME) or {}, "kept")
         label = f"sweep {base['sweep_id']} job {num}"
         with timed_slot(settings.device, base["machine_policy"], label) as machine:
             if task is not None:
@@ -210,4 +211,13 @@ def run_job(cfg: DictConfig) -> str:
     write_row(job_dir / ROW_NAME, row)
     _state(job_dir, num, "done" if row["status"] == "ok" else "failed", base)
     progress.notify_done(num, row["status"])
-    return str(row["status"])
+    return _returned(cfg, row, str(row["status"]))
+
+
+def _returned(cfg: DictConfig, row: dict[str, Any], status: str) -> str | float:
+    search = OmegaConf.to_container(cfg.search) if OmegaConf.select(cfg, "search") is not None else {}
+    if not search or not search.get("metric"):
+        return status
+    from yoloprof.sweep.search import objective
+
+    return objective(row, search)
