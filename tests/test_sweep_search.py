@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 import yoloprof.capture.api as capture_api
-from test_sweep_support import fake_capture
+from helpers.fake_sweep import fake_capture
 from yoloprof.sweep.app import main
 from yoloprof.sweep.search import objective
 
