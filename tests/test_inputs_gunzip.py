@@ -35,6 +35,8 @@ def test_lying_trailer_and_possible_bomb_step_aside():
     raw = bytearray(gzip.compress(_payload()))
     raw[-4:] = (len(_payload()) + 1).to_bytes(4, "little")  # size no longer matches: zlib refuses
     assert _gunzip_sized(bytes(raw), LIMIT) is None
+    raw[-4:] = (len(raw) * MAX_DEFLATE_RATIO + 1).to_bytes(4, "little")  # impossible: no buffer
+    assert _gunzip_sized(bytes(raw), 1 << 40) is None
     small = gzip.compress(_payload())
     assert _gunzip_sized(small, len(small) * MAX_DEFLATE_RATIO - 1) is None
     with pytest.raises(zlib.error):

@@ -192,7 +192,7 @@ def _gunzip_sized(raw: bytes, limit: int) -> bytes | None:
     if len(raw) < 18 or len(raw) * MAX_DEFLATE_RATIO > limit or raw.find(GZIP_MAGIC + b"\x08", 1) >= 0:
         return None
     size = int.from_bytes(raw[-4:], "little")
-    if size == 0:
+    if not 0 < size <= len(raw) * MAX_DEFLATE_RATIO:  # a trailer that cannot be true: no buffer
         return None
     try:
         out = zlib.decompress(raw, 31, size)
