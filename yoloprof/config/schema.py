@@ -141,6 +141,14 @@ YoloprofConf = make_dataclass("YoloprofConf", [
 ])
 
 
+# make_dataclass names its classes as if they lived in `types`; say where they really live, so that
+# pickles (submitit ships each job's config to the job and its result back) refer to these classes
+# by name instead of rebuilding copies whose `dataclasses.MISSING` defaults are no longer the
+# singleton - which broke every later composition in the launching process.
+for _cls in (ModeConf, CaptureConf, YoloprofConf):
+    _cls.__module__ = __name__
+
+
 def mode_node(mode: str) -> Any:
     """The `mode=<mode>` option: its name and the defaults it implies."""
     values = {f.name: default_of(f.name, mode) for f in dataclasses.fields(ModeConf) if f.name != "name"}
