@@ -92,7 +92,7 @@ class CaptureSettings:
     precision: str = setting("auto", "arithmetic of the step: float32 (no autocast), float16 or bfloat16 "
                              "(torch.autocast); auto = float16 on CUDA, float32 on CPU", choices=PRECISIONS)
     threads: int = setting(0, "intra-op CPU threads (torch.set_num_threads) during the capture; "
-                           "0 = auto: half the logical CPUs, at least 1", minimum=0)
+                           "0 = auto: half the usable logical CPUs, at least 1", minimum=0)
     warmup: int = setting(0, "untimed iterations before the measured ones", per_mode={"train": 5, "infer": 20},
                           hydra="capture", minimum=0)
     steps: int | None = setting(None, "measured training steps per trial", per_mode={"train": 20, "infer": None},
@@ -250,8 +250,17 @@ def effective_precision(precision: str, device: DeviceSpec) -> str:
     return precision
 
 
-def effective_threads(threads: int, cpu_count: Callable[[], int | None] = os.cpu_count) -> int:
-    """0 = auto: half the logical CPUs, at least 1. torch's own default is the physical core count,
+def usable_cpus() -> int | None:
+    """The logical CPUs this process may run on (a SLURM allocation or container cpuset), not the
+    machine's count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count()
+
+
+def effective_threads(threads: int, cpu_count: Callable[[], int | None] = usable_cpus) -> int:
+    """0 = auto: half the usable logical CPUs, at least 1. torch's own default is the physical core count,
     which on SMT machines is this same half; on machines without SMT (most VMs) it is every CPU,
     and with the host thread, loader workers and the OS competing for them, the intra-op barrier
     waits on a descheduled thread: on a 2-CPU box 2 threads gave bimodal trials 10-50x slower."""
