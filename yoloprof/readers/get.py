@@ -1,7 +1,8 @@
 """`yoloprof get`: one figure of a profile, for shell loops (`$(yoloprof get p.json img_per_s)`).
 
 Fields are the metric names (`step_ms`, `img_per_s`, ...) plus dotted paths into the scalar
-sections (`latency.p99_ms`, `verdict.bound`, `config.batch`, `env.torch`, `trace.steps_analyzed`).
+sections (`latency.p99_ms`, `verdict.bound`, `model.params_total`, `config.batch`, `env.torch`,
+`trace.steps_analyzed`).
 This module is on the fast path: it imports nothing heavy (DESIGN.md section 2).
 """
 
@@ -14,7 +15,7 @@ from yoloprof.defs import metrics as registry
 from yoloprof.readers._common import KNOWN_METRICS, finite, na_reason
 
 # Sections whose scalar leaves are fields, as dotted paths. Order = listing order.
-DOTTED_SECTIONS = ("latency", "verdict", "trace", "config", "env", "tool")
+DOTTED_SECTIONS = ("latency", "verdict", "trace", "model", "config", "env", "tool")
 TOP_LEVEL = ("kind", "schema", "created_at")
 _SKIP = {("trace", "per_step")}  # per-step rows are tables, not scalars
 
