@@ -74,12 +74,15 @@ def read_bytes(path: str | os.PathLike) -> bytes:
 # A profile names its schema in a top-level "schema" key, wherever that key sits in the file
 # (`jq -S` sorts it after "config"), so detection searches the whole buffer, not its first bytes.
 _PROFILE_MARK = re.compile(rb'"schema"\s*:\s*"' + re.escape(SCHEMA_NAME.encode()) + rb"/")
+_PROFILE_LITERAL = b'"' + SCHEMA_NAME.encode() + b"/"
 
 
 def looks_like_profile(data: bytes) -> bool:
     """True when the bytes name the yoloprof profile schema (the full parse then confirms it is
     the top-level key); a Kineto trace never does."""
-    return _PROFILE_MARK.search(data) is not None
+    # The literal part first (a fast substring search, 0.005 s on 54 MB where the regex takes
+    # 0.024 s): without it the regex cannot match.
+    return data.find(_PROFILE_LITERAL) >= 0 and _PROFILE_MARK.search(data) is not None
 
 
 def _refuse_constant(name: str) -> float:

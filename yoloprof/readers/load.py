@@ -29,6 +29,10 @@ def load_any(path: str | os.PathLike) -> dict[str, Any]:
     if looks_like_profile(src.head):
         return parse_profile(nonblank(src.read(), path), str(path))
     src.prefetch()
+    # Imported while the gunzip thread runs (zlib releases the GIL): numpy's import and the
+    # decompression overlap. A profile whose mark is past the first bytes pays this import.
+    from yoloprof.traces.to_profile import profile_from_trace_bytes
+
     data = nonblank(src.read(), path)
     if looks_like_profile(data):
         try:
@@ -36,7 +40,6 @@ def load_any(path: str | os.PathLike) -> dict[str, Any]:
         except ProfileError:
             if b'"traceEvents"' not in data:
                 raise
-    from yoloprof.traces.to_profile import profile_from_trace_bytes
 
     try:
         return profile_from_trace_bytes(data, source=str(path))
