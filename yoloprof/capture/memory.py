@@ -38,6 +38,19 @@ def peak_tflops(device_name: str, dtype: str) -> float | None:
     return None
 
 
+
+def proc_status_mib(field: str) -> float | None:
+    """A memory line of Linux's /proc/self/status (`VmRSS` resident now, `VmHWM` its peak) in MiB;
+    None where the file does not exist (other systems)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return None
+
 class PeakMemory:
     """Reset at trial start, read at trial end."""
 
@@ -61,13 +74,9 @@ class PeakMemory:
 
     @staticmethod
     def peak_rss_mb() -> float:
-        try:
-            with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
-                for line in fh:
-                    if line.startswith("VmHWM:"):
-                        return int(line.split()[1]) / 1024.0
-        except OSError:
-            pass
+        peak = proc_status_mib("VmHWM")
+        if peak is not None:
+            return peak
         # ru_maxrss is KiB on Linux, bytes on macOS.
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         return peak / (2**20 if sys.platform == "darwin" else 1024.0)

@@ -51,21 +51,17 @@ def footprint_mib(device: str) -> float | None:
     """The memory this process already holds before the job's capture, in MiB, measured the way the
     capture measures its peak: resident set (VmRSS) on CPU, allocated tensor memory on CUDA (0 in a
     process that has not initialised CUDA, without initialising it here)."""
-    if device != "cpu":
+    from yoloprof.capture.memory import proc_status_mib
+    from yoloprof.config.device import parse_device
+
+    spec = parse_device(device)
+    if spec.is_cuda:
         import torch
 
         if not torch.cuda.is_initialized():
             return 0.0
-        index = int(device.split(":", 1)[1]) if ":" in device else (int(device) if device.isdigit() else 0)
-        return torch.cuda.memory_allocated(index) / 2**20
-    try:
-        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return None
+        return torch.cuda.memory_allocated(spec.index or 0) / 2**20
+    return proc_status_mib("VmRSS")
 
 
 def _die_with_parent() -> None:
