@@ -52,7 +52,8 @@ def test_manifest_records_the_resolved_settings(demo: Path) -> None:
     assert set(TABLES) | {"settings.json"} <= set(rec["files"])
 
 
-def test_bare_analyze_is_byte_identical_and_baseline_lands_beside(demo: Path, capsys) -> None:
+def test_bare_analyze_is_byte_identical_and_baseline_lands_beside(demo: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "250")  # the --list table below is read as one line per analysis
     first = _snapshot(demo / "analysis")
     assert cli_main(["analyze", str(demo), "--no-html"]) == 0
     again = _snapshot(demo / "analysis")

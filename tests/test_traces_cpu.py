@@ -76,6 +76,11 @@ def test_cpu_trace_profile_and_verdict(cpu_trace):
     profile = profile_from_trace_bytes(cpu_trace.read_bytes(), str(cpu_trace))
     jsonschema.validate(profile, SCHEMA)
     assert profile["env"]["device_type"] == "cpu"
-    assert profile["verdict"]["bound"] in {"compute", "framework-overhead"}
+    # A 4-parameter model: the two clones of the "dataload" phase can take a fifth of the step,
+    # so the verdict follows the dataload share read from the profile's own phase table.
+    walls = {p["phase"]: p["wall_ms_per_step"] for p in profile["phases"]}
+    share = walls["dataload"] / profile["metrics"]["step_ms"]["value"]
+    expected = {"dataloader"} if share >= 0.20 else {"compute", "framework-overhead"}
+    assert profile["verdict"]["bound"] in expected, (share, profile["verdict"])
     assert profile["categories"] == [] and profile["kernels"] == []
     assert not any("step(s) run past" in w for w in profile["warnings"])

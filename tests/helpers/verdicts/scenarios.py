@@ -102,7 +102,7 @@ def write_inputs(root: Path) -> dict[str, Path]:
 def scenarios(paths: dict[str, Path]) -> list[Scenario]:
     user = f"{MODULE}."
     train = {"device": "cpu", "imgsz": 64, "batch": 2, "warmup": 1, "steps": 3, "workers": 0, "size": "n"}
-    infer = {"device": "cpu", "imgsz": 64, "batch": 1, "warmup": 1, "runs": 3, "size": "n"}
+    infer = {"device": "cpu", "imgsz": 64, "batch": 1, "warmup": 3, "runs": 5, "size": "n"}
     return [
         Scenario("dataloader", "dataloader", "train",
                  {**train, "data": str(paths["big_data"])}, {**train, "data": str(paths["small_data"])}),
