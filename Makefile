@@ -26,7 +26,7 @@ demo: setup
 # The import contract (.importlinter: the layers as a DAG) first, then the tests.
 test: setup
 	$(VENV)/bin/lint-imports --no-cache
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n auto $(PYTEST_ARGS)
 
 lint-imports: setup
 	$(VENV)/bin/lint-imports --no-cache
@@ -37,7 +37,7 @@ test-latest:
 	$(LATEST)/bin/python -c "import torch" 2>/dev/null || $(LATEST)/bin/python -m pip install -q "$(TORCH)"
 	$(LATEST)/bin/python -m pip install -q --upgrade --upgrade-strategy eager -e ".[test,submitit,joblib,optuna]"
 	$(LATEST)/bin/lint-imports --no-cache
-	$(LATEST)/bin/python -m pytest -q $(PYTEST_ARGS)
+	$(LATEST)/bin/python -m pytest -q -n auto $(PYTEST_ARGS)
 
 # A deliberate upgrade of the pins: run `make test` afterwards and commit both files.
 lock: setup

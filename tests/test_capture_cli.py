@@ -126,14 +126,28 @@ BAD_ARGS = [
 
 
 @pytest.mark.parametrize("args,code,text", BAD_ARGS, ids=[" ".join(a[0]) for a in BAD_ARGS])
-def test_bad_input_one_line_error(tmp_path, args, code, text):
+def test_bad_input_one_line_error(tmp_path, capsys, args, code, text):
+    """In process (the CLI's own main): what a subprocess would add is start-up, which the two
+    user-style runs below still pay."""
+    from yoloprof.cli import main
+
+    full = [*args, "--device", "cpu", "--imgsz", "64", "--project", str(tmp_path)]
+    assert main(full) == code
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("yoloprof: error:") and text in lines[0], err
+    assert "Traceback" not in err
+    assert not (tmp_path / "train" / "profile.json").exists()
+
+
+@pytest.mark.parametrize("args,code,text", [BAD_ARGS[0], BAD_ARGS[4]], ids=["steps 0", "weights="])
+def test_bad_input_one_line_error_as_a_user_runs_it(tmp_path, args, code, text):
     full = [*args, "--device", "cpu", "--imgsz", "64", "--project", str(tmp_path)]
     proc = run_cli(*full)
     assert proc.returncode == code, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("yoloprof: error:") and text in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr
-    assert not (tmp_path / "train" / "profile.json").exists()
 
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has CUDA")
