@@ -114,7 +114,7 @@ def scenarios(paths: dict[str, Path]) -> list[Scenario]:
                  {**train, "model": user + "TinyOps", "model_kwargs": {"n": 0, "width": 96}},
                  why_names=("aten::",)),
         Scenario("allocator-churn", "memory", "train",
-                 {**train, "model": user + "Churn", "model_kwargs": {"n": 20000, "width": 4}, "imgsz": 128},
+                 {**train, "model": user + "Churn", "model_kwargs": {"n": 30000, "width": 4}, "imgsz": 128},
                  {**train, "model": user + "Churn", "model_kwargs": {"n": 0, "width": 64}, "imgsz": 128},
                  why_names=("aten::empty",)),
         Scenario("preprocess", "preprocess", "infer",
