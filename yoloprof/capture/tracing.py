@@ -45,6 +45,14 @@ class TraceSchedule:
 # Kineto writes these progress lines straight to file descriptor 2 at every profiler start and
 # stop, whatever KINETO_LOG_LEVEL says; in a sweep they interleave with the live display.
 _KINETO_CHATTER = (b"USDT:", b"STAGE:")
+# Lines Kineto may log on a machine without a usable GPU (seen with the CPU build, in a process
+# where CUDA was queried before): nothing the user can act on. A GPU capture that really lost its
+# device tracer is reported by the engine instead ("no kernels in the trace").
+_KINETO_NOISE = (b"gpuGetDeviceCount failed",)
+
+
+def _is_chatter(line: bytes) -> bool:
+    return line.startswith(_KINETO_CHATTER) or any(token in line for token in _KINETO_NOISE)
 
 
 @contextlib.contextmanager
@@ -66,7 +74,7 @@ def _kineto_chatter_filtered() -> Iterator[None]:
             os.dup2(saved, 2)
             os.close(saved)
             tmp.seek(0)
-            kept = [ln for ln in tmp.read().splitlines(keepends=True) if not ln.startswith(_KINETO_CHATTER)]
+            kept = [ln for ln in tmp.read().splitlines(keepends=True) if not _is_chatter(ln)]
             if kept:
                 sys.stderr.write(b"".join(kept).decode(errors="replace"))
                 sys.stderr.flush()
