@@ -24,10 +24,9 @@ from pathlib import Path
 
 import pytest
 
-hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from yoloprof.cli import main  # noqa: E402
+from yoloprof.cli import main
 
 SMALL_TRACES = ("triton_example.json.gz", "mi250_minitoy_train_ROCm6_2_kineto.json.gz",
                 "benchmark_result_2869224_1695835535_trace.json.gz")

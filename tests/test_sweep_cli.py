@@ -132,7 +132,6 @@ def test_every_packaged_sweep_file_runs_a_real_capture(tmp_path, monkeypatch, ca
 
 @pytest.mark.slow
 def test_submitit_local_runs_each_job_in_its_own_process(tmp_path):
-    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
     proc = run_cli("sweep", "-m", "hydra/launcher=submitit_local", "batch=1,2", *TINY, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     [sweep] = sweep_dirs(tmp_path)

@@ -21,7 +21,6 @@ from yoloprof.sweep import sweeper
 from yoloprof.sweep.app import main
 from yoloprof.profiles.rows import RESULTS_NAME, ROW_NAME, ROW_SCHEMA, read_rows, write_row
 
-pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
 
 # tiny real captures (infer, 32 px, 2 timed runs x 2 trials, no trace pass)
 TINY = ["device=cpu", "size=n", "mode=infer", "imgsz=32", "workers=0", "capture.warmup=1", "capture.runs=2",

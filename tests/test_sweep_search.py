@@ -11,7 +11,6 @@ from helpers.fake_sweep import fake_capture
 from yoloprof.sweep.app import main
 from yoloprof.sweep.search import objective
 
-pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
 
 
 def test_objective_is_the_metric_or_the_reason_the_point_is_infeasible():

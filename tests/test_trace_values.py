@@ -12,6 +12,8 @@ from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
 
+from helpers.paths import trace_path
+
 from yoloprof.cli import main
 
 
@@ -30,10 +32,7 @@ TRITON = "triton_example.json.gz"
 
 
 def _fixture(traces_dir, name: str = TRITON):
-    path = traces_dir / name
-    if not path.is_file():
-        pytest.skip(f"fixture trace {name} is not available")
-    return path
+    return trace_path(name)  # the one lookup (skips when the shared fixtures are absent)
 
 
 def _mutant(tmp_path, traces_dir, index: int, key: str, value: float):

@@ -18,7 +18,7 @@ PHASES = ("dataload", "forward", "backward", "optimizer")
 
 @pytest.fixture(scope="module")
 def cpu_trace(tmp_path_factory) -> Path:
-    torch = pytest.importorskip("torch")
+    import torch
     from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
     out = tmp_path_factory.mktemp("cpu") / "trace.json"
