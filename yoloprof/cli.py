@@ -17,6 +17,7 @@ from yoloprof import warn
 from yoloprof.defs import files
 from yoloprof.defs.version import __version__
 from yoloprof.errors import PROG, ProfileError, RegressionError, UsageError, YoloprofError, one_line, run_guarded
+from yoloprof.config.settings import ALPHA, NOISE
 
 
 
@@ -361,8 +362,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("before")
     p.add_argument("after")
     p.add_argument("--metric", action="append", default=None, help="repeatable; default: headline metrics")
-    p.add_argument("--alpha", type=float, default=0.05)
-    p.add_argument("--noise", type=float, default=0.02)
+    p.add_argument("--alpha", type=float, default=ALPHA)
+    p.add_argument("--noise", type=float, default=NOISE)
     p.add_argument("--fail-on-regression", action="store_true")
     p.add_argument("--json", action="store_true")
     _add_jobs(p)
@@ -375,8 +376,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--auto-baseline", action="store_true",
                    help="ignore the sweep's recorded baseline/vary; use the automatic rule")
     p.add_argument("--metric", action="append", default=None)
-    p.add_argument("--alpha", type=float, default=None, help="significance level (default 0.05)")
-    p.add_argument("--noise", type=float, default=None, help="noise threshold as a fraction (default 0.02)")
+    p.add_argument("--alpha", type=float, default=None, help=f"significance level (default {ALPHA})")
+    p.add_argument("--noise", type=float, default=None, help=f"noise threshold as a fraction (default {NOISE})")
     p.add_argument("--correction", default=None, choices=("holm", "bh", "none"))
     p.add_argument("--name", default=None, help="folder name for an analysis with other settings "
                    "(default: derived from the settings)")

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from yoloprof.errors import UsageError
+from yoloprof.config.settings import ALPHA, CORRECTION, CORRECTIONS, NOISE
 
-CORRECTIONS = ("holm", "bh", "none")
 DEFAULT_NAME = "default"        # the analysis that lives directly in analysis/
 MAX_NAME = 80                   # longer derived names are cut and end with a hash of the settings
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._=+-]*$")
@@ -34,9 +34,9 @@ class AnalysisSettings:
     baseline: tuple[str, ...] = ()
     vary: str | None = None
     metrics: tuple[str, ...] = ()
-    alpha: float = 0.05
-    noise: float = 0.02
-    correction: str = "holm"
+    alpha: float = ALPHA
+    noise: float = NOISE
+    correction: str = CORRECTION
 
     @classmethod
     def from_mapping(cls, m: Mapping[str, Any] | None) -> "AnalysisSettings":

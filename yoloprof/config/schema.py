@@ -25,7 +25,8 @@ from typing import Any, List, Optional
 from omegaconf import II, MISSING, OmegaConf
 
 from yoloprof.config.paths import sweeps_dir
-from yoloprof.config.settings import FIELDS, MODES, OUTPUT_KEYS, CaptureSettings, default_of, spec_of
+from yoloprof.config.settings import (ALPHA, CORRECTION, FIELDS, MODES, NOISE, OUTPUT_KEYS, CaptureSettings,
+                                      default_of, spec_of)
 
 SWEEP_ID_ENV = "YOLOPROF_SWEEP_ID"
 
@@ -53,9 +54,9 @@ class AnalysisConf:
     baseline: List[str] = field(default_factory=list)  # key=value items; [] = first point per mode
     vary: Optional[str] = None  # the axis to compare along; None = every swept axis
     metrics: List[str] = field(default_factory=list)  # [] = the analysis picks by mode
-    alpha: float = 0.05
-    noise: float = 0.02
-    correction: Correction = Correction.holm
+    alpha: float = ALPHA
+    noise: float = NOISE
+    correction: Correction = Correction(CORRECTION)
     html: bool = True
 
 

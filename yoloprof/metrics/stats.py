@@ -42,6 +42,8 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 from scipy import stats as sps
 
+from yoloprof.config.settings import ALPHA, NOISE
+
 MIN_TRIALS = 2          # fewest trials per side that get a test
 FULL_POWER_TRIALS = 3   # below this per side, a tested result is labelled low power
 MW_MIN_TRIALS = 5
@@ -280,7 +282,7 @@ def _fill_test(r: dict[str, Any], p: float, lo: float, hi: float, p_mw: float, m
 
 
 def compare_batch(pairs: Sequence[tuple[Iterable[float], Iterable[float], str | None]], *,
-                  alpha: float = 0.05, noise: float = 0.02) -> list[dict[str, Any]]:
+                  alpha: float = ALPHA, noise: float = NOISE) -> list[dict[str, Any]]:
     """`compare_samples` for many (before, after, better) triples at once, in input order.
     Comparisons with equal trial counts are stacked and tested in one scipy call each."""
     if not 0 < alpha < 1 or noise < 0:
@@ -303,8 +305,8 @@ def compare_batch(pairs: Sequence[tuple[Iterable[float], Iterable[float], str | 
     return results
 
 
-def detectable_change(before: Iterable[float], after: Iterable[float], *, alpha: float = 0.05,
-                      noise: float = 0.02) -> tuple[float | None, int | None]:
+def detectable_change(before: Iterable[float], after: Iterable[float], *, alpha: float = ALPHA,
+                      noise: float = NOISE) -> tuple[float | None, int | None]:
     """(smallest change in % detectable at these trial counts, trials per side needed to detect a
     change of `noise`) with 80% power; None when either side has fewer than MIN_TRIALS usable trials."""
     (b, _), (a, _) = _clean(before), _clean(after)
@@ -317,7 +319,7 @@ def detectable_change(before: Iterable[float], after: Iterable[float], *, alpha:
 
 
 def compare_samples(before: Iterable[float], after: Iterable[float], *, better: str | None = "lower",
-                    alpha: float = 0.05, noise: float = 0.02) -> dict[str, Any]:
+                    alpha: float = ALPHA, noise: float = NOISE) -> dict[str, Any]:
     """Compare two sets of per-trial values; see the module docstring for every rule used."""
     return compare_batch([(before, after, better)], alpha=alpha, noise=noise)[0]
 
@@ -348,7 +350,7 @@ def _holm(p: np.ndarray) -> np.ndarray:
     return out
 
 
-def mean_ci(values: Iterable[float], alpha: float = 0.05) -> dict[str, Any]:
+def mean_ci(values: Iterable[float], alpha: float = ALPHA) -> dict[str, Any]:
     """Mean, its two-sided (1-alpha) Student-t confidence interval, sample std and CV, and the
     Tukey outliers, of one set of samples (`yoloprof.timeit`). CI and CV need two samples."""
     x, _ = _clean(values)

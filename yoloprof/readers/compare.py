@@ -20,6 +20,7 @@ from yoloprof.errors import UsageError
 from yoloprof.metrics.sides import differences, flag_reasons, profile_facts
 from yoloprof.metrics.stats import FULL_POWER_TRIALS, NEEDS_TRIALS as NEED_TRIALS
 from yoloprof.readers._common import COMPARE_DEFAULT, finite, metric_entry, metric_value, per_step
+from yoloprof.config.settings import ALPHA, NOISE
 
 TRACE_NOTE = ("both inputs are raw traces: one sample per step is not a trial (steps of one run are "
               "not independent), so there is no significance verdict; run `yoloprof run/infer "
@@ -147,7 +148,7 @@ def step_table(profile: dict) -> list[dict[str, Any]]:
 
 
 def compute_compare(before: dict, after: dict, *, metrics: list[str] | None = None,
-                    alpha: float = 0.05, noise: float = 0.02) -> dict[str, Any]:
+                    alpha: float = ALPHA, noise: float = NOISE) -> dict[str, Any]:
     """Compare two profiles (or traces). See the module docstring for what gets a verdict."""
     if not 0.0 < alpha < 1.0:
         raise UsageError(f"--alpha must be between 0 and 1 (got {alpha})")
