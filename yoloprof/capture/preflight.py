@@ -28,7 +28,7 @@ from yoloprof.config.settings import CaptureSettings
 from yoloprof.errors import UsageError
 
 INPUT_BYTES_PER_PIXEL = 3 * 4 + 3  # float32 batch on the device + uint8 batch on the host
-_PROBE_SIZE = 64  # imgsz of the meta-device forward that measures activation bytes per pixel
+_PROBE_SIZE = 64  # imgsz of the forward that measures activation bytes per pixel
 _GIB = 2**30
 
 
@@ -72,8 +72,12 @@ def _activation_bytes_per_pixel(settings: CaptureSettings) -> float:
 
     from yoloprof.workloads.yolo import build_yolo
 
+    # Built on `meta` (no weight initialisation), then given uninitialised CPU storage: a forward on
+    # the meta device itself would cost about a second the first time in a process (torch loads
+    # its meta kernels), this one a few milliseconds. Only output shapes are read.
     with torch.device("meta"):
         model = build_yolo(settings.size, settings.num_classes, settings.seed)
+    model.to_empty(device="cpu")
     sizes: list[int] = []
 
     def hook(module: torch.nn.Module, _inp: object, out: object) -> None:
@@ -83,7 +87,7 @@ def _activation_bytes_per_pixel(settings: CaptureSettings) -> float:
     handles = [m.register_forward_hook(hook) for m in model.modules()]
     try:
         with torch.no_grad():
-            model.train(settings.mode == "train")(torch.empty(1, 3, _PROBE_SIZE, _PROBE_SIZE, device="meta"))
+            model.train(settings.mode == "train")(torch.zeros(1, 3, _PROBE_SIZE, _PROBE_SIZE))
     finally:
         for h in handles:
             h.remove()
