@@ -17,8 +17,6 @@ from yoloprof import warn
 from yoloprof.defs import files
 from yoloprof.defs.version import __version__
 from yoloprof.errors import PROG, ProfileError, RegressionError, UsageError, YoloprofError, one_line, run_guarded
-from yoloprof.config.settings import ALPHA, NOISE
-
 
 
 class _Parser(argparse.ArgumentParser):
@@ -294,9 +292,12 @@ def _add_jobs(p: argparse.ArgumentParser) -> None:
                    help="processes parsing a folder of rank traces (default: one per core)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from yoloprof.config.cli_args import add_capture_arguments
-    from yoloprof.config.settings import OUTPUT_KEYS
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with `command`, one whose other subcommands are names only (no options):
+    what a run of that command needs, built in a fraction of the time (the capture options are
+    generated from the settings schema, whose import is most of the cost)."""
+    def wanted(name: str) -> bool:
+        return command is None or command == name
 
     parser = _Parser(prog=PROG, description="Where does a PyTorch training step or inference call "
                      "spend its time, and did a change really make it faster?")
@@ -313,6 +314,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     for mode, name, fn, text in CAPTURE_COMMANDS:
         p = add(name, text, fn)
+        if not wanted(name):
+            continue
+        from yoloprof.config.cli_args import add_capture_arguments
+        from yoloprof.config.settings import OUTPUT_KEYS
+
         add_capture_arguments(p, mode)
         p.add_argument("--project", default=OUTPUT_KEYS["project"][0],
                        help=f"{OUTPUT_KEYS['project'][1]} (default: %(default)s)")
@@ -357,6 +363,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--remove-category", default=None,
                    help="a category, or a unique prefix/substring of one (gemm -> gemm/conv)")
     g.add_argument("--remove-launches", type=int, default=None)
+
+    from yoloprof.config.settings import ALPHA, NOISE
 
     p = add("compare", "deltas and a significance verdict per metric", cmd_compare)
     p.add_argument("before")
@@ -419,7 +427,7 @@ def _dispatch(argv: list[str]) -> int:
         sweep_main = app.main
 
         return sweep_main([a for a in argv[1:] if a != "--debug"])
-    parser = build_parser()
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)

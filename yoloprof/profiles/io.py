@@ -74,6 +74,7 @@ def read_bytes(path: str | os.PathLike) -> bytes:
 # A profile names its schema in a top-level "schema" key, wherever that key sits in the file
 # (`jq -S` sorts it after "config"), so detection searches the whole buffer, not its first bytes.
 _PROFILE_MARK = re.compile(rb'"schema"\s*:\s*"' + re.escape(SCHEMA_NAME.encode()) + rb"/")
+_NON_BLANK = re.compile(rb"[^ \t\n\r\x0b\x0c]")  # what bytes.strip() keeps
 _PROFILE_LITERAL = b'"' + SCHEMA_NAME.encode() + b"/"
 
 
@@ -120,6 +121,8 @@ def read_profile(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def nonblank(data: bytes, path: str | os.PathLike) -> bytes:
-    if not data.strip():
+    """`data`, or ProfileError when it holds only whitespace (found at the first other byte:
+    `bytes.strip` would copy a large file to look at its ends)."""
+    if _NON_BLANK.search(data) is None:
         raise ProfileError(f"{path} is empty")
     return data

@@ -1,8 +1,9 @@
 """Kineto trace JSON -> msgspec Structs: the typed decode, its repairs, and its chunking.
 
-Why msgspec Structs with `args` kept as `msgspec.Raw`: a 54 MB trace holds ~200k events whose
-`args` dicts are most of the bytes; typed decoding skips building those dicts and is several times
-faster and leaner than `json.load`. Events are a union tagged by "ph": only complete ("X") events
+Why msgspec Structs: a 54 MB trace holds ~200k events whose `args` dicts are most of the bytes;
+typed decoding builds only the few `args` keys the engine reads (correlation, device, stream,
+input dims, the allocator's figures) and skips the rest without building objects, which is
+several times faster and leaner than `json.load`. Events are a union tagged by "ph": only complete ("X") events
 and instants get fields; flows, metadata and the rest decode to empty Structs.
 
 Why chunks: the Structs of a whole large trace take about as much memory as its JSON. A large
@@ -30,14 +31,39 @@ META_KEYS = ("schemaVersion", "deviceProperties", "distributedInfo", "displayTim
              "with_stack", "host_name", "hostname")
 
 
-_NULL = msgspec.Raw(b"null")
-_EMPTY = msgspec.Raw(b"{}")
 _NO_RAW = msgspec.Raw(b"")
 
 # Every Chrome-trace phase letter. Events are decoded as a union tagged by "ph": complete ("X")
 # events and instants ("i"/"I") get typed fields; every other phase (flows, metadata, counters,
 # async...) decodes to an empty Struct whose fields msgspec skips without building objects.
 _PHASES = tuple("BEXiICbneSTpFstfPNODMVvRc()")
+
+
+class GpuArgs(msgspec.Struct, frozen=True, gc=False):
+    """The `args` of a complete event, decoded in the event's own pass: the keys the engine reads
+    and nothing else (every other key is skipped without building an object). Each may hold any
+    JSON value: the columns check the types (`traces.parse`), so a malformed value costs its event
+    the correlation and is counted, never the slice's decode."""
+
+    correlation: Any = None
+    device: Any = None
+    stream: Any = None
+    dims: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input Dims")  # record_shapes
+
+
+class MemArgs(msgspec.Struct, frozen=True, gc=False):
+    """The `args` of a `[memory]` instant (profile_memory=True), types checked as for GpuArgs."""
+
+    device_type: Any = msgspec.field(default=None, name="Device Type")
+    device_id: Any = msgspec.field(default=None, name="Device Id")
+    nbytes: Any = msgspec.field(default=None, name="Bytes")
+    allocated: Any = msgspec.field(default=None, name="Total Allocated")
+    reserved: Any = msgspec.field(default=None, name="Total Reserved")
+
+
+# `args` of any other JSON type decodes as itself (and counts as malformed where it is read).
+_OTHER_JSON = (list, str, int, float, bool, type(None))
+NO_GPU_ARGS = GpuArgs()
 
 
 class Complete(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
@@ -47,13 +73,13 @@ class Complete(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
     tid: int | str | None = None
     ts: float | None = math.nan  # None and absent both become NaN in the columns
     dur: float | None = math.nan
-    args: msgspec.Raw = _EMPTY
+    args: Union[(GpuArgs,) + _OTHER_JSON] = NO_GPU_ARGS  # noqa: UP007 (a runtime tuple)
 
 
 class Instant(msgspec.Struct, gc=False, tag_field="ph", tag="i"):
     name: str = ""
     ts: float | None = math.nan
-    args: msgspec.Raw = _NULL
+    args: Union[(MemArgs,) + _OTHER_JSON] = None  # noqa: UP007
 
 
 class InstantOld(Instant, tag="I"):
@@ -106,30 +132,11 @@ class _LooseTrace(msgspec.Struct):
 
 
 
-_MISSING = -(2**62)  # default of absent integer args: fails every range check, takes the fallback
-
-
-class GpuArgs(msgspec.Struct, gc=False):
-    correlation: int | None = _MISSING
-    device: int | str | None = _MISSING
-    stream: int | str | None = _MISSING
-
-
-class MemArgs(msgspec.Struct, gc=False):
-    device_type: int | None = msgspec.field(default=None, name="Device Type")
-    device_id: int | None = msgspec.field(default=None, name="Device Id")
-    nbytes: float | None = msgspec.field(default=None, name="Bytes")
-    allocated: float | None = msgspec.field(default=None, name="Total Allocated")
-    reserved: float | None = msgspec.field(default=None, name="Total Reserved")
-
-
 _TRACE_DECODER = msgspec.json.Decoder(Trace)
 _EVENTS_DECODER = msgspec.json.Decoder(list[_AnyEvent])
 _LOOSE_DECODER = msgspec.json.Decoder(_LooseTrace)
 _EVENT_DECODER = msgspec.json.Decoder(_Event)
 _ANY_EVENT_DECODER = msgspec.json.Decoder(_AnyEvent)
-GPU_ARGS_LIST = msgspec.json.Decoder(list[GpuArgs])
-MEM_ARGS_LIST = msgspec.json.Decoder(list[MemArgs])
 _LONE_SURROGATE = re.compile(
     rb"(\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})|\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 

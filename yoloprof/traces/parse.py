@@ -4,7 +4,7 @@ The bytes become msgspec Structs in `traces.kineto` (a slice of events at a time
 traces); here each slice becomes columns without a Python-level loop per event, and the slices'
 columns are merged (string, thread and shape codes renumbered to one table each). Only the events
 the engine needs (device activity, runtime calls, `[memory]` instants) get their `args` decoded,
-one batched typed decode per slice.
+decoded in the events' own pass (`kineto.GpuArgs`, `kineto.MemArgs`).
 
 Times stay in microseconds (Kineto writes µs even where `displayTimeUnit` says "ns") and are
 shifted by the trace's first timestamp so float64 keeps sub-ns precision in differences.
@@ -17,7 +17,7 @@ import pickle
 import re
 import threading
 from dataclasses import dataclass, field
-from itertools import compress, repeat
+from itertools import compress, count, repeat
 from operator import attrgetter, is_, is_not
 from typing import Any, Iterable
 
@@ -27,7 +27,7 @@ import numpy as np
 from yoloprof.errors import ProfileError
 from yoloprof.traces import kineto
 from yoloprof.traces.kineto import (  # noqa: F401  (META_KEYS: re-exported, part of this API)
-    GPU_ARGS_LIST, MEM_ARGS_LIST, META_KEYS, Complete, Instant, InstantOld, check_shape, meta_of,
+    META_KEYS, Complete, GpuArgs, Instant, InstantOld, MemArgs, check_shape, meta_of,
 )
 
 # Normalised event categories. Old (2021) Kineto names map onto the current ones.
@@ -233,12 +233,15 @@ class _Part:
     counts: dict[str, int]
 
 
-def _codes(keys: list[Any]) -> tuple[np.ndarray, list[Any]]:
-    """Integer code of each key (first appearance = 0, 1, ...) and the distinct keys in that order."""
-    table = dict.fromkeys(keys)
-    for code, key in enumerate(table):
-        table[key] = code
-    return np.fromiter(map(table.__getitem__, keys), np.int32, len(keys)), list(table)
+def _codes(keys: Iterable[Any], n: int) -> tuple[np.ndarray, list[Any]]:
+    """Integer code of each of the n keys (first appearance = 0, 1, ...) and the distinct keys in
+    that order. One C-level pass: `setdefault` gives each key the position of its first
+    appearance, then a lookup table renumbers those positions 0, 1, ..."""
+    table: dict[Any, int] = {}
+    first = np.fromiter(map(table.setdefault, keys, count()), np.int64, n)
+    lut = np.empty(max(n, 1), np.int32)
+    lut[np.fromiter(table.values(), np.int64, len(table))] = np.arange(len(table), dtype=np.int32)
+    return lut[first], list(table)
 
 
 def _floats(values: Iterable[Any], n: int) -> np.ndarray:
@@ -251,24 +254,27 @@ def _cat_code(cat: str) -> int:
     return CAT_CODE.get(CAT_ALIASES.get(low, low), 0)
 
 
-def _of_type(events: list[Any], types: list[type], *classes: type) -> list[Any]:
-    """The events decoded as one of `classes` (phase letters), in order: a C-level filter."""
+def _of_type(events: list[Any], types: list[type], present: set[type], *classes: type) -> list[Any]:
+    """The events decoded as one of `classes` (phase letters), in order: C-level filters."""
+    classes = tuple(c for c in classes if c in present)
     if len(classes) == 1:
         return list(compress(events, map(is_, types, repeat(classes[0]))))
-    return list(compress(events, map(frozenset(classes).__contains__, types)))
+    return list(compress(events, map(frozenset(classes).__contains__, types))) if classes else []
 
 
 def _part(events: list[Any]) -> _Part:
     """The columns of one slice of decoded events."""
     types = list(map(type, events))
+    present = set(types)
     counts = {"events": len(events)}
-    xs, ts, dur = _complete_events(_of_type(events, types, Complete), counts)
-    mem = _memory(_of_type(events, types, Instant, InstantOld), counts)
-    name, names = _codes(list(map(_NAME, xs)))
-    cat_raw, cats = _codes(list(map(_CAT, xs)))
+    xs, ts, dur = _complete_events(_of_type(events, types, present, Complete), counts)
+    mem = _memory(_of_type(events, types, present, Instant, InstantOld), counts)
+    n = len(xs)
+    name, names = _codes(map(_NAME, xs), n)
+    cat_raw, cats = _codes(map(_CAT, xs), n)
     cat = np.array([_cat_code(c) for c in cats] or [0], np.int8)[cat_raw]
-    pid, pids = _codes(list(map(_PID, xs)))
-    tid, tids = _codes(list(map(_TID, xs)))
+    pid, pids = _codes(map(_PID, xs), n)
+    tid, tids = _codes(map(_TID, xs), n)
     corr, device, stream = _gpu_args(xs, cat, counts)
     shape, shapes = _op_shapes(xs, cat)
     return _Part(ts, dur, name, names, cat, pid, pids, tid, tids, corr, device, stream, mem, shape,
@@ -411,43 +417,44 @@ def _int_column(values: list[Any], fallback: np.ndarray, lo: int = -2**31, hi: i
     return np.where((arr > lo) & (arr < hi), arr, fallback)
 
 
-def _batch_decode(raws: list[msgspec.Raw], decoder: msgspec.json.Decoder) -> list[Any]:
-    """Decode many small `args` in one call (one JSON array, built by a single join), several times
-    faster than one call each; if any one is malformed, one by one with None for the bad ones."""
-    parts: list[Any] = [b","] * (2 * len(raws) + 1)
-    parts[1::2] = raws
-    parts[0], parts[-1] = b"[", b"]"
-    try:
-        return decoder.decode(b"".join(parts))
-    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
-        pass
-    item = msgspec.json.Decoder(decoder.type.__args__[0])
-    out: list[Any] = []
-    for raw in raws:
-        try:
-            out.append(item.decode(raw))
-        except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
-            out.append(None)
-    return out
+_NONE = type(None)
+_GPU_ARG_TYPES = {"correlation": {int, _NONE}, "device": {int, str, _NONE}, "stream": {int, str, _NONE}}
+_MEM_ARG_TYPES = {"device_type": {int, _NONE}, "device_id": {int, _NONE}, "nbytes": {int, float, _NONE},
+                  "allocated": {int, float, _NONE}, "reserved": {int, float, _NONE}}
+
+
+def _well_typed(args: list[Any], struct: type, types: dict[str, set[type]]) -> np.ndarray | None:
+    """Mask of the `args` that are `struct`s whose fields have the types a well-formed trace
+    writes (a JSON bool is not an int); None when all are. Python runs per event only when some
+    field is odd: the check is one C-level pass over the types per field."""
+    if set(map(type, args)) <= {struct} and all(set(map(type, map(attrgetter(f), args))) <= allowed
+                                                for f, allowed in types.items()):
+        return None
+
+    def ok(a: Any) -> bool:
+        return type(a) is struct and all(type(getattr(a, f)) in allowed for f, allowed in types.items())
+
+    return np.fromiter(map(ok, args), bool, len(args))
 
 
 def _gpu_args(xs: list[Complete], cat: np.ndarray, counts: dict[str, int]
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(correlation, device, stream) columns, from `args` decoded only for device activity and
-    runtime/driver calls; a malformed `args` loses its correlation and is counted, never fatal.
-    A device event without a usable device id takes its pid, without a stream its tid."""
+    """(correlation, device, stream) columns, read from `args` only for device activity and
+    runtime/driver calls; a malformed `args` (not an object, or a key of another type) loses its
+    correlation and is counted, never fatal. A device event without a usable device id takes its
+    pid, without a stream its tid."""
     n = len(xs)
     corr, device, stream = np.full(n, -1, np.int64), np.full(n, -1, np.int32), np.full(n, -1, np.int32)
     wanted = np.flatnonzero(np.isin(cat, [CAT_CODE[c] for c in DEVICE_CATS + HOST_API_CATS]))
-    decoded = _batch_decode(list(map(_ARGS, map(xs.__getitem__, wanted.tolist()))), GPU_ARGS_LIST)
-    ok = np.fromiter(map(is_not, decoded, repeat(None)), bool, len(decoded))
-    counts["bad_args"] = int(len(ok) - ok.sum())
-    if counts["bad_args"]:
-        wanted, decoded = wanted[ok], list(compress(decoded, ok.tolist()))
-    corr[wanted] = _int_column(list(map(_CORR, decoded)), np.full(len(wanted), -1), -1, 2**62)
+    args = list(map(_ARGS, map(xs.__getitem__, wanted.tolist())))
+    ok = _well_typed(args, GpuArgs, _GPU_ARG_TYPES)
+    counts["bad_args"] = 0 if ok is None else int(len(ok) - ok.sum())
+    if ok is not None:
+        wanted, args = wanted[ok], list(compress(args, ok.tolist()))
+    corr[wanted] = _int_column(list(map(_CORR, args)), np.full(len(wanted), -1), -1, 2**62)
     device_side = np.isin(cat, [CAT_CODE[c] for c in DEVICE_CATS])
     dev = np.flatnonzero(device_side[wanted])
-    dev_args = list(map(decoded.__getitem__, dev.tolist()))
+    dev_args = list(map(args.__getitem__, dev.tolist()))
     tids = list(map(_TID, map(xs.__getitem__, wanted[dev].tolist())))
     device[wanted[dev]] = _int_column(list(map(_DEVICE, dev_args)), np.full(len(dev), -1))
     stream[wanted[dev]] = _int_column(list(map(_STREAM, dev_args)), _int_column(tids, np.zeros(len(dev), np.int64)))
@@ -460,23 +467,22 @@ def _gpu_args(xs: list[Complete], cat: np.ndarray, counts: dict[str, int]
 def _memory(instants: list[Instant], counts: dict[str, int]) -> Memory:
     """`[memory]` instants; one without usable args (absent, malformed, no finite ts) is skipped."""
     evs = [e for e in instants if e.name == "[memory]"]
-    decoded = _batch_decode(list(map(_ARGS, evs)), MEM_ARGS_LIST)
+    args = list(map(_ARGS, evs))
     ts = _floats(map(_TS, evs), len(evs))
-    ok = np.isfinite(ts) & np.fromiter(map(is_not, decoded, repeat(None)), bool, len(evs))
+    ok = np.isfinite(ts)
+    typed = _well_typed(args, MemArgs, _MEM_ARG_TYPES)
+    if typed is not None:
+        ok &= typed
     counts["bad_memory"] = int(len(ok) - ok.sum())
     if counts["bad_memory"]:
-        decoded, ts = list(compress(decoded, ok.tolist())), ts[ok]
-    cols = [_floats(map(attrgetter(f), decoded), len(decoded)) for f in _MEM_FIELDS]
+        args, ts = list(compress(args, ok.tolist())), ts[ok]
+    cols = [_floats(map(attrgetter(f), args), len(args)) for f in _MEM_FIELDS]
     return Memory(ts, *cols)
 
 
 # --- Input shapes of cpu_op events (record_shapes=True). Kept apart from the column pass above:
 # only traces recorded with shapes pay for it (the first ops' raw `args` are probed for the key).
-class _ShapeArgs(msgspec.Struct, gc=False):
-    dims: Any = msgspec.field(default=None, name="Input Dims")
-
-
-_SHAPE_ARGS_LIST = msgspec.json.Decoder(list[_ShapeArgs])
+_DIMS_LIST = msgspec.json.Decoder(list[Any])
 _SHAPE_PROBE = 64
 
 
@@ -484,12 +490,32 @@ def _op_shapes(xs: list[Complete], cat: np.ndarray) -> tuple[np.ndarray | None, 
     """Code of each op's input dims, spelled as torch does ("[[64, 32], []]"), -1 for none; None
     when the slice's first ops have no "Input Dims" (recorded without record_shapes)."""
     ops = np.flatnonzero(cat == CAT_CODE["cpu_op"]).tolist()
-    if not any(b'"Input Dims"' in bytes(xs[i].args) for i in ops[:_SHAPE_PROBE]):
+    if not any(len(getattr(xs[i].args, "dims", b"")) for i in ops[:_SHAPE_PROBE]):
         return None, []
     codes: dict[str, int] = {}
     shape = np.full(len(xs), -1, np.int32)
-    for i, a in zip(ops, _batch_decode([xs[i].args for i in ops], _SHAPE_ARGS_LIST)):
-        if a is not None and isinstance(a.dims, list):
-            text = str(a.dims)  # torch's own spelling: key_averages(group_by_input_shape=True)
+    ops = [i for i in ops if len(getattr(xs[i].args, "dims", b""))]
+    for i, dims in zip(ops, _batch_decode([xs[i].args.dims for i in ops], _DIMS_LIST)):
+        if isinstance(dims, list):
+            text = str(dims)  # torch's own spelling: key_averages(group_by_input_shape=True)
             shape[i] = codes.setdefault(text, len(codes))
     return shape, list(codes)
+
+
+def _batch_decode(raws: list[msgspec.Raw], decoder: msgspec.json.Decoder) -> list[Any]:
+    """Decode many small JSON values in one call (one JSON array, built by a single join), several
+    times faster than one call each; if any one is malformed, one by one with None for the bad ones."""
+    parts: list[Any] = [b","] * (2 * len(raws) + 1)
+    parts[1::2] = raws
+    parts[0], parts[-1] = b"[", b"]"
+    try:
+        return decoder.decode(b"".join(parts))
+    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
+        pass
+    out: list[Any] = []
+    for raw in raws:
+        try:
+            out.append(msgspec.json.decode(raw))
+        except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
+            out.append(None)
+    return out
