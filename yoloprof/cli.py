@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterator, Sequence
 from yoloprof import warn
 from yoloprof.defs import files
 from yoloprof.defs.version import __version__
+from yoloprof.config.stats import ALPHA, NOISE
 from yoloprof.errors import PROG, ProfileError, RegressionError, UsageError, YoloprofError, one_line, run_guarded
 
 
@@ -363,8 +364,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     g.add_argument("--remove-category", default=None,
                    help="a category, or a unique prefix/substring of one (gemm -> gemm/conv)")
     g.add_argument("--remove-launches", type=int, default=None)
-
-    from yoloprof.config.settings import ALPHA, NOISE
 
     p = add("compare", "deltas and a significance verdict per metric", cmd_compare)
     p.add_argument("before")

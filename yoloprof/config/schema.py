@@ -25,8 +25,8 @@ from typing import Any, List, Optional
 from omegaconf import II, MISSING, OmegaConf
 
 from yoloprof.config.paths import sweeps_dir
-from yoloprof.config.settings import (ALPHA, CORRECTION, FIELDS, MODES, NOISE, OUTPUT_KEYS, CaptureSettings,
-                                      default_of, spec_of)
+from yoloprof.config.settings import FIELDS, MODES, OUTPUT_KEYS, CaptureSettings, default_of, spec_of
+from yoloprof.config.stats import ALPHA, CORRECTION, NOISE
 
 SWEEP_ID_ENV = "YOLOPROF_SWEEP_ID"
 

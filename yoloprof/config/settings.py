@@ -41,13 +41,6 @@ PRECISIONS = ("auto", "float32", "float16", "bfloat16")
 # `--project` option of run/infer.
 OUTPUT_KEYS = {"project": ("runs/profile", "output folder"),
                "sweep_name": ("adhoc", "sweep files set their own name; `-m` sweeps are 'adhoc'")}
-# The statistics' defaults (DESIGN.md section 7), shared by `compare`, `analyze`, the sweep's
-# analysis group and the statistics module: significance level, noise band (a fraction of the
-# baseline), and the family-wise correction across a sweep's comparisons.
-ALPHA = 0.05
-NOISE = 0.02
-CORRECTIONS = ("holm", "bh", "none")
-CORRECTION = CORRECTIONS[0]
 # Settings whose old names users may still type: the hint names the replacement.
 RENAMED = {"amp": "precision", "amp_dtype": "precision", "half": "precision"}
 

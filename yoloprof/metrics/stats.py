@@ -42,7 +42,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 from scipy import stats as sps
 
-from yoloprof.config.settings import ALPHA, NOISE
+from yoloprof.config.stats import ALPHA, NOISE
 
 MIN_TRIALS = 2          # fewest trials per side that get a test
 FULL_POWER_TRIALS = 3   # below this per side, a tested result is labelled low power

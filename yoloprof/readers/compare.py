@@ -20,7 +20,7 @@ from yoloprof.errors import UsageError
 from yoloprof.metrics.sides import differences, flag_reasons, profile_facts
 from yoloprof.metrics.stats import FULL_POWER_TRIALS, NEEDS_TRIALS as NEED_TRIALS
 from yoloprof.readers._common import COMPARE_DEFAULT, finite, metric_entry, metric_value, per_step
-from yoloprof.config.settings import ALPHA, NOISE
+from yoloprof.config.stats import ALPHA, NOISE
 
 TRACE_NOTE = ("both inputs are raw traces: one sample per step is not a trial (steps of one run are "
               "not independent), so there is no significance verdict; run `yoloprof run/infer "

@@ -13,12 +13,15 @@ the engine's modules (numpy...) are imported.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
 from yoloprof.errors import ProfileError
 from yoloprof.profiles.inputs import Input
 from yoloprof.profiles.io import looks_like_profile, nonblank, parse_profile
+
+TRACE_KEY = b'"traceEvents"'
 
 
 def load_any(path: str | os.PathLike) -> dict[str, Any]:
@@ -34,16 +37,23 @@ def load_any(path: str | os.PathLike) -> dict[str, Any]:
     from yoloprof.traces.to_profile import profile_from_trace_bytes
 
     data = nonblank(src.read(), path)
-    if looks_like_profile(data):
+    # A Kineto trace names "traceEvents" in its first bytes (after schemaVersion and the device
+    # list), where a profile never does: then the search of the whole buffer for the profile mark
+    # is skipped, and only tried if the trace engine refuses the document.
+    trace_first = TRACE_KEY in src.head
+    if not trace_first and looks_like_profile(data):
         try:
             return parse_profile(data, str(path))
         except ProfileError:
-            if b'"traceEvents"' not in data:
+            if TRACE_KEY not in data:
                 raise
 
     try:
         return profile_from_trace_bytes(data, source=str(path))
     except ProfileError as exc:  # every error names its file (the engine's messages may not)
+        if trace_first and looks_like_profile(data):
+            with contextlib.suppress(ProfileError):
+                return parse_profile(data, str(path))
         if str(path) in str(exc):
             raise
         raise ProfileError(f"{path}: {exc}") from None
