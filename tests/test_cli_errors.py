@@ -3,6 +3,7 @@ warnings: one channel line each, never Python's source-path format."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import warnings
 from contextlib import redirect_stderr, redirect_stdout
@@ -113,3 +114,20 @@ def test_loader_workers_print_library_warnings_as_channel_lines(capfd):
     err = capfd.readouterr().err
     assert f"{warn.PREFIX}Corrupt EXIF data in image 0. Expecting to read 4 bytes" in err
     assert "UserWarning" not in err and ".py:" not in err
+
+
+@pytest.mark.parametrize("argv, preset, expected", [
+    (["get", "{good}", "step_ms"], None, "1"),           # a reader: numpy's BLAS starts one thread
+    (["get", "{good}", "step_ms"], "3", "3"),            # the user's value wins
+    (["run", "--help"], None, None),                    # a capture keeps the user's environment
+])
+def test_readers_start_one_blas_thread_captures_do_not(monkeypatch, good, argv, preset, expected):
+    import os
+
+    if preset is None:
+        monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OPENBLAS_NUM_THREADS", preset)
+    with pytest.raises(SystemExit) if argv[-1] == "--help" else contextlib.nullcontext():
+        run(*[a.format(good=good) for a in argv])
+    assert os.environ.get("OPENBLAS_NUM_THREADS") == expected

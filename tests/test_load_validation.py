@@ -41,6 +41,18 @@ def test_sorted_keys_profile_loads_as_a_profile(tmp_path):
     assert loaded["kind"] == "train" and loaded["metrics"]["step_ms"]["value"] == pytest.approx(11.0)
 
 
+def test_profile_naming_trace_events_early_is_still_a_profile(tmp_path):
+    """The loader goes straight to the trace engine when the first bytes name "traceEvents" (a
+    Kineto trace does); a profile whose first bytes hold that string as a value must still load."""
+    p = good_profile()
+    p["config"] = {"a_note": "traceEvents", **{f"key{i:03d}": "x" * 20 for i in range(50)}}
+    path = write(tmp_path, p, sort_keys=True, indent=2)
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    assert text.index('"traceEvents"') < 1000 < text.index('"schema"')
+    assert load_any(path)["kind"] == "train"
+
+
 @pytest.mark.parametrize("schema, ok", [("yoloprof.profile/1", True), ("yoloprof.profile/1.0", True),
                                         ("yoloprof.profile/1.7", True), ("yoloprof.profile/2", False),
                                         ("yoloprof.profile/10", False), ("yoloprof.profile/1.x", False)])

@@ -102,6 +102,56 @@ def test_malformed_event_is_skipped_not_fatal():
     assert any("malformed" in w for w in ev.warnings)
 
 
+def test_malformed_args_cost_their_event_the_correlation_only():
+    """`args` are decoded in the events' own pass with any JSON value accepted; the columns then
+    apply a well-formed trace's types (correlation int, device/stream int or string, a JSON bool is
+    not an int). A malformed `args` loses its event's correlation and is counted; the event stays.
+    Expected values worked by hand, event by event."""
+    def k(args, **kw):
+        return {"ph": "X", "cat": "kernel", "name": "k", "pid": 3, "tid": 9, "ts": 20, "dur": 1, "args": args, **kw}
+
+    events = [
+        step(1, 0, 100),                                                   # not read: no args needed
+        k({"correlation": 11, "device": 0, "stream": 7}),                  # well formed
+        k({"correlation": "11", "device": 0, "stream": 7}),                # string correlation: bad
+        k({"correlation": 12, "device": "0x1", "stream": "5"}),            # hex / numeric strings: fine
+        k({"correlation": 13, "device": 0, "stream": True}),               # bool stream: bad
+        k([1, 2]),                                                         # not an object: bad
+        k({"correlation": None}),                                          # null: no correlation, not bad
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 4, "tid": 6, "ts": 21, "dur": 1},  # no args
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 5, "dur": 4,
+         "args": {"Input Dims": [[2, 3], [3, 4]], "device": [1]}},          # odd key of a cpu_op: ignored
+    ]
+    ev = parse_trace_bytes(trace(events))
+    assert ev.counts["bad_args"] == 3
+    assert any("3 GPU/runtime event(s) have malformed 'args'" in w for w in ev.warnings)
+    order = np.argsort(ev.ts, kind="stable")  # the step (ts 0), the op (ts 5), then the kernels
+    kernels = [i for i in order if ev.strings[ev.name[i]] == "k"]
+    assert ev.corr[kernels].tolist() == [11, -1, 12, -1, -1, -1, -1]
+    # a bad args takes the fallbacks: device = pid, stream = tid
+    assert ev.device[kernels].tolist() == [0, 3, 1, 3, 3, 3, 4]
+    assert ev.stream[kernels].tolist() == [7, 9, 5, 9, 9, 9, 6]
+    op = [i for i in order if ev.strings[ev.name[i]] == "aten::mm"]
+    assert ev.shape_strings[ev.shape[op[0]]] == "[[2, 3], [3, 4]]"
+
+
+def test_memory_args_of_the_wrong_type_skip_their_event():
+    def mem(ts, **args):
+        return {"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": ts, "args": args}
+
+    good = {"Device Type": 1, "Device Id": 0, "Bytes": 512, "Total Allocated": 512, "Total Reserved": 2048}
+    events = [step(1, 0, 100), mem(10, **good), mem(11, **{**good, "Bytes": -256.5}),
+              mem(12, **{**good, "Device Type": 1.5}), mem(13, **{**good, "Bytes": "5"}),
+              mem(14, **{**good, "Total Allocated": True}),
+              {"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 15},
+              {"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 16, "args": None}]
+    ev = parse_trace_bytes(trace(events))
+    assert ev.memory.nbytes.tolist() == [512.0, -256.5]
+    assert ev.memory.device_type.tolist() == [1.0, 1.0]
+    assert ev.memory.reserved.tolist() == [2048.0, 2048.0]
+    assert any("5 [memory] event(s) without usable args were skipped" in w for w in ev.warnings)
+
+
 def test_instant_flow_and_metadata_events_are_ignored():
     events = [step(1, 0, 100), launch(10, 1), kernel(20, 10, 1),
               {"ph": "s", "id": 1, "pid": 1, "tid": 1, "ts": 10, "cat": "ac2g", "name": "ac2g"},

@@ -461,6 +461,10 @@ def _gpu_args(xs: list[Complete], cat: np.ndarray, counts: dict[str, int]
     no_device = np.flatnonzero(device_side & (device < 0))
     pids = list(map(_PID, map(xs.__getitem__, no_device.tolist())))
     device[no_device] = _int_column(pids, np.zeros(len(no_device), np.int64))
+    read = np.zeros(n, bool)
+    read[wanted] = True
+    bad = np.flatnonzero(device_side & ~read)  # malformed args: the stream is the event's tid
+    stream[bad] = _int_column(list(map(_TID, map(xs.__getitem__, bad.tolist()))), np.zeros(len(bad), np.int64))
     return corr, device, stream
 
 
