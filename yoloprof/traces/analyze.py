@@ -162,8 +162,11 @@ def _device_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnal
     out.devices = [{"device": int(dv), "busy_us": float(b), "util_pct": 100.0 * float(b) / out.window_us
                     if out.window_us > 0 else None} for dv, b in zip(devices.tolist(), per_dev.tolist())]
     out.phase_dev = _per_step_label(step, phase, S, P, contrib) / n_dev
-    name_cat = np.array([CATEGORIES.index(classify(s)) for s in ev.strings], np.int64)
-    name_tc = np.array([is_tensorcore(s) for s in ev.strings], bool)
+    # Classified: the names of device activity only (host op and runtime names never are).
+    used = np.unique(ev.name[d]).tolist()
+    name_cat, name_tc = np.zeros(len(ev.strings), np.int64), np.zeros(len(ev.strings), bool)
+    name_cat[used] = [CATEGORIES.index(classify(ev.strings[i])) for i in used]
+    name_tc[used] = [is_tensorcore(ev.strings[i]) for i in used]
     cats = name_cat[ev.name[d]]
     out.cat_us = _per_step_label(step, cats, S, len(CATEGORIES), dur)
     out.cat_saving_us = _category_saving(start, end, dev_code, cats, n_dev) / S
