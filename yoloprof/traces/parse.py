@@ -207,12 +207,13 @@ def _join_helper(helper: tuple[int, int]) -> tuple[list[_Part], list[Any]] | Non
 _PID, _TID, _TS, _DUR, _NAME, _CAT, _ARGS = map(attrgetter, ("pid", "tid", "ts", "dur", "name",
                                                               "cat", "args"))
 _CORR, _DEVICE, _STREAM = map(attrgetter, ("correlation", "device", "stream"))
+_PID_TID = attrgetter("pid", "tid")
 _MEM_FIELDS = ("device_type", "device_id", "nbytes", "allocated", "reserved")
 
 
 @dataclass
 class _Part:
-    """The columns of one slice of events: codes index the slice's own tables (names, pids...);
+    """The columns of one slice of events: codes index the slice's own tables (names, threads...);
     `_merge` renumbers them. Times are absolute (µs)."""
 
     ts: np.ndarray
@@ -220,10 +221,8 @@ class _Part:
     name: np.ndarray
     names: list[str]
     cat: np.ndarray
-    pid: np.ndarray
-    pids: list[Any]
-    tid: np.ndarray
-    tids: list[Any]
+    thread: np.ndarray
+    threads: list[tuple[Any, Any]]  # (pid, tid)
     corr: np.ndarray
     device: np.ndarray
     stream: np.ndarray
@@ -273,11 +272,10 @@ def _part(events: list[Any]) -> _Part:
     name, names = _codes(map(_NAME, xs), n)
     cat_raw, cats = _codes(map(_CAT, xs), n)
     cat = np.array([_cat_code(c) for c in cats] or [0], np.int8)[cat_raw]
-    pid, pids = _codes(map(_PID, xs), n)
-    tid, tids = _codes(map(_TID, xs), n)
+    thread, threads = _codes(map(_PID_TID, xs), n)
     corr, device, stream = _gpu_args(xs, cat, counts)
     shape, shapes = _op_shapes(xs, cat)
-    return _Part(ts, dur, name, names, cat, pid, pids, tid, tids, corr, device, stream, mem, shape,
+    return _Part(ts, dur, name, names, cat, thread, threads, corr, device, stream, mem, shape,
                  shapes, counts)
 
 
@@ -307,15 +305,6 @@ def _remap(parts: list[_Part], codes: str, table: str) -> tuple[np.ndarray, list
     return (np.concatenate(out) if out else np.zeros(0, np.int32)), list(merged)
 
 
-def _pair_codes(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """One code per distinct (a, b) pair, numbered by first appearance."""
-    key = a.astype(np.int64) * (int(b.max()) + 1 if len(b) else 1) + b
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    rank = np.empty(len(first), np.int32)
-    rank[np.argsort(first, kind="stable")] = np.arange(len(first), dtype=np.int32)
-    return rank[inverse.reshape(-1)]
-
-
 def _merge(parts: list[_Part], notes: list[str]) -> Events:
     """One Events from the slices' columns; warnings from the summed counts."""
     counts = {k: sum(p.counts.get(k, 0) for p in parts) for k in
@@ -337,9 +326,8 @@ def _merge(parts: list[_Part], notes: list[str]) -> Events:
         t0 = min(t0, float(mem.ts.min())) if len(ts) else float(mem.ts.min())
         mem.ts -= t0
     name, strings = _remap(parts, "name", "names")
-    pid, _ = _remap(parts, "pid", "pids")
-    tid, _ = _remap(parts, "tid", "tids")
-    out = Events(strings=strings, name=name[keep], cat=cat("cat")[keep], thread=_pair_codes(pid, tid)[keep],
+    thread, _ = _remap(parts, "thread", "threads")
+    out = Events(strings=strings, name=name[keep], cat=cat("cat")[keep], thread=thread[keep],
                  ts=ts - t0, dur=dur[keep], corr=cat("corr")[keep], device=cat("device")[keep],
                  stream=cat("stream")[keep], t0=t0, memory=mem, warnings=notes, counts=counts)
     if any(p.shape is not None for p in parts):
