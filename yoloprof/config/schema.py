@@ -25,16 +25,15 @@ from typing import Any, List, Optional
 from omegaconf import II, MISSING, OmegaConf
 
 from yoloprof.config.paths import sweeps_dir
-from yoloprof.config.settings import FIELDS, MODES, OUTPUT_KEYS, CaptureSettings, default_of, spec_of
+from yoloprof.config.settings import (FIELDS, ISOLATIONS, JOB_ORDERS, MACHINE_POLICIES, MODES, OUTPUT_KEYS,
+                                      CaptureSettings, default_of, spec_of)
 from yoloprof.config.stats import ALPHA, CORRECTION, NOISE
 
 SWEEP_ID_ENV = "YOLOPROF_SWEEP_ID"
 
 
-# How sweep jobs run (docs/sweeps.md "How jobs are run"); defined here, below the sweep layer.
-ISOLATIONS = ("process", "inprocess")        # a fresh worker process per job | the launcher's process
-JOB_ORDERS = ("interleave", "as_given")      # trials outermost, configurations alternating | Hydra's
-MACHINE_POLICIES = ("wait", "refuse", "shared")  # another timed capture holds the machine: ...
+# How sweep jobs run: the values live in config/settings.py (plain tuples the sweep layer imports
+# without loading Hydra); here they become the Enums of the structured config.
 Isolation = Enum("Isolation", {v: v for v in ISOLATIONS})
 JobOrder = Enum("JobOrder", {v: v for v in JOB_ORDERS})
 MachinePolicy = Enum("MachinePolicy", {v: v for v in MACHINE_POLICIES})

@@ -41,6 +41,12 @@ PRECISIONS = ("auto", "float32", "float16", "bfloat16")
 # `--project` option of run/infer.
 OUTPUT_KEYS = {"project": ("runs/profile", "output folder"),
                "sweep_name": ("adhoc", "sweep files set their own name; `-m` sweeps are 'adhoc'")}
+# How sweep jobs run (docs/sweeps.md "How jobs are run"), below the sweep layer: a fresh worker
+# process per job | the launcher's process; trials outermost with configurations alternating |
+# Hydra's order; when another timed capture holds the machine: wait, refuse, or share it.
+ISOLATIONS = ("process", "inprocess")
+JOB_ORDERS = ("interleave", "as_given")
+MACHINE_POLICIES = ("wait", "refuse", "shared")
 # Settings whose old names users may still type: the hint names the replacement.
 RENAMED = {"amp": "precision", "amp_dtype": "precision", "half": "precision"}
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import IO, Iterator
 
 from yoloprof.config.device import parse_device
-from yoloprof.config.schema import MACHINE_POLICIES as POLICIES  # the valid values, one home
+from yoloprof.config.settings import MACHINE_POLICIES as POLICIES  # the valid values, one home
 
 RUNTIME_ENV = "YOLOPROF_RUNTIME_DIR"
 REGISTRY = "captures"
