@@ -17,6 +17,9 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH)"
 	$(PY) -m pip install -q -r requirements.lock
 	$(PY) -m pip install -q --no-deps -e .
+	# Byte-compiled as pip does for an installed package: where PYTHONDONTWRITEBYTECODE is set, a
+	# checkout would otherwise compile every module again in every run (0.04 s of each command).
+	$(PY) -m compileall -q yoloprof
 	touch $@
 
 # The main job on the embedded defaults: the CPU demo sweep, then its analysis.
