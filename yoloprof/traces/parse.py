@@ -474,40 +474,39 @@ def _memory(instants: list[Instant], counts: dict[str, int]) -> Memory:
 
 # --- Input shapes of cpu_op events (record_shapes=True). Kept apart from the column pass above:
 # only traces recorded with shapes pay for it (the first ops' raw `args` are probed for the key).
-_DIMS_LIST = msgspec.json.Decoder(list[Any])
 _SHAPE_PROBE = 64
+_DIMS = attrgetter("dims")
 
 
 def _op_shapes(xs: list[Complete], cat: np.ndarray) -> tuple[np.ndarray | None, list[str]]:
     """Code of each op's input dims, spelled as torch does ("[[64, 32], []]"), -1 for none; None
-    when the slice's first ops have no "Input Dims" (recorded without record_shapes)."""
-    ops = np.flatnonzero(cat == CAT_CODE["cpu_op"]).tolist()
-    if not any(len(getattr(xs[i].args, "dims", b"")) for i in ops[:_SHAPE_PROBE]):
+    when the slice's first ops have no "Input Dims" (recorded without record_shapes). The raw
+    texts are grouped first (C-level, as the other codes), and only each distinct text is decoded
+    and spelled: a trace repeats a few hundred shapes over tens of thousands of ops."""
+    ops = np.flatnonzero(cat == CAT_CODE["cpu_op"])
+    args = list(map(_ARGS, map(xs.__getitem__, ops.tolist())))
+    if not any(len(getattr(a, "dims", b"")) for a in args[:_SHAPE_PROBE]):
         return None, []
+    if set(map(type, args)) <= {GpuArgs}:
+        raws = list(map(bytes, map(_DIMS, args)))
+    else:  # some op's args were not an object
+        raws = [bytes(getattr(a, "dims", b"")) for a in args]
+    raw_code, distinct = _codes(raws, len(raws))
     codes: dict[str, int] = {}
-    shape = np.full(len(xs), -1, np.int32)
-    ops = [i for i in ops if len(getattr(xs[i].args, "dims", b""))]
-    for i, dims in zip(ops, _batch_decode([xs[i].args.dims for i in ops], _DIMS_LIST)):
+    lut = np.full(len(distinct) + 1, -1, np.int32)
+    for k, raw in enumerate(distinct):
+        dims = _decode_or_none(raw)
         if isinstance(dims, list):
             text = str(dims)  # torch's own spelling: key_averages(group_by_input_shape=True)
-            shape[i] = codes.setdefault(text, len(codes))
+            lut[k] = codes.setdefault(text, len(codes))
+    shape = np.full(len(xs), -1, np.int32)
+    shape[ops] = lut[raw_code]
     return shape, list(codes)
 
 
-def _batch_decode(raws: list[msgspec.Raw], decoder: msgspec.json.Decoder) -> list[Any]:
-    """Decode many small JSON values in one call (one JSON array, built by a single join), several
-    times faster than one call each; if any one is malformed, one by one with None for the bad ones."""
-    parts: list[Any] = [b","] * (2 * len(raws) + 1)
-    parts[1::2] = raws
-    parts[0], parts[-1] = b"[", b"]"
+def _decode_or_none(raw: bytes) -> Any:
+    """The JSON value, or None for an empty or malformed text."""
     try:
-        return decoder.decode(b"".join(parts))
-    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
-        pass
-    out: list[Any] = []
-    for raw in raws:
-        try:
-            out.append(msgspec.json.decode(raw))
-        except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError):
-            out.append(None)
-    return out
+        return msgspec.json.decode(raw) if raw else None
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        return None
