@@ -41,8 +41,11 @@ prepare = load_infer_sources
 
 def measure(settings: CaptureSettings, device: DeviceInfo, amp: bool, bar: CaptureProgress,
             sources: list[Any]) -> RunResult:
-    # FLOPs of one call (the forward holds every matmul/conv), outside the timed calls.
-    flops = count_flops(lambda: infer_call(build_infer_context(settings, device, sources, amp), no_phases()))
+    # FLOPs of one call (the forward holds every matmul/conv), outside the timed calls, on a
+    # context built before the counter starts (as train.py does: initialisation counts nothing).
+    ictx = build_infer_context(settings, device, sources, amp)
+    flops = count_flops(lambda: infer_call(ictx, no_phases()))
+    del ictx
     trials = run_trials(settings, device, lambda: build_infer_context(settings, device, sources, amp),
                         time_infer_trial, bar)
     samples = trial_metrics(trials, settings.batch)
