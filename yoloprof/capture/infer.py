@@ -39,13 +39,18 @@ def stage_split(trials: list[TrialResult]) -> list[dict[str, Any]]:
 prepare = load_infer_sources
 
 
+def _flops_of_one_call(settings: CaptureSettings, device: DeviceInfo, sources: list[Any], amp: bool
+                       ) -> float | None:
+    """FLOPs of one call (the forward holds every matmul/conv), outside the timed calls, on a
+    throwaway context built before the counter starts (initialisation counts nothing, and under
+    FlopCounterMode it would run through its Python dispatch) and gone before the trials."""
+    ictx = build_infer_context(settings, device, sources, amp)
+    return count_flops(lambda: infer_call(ictx, no_phases()))
+
+
 def measure(settings: CaptureSettings, device: DeviceInfo, amp: bool, bar: CaptureProgress,
             sources: list[Any]) -> RunResult:
-    # FLOPs of one call (the forward holds every matmul/conv), outside the timed calls, on a
-    # context built before the counter starts (as train.py does: initialisation counts nothing).
-    ictx = build_infer_context(settings, device, sources, amp)
-    flops = count_flops(lambda: infer_call(ictx, no_phases()))
-    del ictx
+    flops = _flops_of_one_call(settings, device, sources, amp)
     trials = run_trials(settings, device, lambda: build_infer_context(settings, device, sources, amp),
                         time_infer_trial, bar)
     samples = trial_metrics(trials, settings.batch)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Iterator, Union
+from typing import Any, Union
 
 import msgspec
 

@@ -2,9 +2,10 @@
 
 The bytes become msgspec Structs in `traces.kineto` (a slice of events at a time for large
 traces); here each slice becomes columns without a Python-level loop per event, and the slices'
-columns are merged (string, thread and shape codes renumbered to one table each). Only the events
-the engine needs (device activity, runtime calls, `[memory]` instants) get their `args` decoded,
-decoded in the events' own pass (`kineto.GpuArgs`, `kineto.MemArgs`).
+columns are merged (string, thread and shape codes renumbered to one table each). `args` are
+decoded in the events' own pass, only the keys the engine reads (`kineto.GpuArgs`,
+`kineto.MemArgs`), and read only where they count (device activity, runtime calls, `[memory]`
+instants, the input shapes of ops).
 
 Times stay in microseconds (Kineto writes µs even where `displayTimeUnit` says "ns") and are
 shifted by the trace's first timestamp so float64 keeps sub-ns precision in differences.
@@ -18,7 +19,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 from itertools import compress, count, repeat
-from operator import attrgetter, is_, is_not
+from operator import attrgetter, is_
 from typing import Any, Iterable
 
 import msgspec
