@@ -25,6 +25,23 @@ def test_one_member_gives_gzip_modules_bytes():
     assert _gunzip_sized(raw, LIMIT) == gzip.decompress(raw) == data
 
 
+def test_isal_is_the_inflater_and_zlib_gives_the_same_bytes(monkeypatch):
+    """python-isal is a dependency (in the lock): the one-buffer path uses its inflate; where it
+    does not import, zlib's gives the same bytes, and both refuse a wrong CRC."""
+    from isal import isal_zlib
+
+    from yoloprof.profiles import inputs
+
+    assert inputs._inflate_lib is isal_zlib
+    data = _payload() + os.urandom(5000)
+    raw = gzip.compress(data)
+    bad = bytearray(raw)
+    bad[-8] ^= 1  # the trailer's CRC
+    assert _gunzip_sized(raw, LIMIT) == data and _gunzip_sized(bytes(bad), LIMIT) is None
+    monkeypatch.setattr(inputs, "_inflate_lib", zlib)
+    assert _gunzip_sized(raw, LIMIT) == data and _gunzip_sized(bytes(bad), LIMIT) is None
+
+
 @pytest.mark.parametrize("tail", [b"\0" * 64, b"garbage after the member", gzip.compress(b"second", mtime=0)],
                          ids=["zero padding", "garbage", "a second member"])
 def test_anything_after_the_member_is_left_to_the_general_path(tail, tmp_path):

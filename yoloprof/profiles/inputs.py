@@ -20,6 +20,12 @@ from typing import Callable
 
 from yoloprof.errors import ProfileError, UsageError
 
+try:  # ISA-L's inflate: same gzip format checks (CRC, length) as zlib's, in about half the time
+    from isal import isal_zlib as _inflate_lib
+except ImportError:  # a platform without its wheel: the standard library
+    _inflate_lib = zlib
+_INFLATE_ERRORS = (zlib.error, _inflate_lib.error)
+
 # The size guard: bytes of JSON (after gunzip) that one input may hold. 4 GiB is 70x the largest
 # real trace in the fixtures; parsing needs about 2x the JSON size in memory on top.
 MAX_INPUT_ENV = "YOLOPROF_MAX_INPUT_MB"
@@ -88,7 +94,7 @@ def _kind(mode: int) -> str:
 class Input:
     """One opened input: its plain (decompressed) first bytes are available at once for sniffing
     (profile or trace?), the whole content by `read()`, which can run on a thread (`prefetch`):
-    zlib releases the GIL, so decompression overlaps the imports of the trace engine."""
+    the inflaters release the GIL, so decompression overlaps the imports of the trace engine."""
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
@@ -187,16 +193,17 @@ def _gunzip_sized(raw: bytes, limit: int) -> bytes | None:
     CPU for a 54 MB trace). Taken only when it cannot overrun `limit` (even a lying trailer
     cannot inflate the input beyond MAX_DEFLATE_RATIO), when no second member can start (no gzip
     magic after the first byte) and when the output has exactly the announced size, i.e. the
-    trailer ends the file (zlib has checked that trailer's CRC); anything else takes the general
-    path, with its error messages."""
+    trailer ends the file (the inflater has checked that trailer's CRC); anything else takes the
+    general path (zlib, streamed and bounded), with its error messages. The inflater is ISA-L's
+    where python-isal imports (0.039 s instead of 0.080 s of CPU for df_index_resolver)."""
     if len(raw) < 18 or len(raw) * MAX_DEFLATE_RATIO > limit or raw.find(GZIP_MAGIC + b"\x08", 1) >= 0:
         return None
     size = int.from_bytes(raw[-4:], "little")
     if not 0 < size <= len(raw) * MAX_DEFLATE_RATIO:  # a trailer that cannot be true: no buffer
         return None
     try:
-        out = zlib.decompress(raw, 31, size)
-    except zlib.error:
+        out = _inflate_lib.decompress(raw, 31, size)
+    except _INFLATE_ERRORS:
         return None
     return out if len(out) == size else None
 
