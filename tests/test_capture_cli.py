@@ -1,4 +1,10 @@
-"""`yoloprof run` and `yoloprof infer` as a user runs them: subprocess, exit codes, files, schema."""
+"""`yoloprof run` and `yoloprof infer`: exit codes, files, schema.
+
+As a user runs them (subprocess): the README's two commands verbatim (their profiles also serve the
+training checks below), a tiny `infer --json`, a user model from the current folder, Ctrl-C, and two
+bad inputs. Everything else goes through the CLI's own `main` in process (helpers.paths.run_main:
+the same parsing, errors and exit codes, without a fresh interpreter and torch import per call).
+"""
 
 from __future__ import annotations
 
@@ -15,7 +21,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from helpers.paths import run_cli
+from helpers.paths import run_cli, run_main
+from yoloprof.sweep.machine import REGISTRY, RUNTIME_ENV
 
 SCHEMA = json.loads(files("yoloprof.profiles").joinpath("profile.schema.json").read_text())
 TINY_TRAIN = ("--device", "cpu", "--batch", "2", "--imgsz", "64", "--steps", "3", "--warmup", "1",
@@ -29,15 +36,27 @@ def load_valid(path: Path) -> dict:
     return profile
 
 
-@pytest.fixture(scope="module")
+# The README's two commands, verbatim (real sizes: 640 px inference, 320 px training at batch 4).
+README_INFER = ("infer", "--device", "cpu", "--warmup", "5", "--runs", "20")
+README_TRAIN = ("run", "synthetic", "--device", "cpu", "--batch", "4", "--imgsz", "320", "--steps", "5",
+                "--warmup", "2", "--repeat", "3")
+README_BATCH, README_TRIALS = 4, 3
+# The shared captures are session-scoped (a module fixture is captured again whenever xdist
+# interleaves another module's tests on the worker), and their tests share one xdist group
+# (`make test` runs `--dist loadgroup`), so each capture runs once per suite.
+TRAIN = INFER = pytest.mark.xdist_group("capture-cli-profiles")
+
+
+@pytest.fixture(scope="session")
 def train_profile(tmp_path_factory) -> tuple[dict, subprocess.CompletedProcess, Path]:
+    """The README's training command as a user runs it."""
     project = tmp_path_factory.mktemp("train")
-    proc = run_cli("run", "synthetic", *TINY_TRAIN, "--repeat", "3", "--project", project)
+    proc = run_cli(*README_TRAIN, "--project", project)
     assert proc.returncode == 0, proc.stderr
     return load_valid(project / "train" / "profile.json"), proc, project
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def infer_profile(tmp_path_factory) -> tuple[dict, subprocess.CompletedProcess, Path]:
     project = tmp_path_factory.mktemp("infer")
     proc = run_cli("infer", *TINY_INFER, "--repeat", "2", "--project", project, "--json")
@@ -45,24 +64,27 @@ def infer_profile(tmp_path_factory) -> tuple[dict, subprocess.CompletedProcess, 
     return load_valid(project / "infer" / "profile.json"), proc, project
 
 
+@TRAIN
 def test_run_writes_profile_and_trace(train_profile):
     profile, proc, project = train_profile
     assert (project / "train" / "profile_trace.json").stat().st_size > 1000
-    assert profile["kind"] == "train" and profile["config"]["batch"] == 2
+    assert profile["kind"] == "train" and profile["config"]["batch"] == README_BATCH
     assert profile["env"]["device_type"] == "cpu" and profile["env"]["threads"] >= 1
     assert "step time" in proc.stdout  # the short summary at the end
 
 
+@TRAIN
 def test_repeat_keeps_one_sample_per_trial(train_profile):
     metrics = train_profile[0]["metrics"]
     step = metrics["step_ms"]
-    assert step["n"] == 3 and len(step["samples"]) == 3
-    assert step["value"] == pytest.approx(sum(step["samples"]) / 3)
+    assert step["n"] == README_TRIALS and len(step["samples"]) == README_TRIALS
+    assert step["value"] == pytest.approx(sum(step["samples"]) / README_TRIALS)
     # throughput is derived per trial from the same samples, not from the mean
     for ms, ips in zip(step["samples"], metrics["img_per_s"]["samples"]):
-        assert ips == pytest.approx(2 * 1000.0 / ms)
+        assert ips == pytest.approx(README_BATCH * 1000.0 / ms)
 
 
+@TRAIN
 def test_every_phase_has_a_wall_time_per_trial(train_profile):
     # (that the phases add up to the step holds by construction: the clock's step total is the sum
     # of its spans; the clock itself is checked against independent timings in test_capture_clocks.py)
@@ -70,25 +92,28 @@ def test_every_phase_has_a_wall_time_per_trial(train_profile):
     phases = ("dataload", "to_device", "forward", "backward", "optimizer")
     for p in phases:
         samples = metrics[f"{p}_wall_ms"]["samples"]
-        assert len(samples) == 3 and all(s > 0 for s in samples)
+        assert len(samples) == README_TRIALS and all(s > 0 for s in samples)
     by_phase = {row["phase"]: row for row in train_profile[0]["phases"]}
     assert set(phases) <= set(by_phase)
     assert by_phase["forward"]["ops_per_step"] > 0  # filled from the trace pass
 
 
+@TRAIN
 def test_flops_and_memory_are_real(train_profile):
     metrics = train_profile[0]["metrics"]
     assert metrics["gflops_per_step"]["value"] > 0
-    assert metrics["peak_rss_mb"]["n"] == 3 and metrics["peak_rss_mb"]["value"] > 50
+    assert metrics["peak_rss_mb"]["n"] == README_TRIALS and metrics["peak_rss_mb"]["value"] > 50
     assert metrics["peak_mem_mb"]["value"] > 0  # CPU allocator peak from the trace pass
     assert train_profile[0]["verdict"]["bound"]
 
 
+@INFER
 def test_infer_json_is_the_profile_and_only_that(infer_profile):
     profile, proc, _ = infer_profile
     assert json.loads(proc.stdout) == profile
 
 
+@INFER
 def test_infer_latency_and_stages(infer_profile):
     profile = infer_profile[0]
     lat = profile["latency"]
@@ -102,11 +127,11 @@ def test_infer_latency_and_stages(infer_profile):
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_cpu_autocast_train_and_infer(tmp_path, dtype):
-    proc = run_cli("run", *TINY_TRAIN, "--precision", dtype, "--no-trace", "--project", tmp_path)
+    proc = run_main("run", *TINY_TRAIN, "--precision", dtype, "--no-trace", "--project", tmp_path)
     assert proc.returncode == 0, proc.stderr
     profile = load_valid(tmp_path / "train" / "profile.json")
     assert profile["config"]["amp"] is True and profile["config"]["precision"] == dtype
-    proc = run_cli("infer", *TINY_INFER, "--precision", dtype, "--no-trace", "--project", tmp_path)
+    proc = run_main("infer", *TINY_INFER, "--precision", dtype, "--no-trace", "--project", tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert load_valid(tmp_path / "infer" / "profile.json")["config"]["precision"] == dtype
 
@@ -152,7 +177,7 @@ def test_bad_input_one_line_error_as_a_user_runs_it(tmp_path, args, code, text):
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has CUDA")
 def test_cuda_device_without_cuda_suggests_cpu(tmp_path):
-    proc = run_cli("run", "--device", "0", "--project", tmp_path)
+    proc = run_main("run", "--device", "0", "--project", tmp_path)
     assert proc.returncode == 2 and "--device cpu" in proc.stderr
 
 
@@ -163,7 +188,7 @@ def test_dataset_too_small_exits_3_before_measuring(tmp_path):
 
     for i in range(5):
         Image.new("RGB", (48, 40), (i * 40, 90, 20)).save(data / "images" / f"{i}.jpg")
-    proc = run_cli("run", data, "--device", "cpu", "--batch", "2", "--imgsz", "64", "--steps", "3",
+    proc = run_main("run", data, "--device", "cpu", "--batch", "2", "--imgsz", "64", "--steps", "3",
                    "--warmup", "1", "--workers", "0", "--project", tmp_path / "out")
     assert proc.returncode == 3, proc.stderr
     msg = proc.stderr.strip()
@@ -176,10 +201,10 @@ def test_weights_that_do_not_match_exit_2_naming_the_key(tmp_path):
     import torch
 
     torch.save({"model.0.conv.weight": torch.zeros(3)}, tmp_path / "bad.pt")
-    proc = run_cli("run", *TINY_TRAIN, "--weights", tmp_path / "bad.pt", "--project", tmp_path)
+    proc = run_main("run", *TINY_TRAIN, "--weights", tmp_path / "bad.pt", "--project", tmp_path)
     assert proc.returncode == 2 and "yoloprof: error:" in proc.stderr
     torch.save([1, 2, 3], tmp_path / "notdict.pt")
-    proc = run_cli("infer", *TINY_INFER, "--weights", tmp_path / "notdict.pt", "--project", tmp_path)
+    proc = run_main("infer", *TINY_INFER, "--weights", tmp_path / "notdict.pt", "--project", tmp_path)
     assert proc.returncode == 2 and "state dict" in proc.stderr
 
 
@@ -215,11 +240,16 @@ def test_ctrl_c_leaves_the_previous_profile_intact(tmp_path):
     out.mkdir()
     before = b'{"schema": "yoloprof.profile/1", "marker": "previous run"}\n'
     (out / "profile.json").write_bytes(before)
-    env = {**os.environ, "NO_COLOR": "1"}
+    runtime = tmp_path / "runtime"  # where the capture registers itself once it starts (sweep/machine.py)
+    env = {**os.environ, "NO_COLOR": "1", RUNTIME_ENV: str(runtime)}
     proc = subprocess.Popen([sys.executable, "-m", "yoloprof", "run", "--device", "cpu", "--batch", "2",
                              "--imgsz", "64", "--steps", "400", "--warmup", "1", "--workers", "0",
                              "--project", str(tmp_path)], stderr=subprocess.PIPE, env=env)
-    time.sleep(12)  # past torch's import and into the measured steps
+    deadline = time.monotonic() + 120
+    while not (runtime / REGISTRY / f"{proc.pid}.json").exists():  # torch imported, capture starting
+        assert proc.poll() is None and time.monotonic() < deadline, "the capture never started"
+        time.sleep(0.05)
+    time.sleep(3)  # past the checks and the model build, into the measured steps (400 take ~10 s)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
@@ -228,16 +258,20 @@ def test_ctrl_c_leaves_the_previous_profile_intact(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_documented_default_captures(tmp_path):
-    """The two captures the README shows, with their real sizes (640 px inference, 320 px training)."""
-    proc = run_cli("infer", "--device", "cpu", "--warmup", "5", "--runs", "20", "--project", tmp_path)
+def test_the_documented_default_inference_captures(tmp_path):
+    """The README's inference command, with its real size (640 px)."""
+    proc = run_cli(*README_INFER, "--project", tmp_path)
     assert proc.returncode == 0, proc.stderr
     infer = load_valid(tmp_path / "infer" / "profile.json")
     assert infer["config"]["imgsz"] == 640 and infer["latency"]["n"] == 20
-    proc = run_cli("run", "synthetic", "--device", "cpu", "--batch", "4", "--imgsz", "320", "--steps", "5",
-                   "--warmup", "2", "--repeat", "3", "--project", tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    train = load_valid(tmp_path / "train" / "profile.json")
+
+
+@TRAIN
+@pytest.mark.slow
+def test_the_documented_default_training_captures(train_profile):
+    """The README's training command (the shared fixture), with its real size (320 px)."""
+    train = train_profile[0]
+    assert train["config"]["imgsz"] == 320
     assert all(len(m["samples"]) == 3 for name, m in train["metrics"].items()
                if name in ("step_ms", "img_per_s", "peak_mem_mb", "forward_wall_ms"))
 
@@ -249,17 +283,18 @@ def test_infer_folder_with_a_corrupt_image_skips_it_and_says_so(tmp_path):
     folder.mkdir()
     Image.new("RGB", (80, 60), (200, 30, 30)).save(folder / "good.jpg")
     (folder / "bad.jpg").write_bytes(b"\xff\xd8 not really a jpeg")
-    proc = run_cli("infer", folder, *TINY_INFER, "--no-trace", "--project", tmp_path / "out")
+    proc = run_main("infer", folder, *TINY_INFER, "--no-trace", "--project", tmp_path / "out")
     assert proc.returncode == 0, proc.stderr
     profile = load_valid(tmp_path / "out" / "infer" / "profile.json")
     assert any("bad.jpg" in w for w in profile["warnings"]), profile["warnings"]
 
 
+@TRAIN
 def test_one_meaning_per_metric_name_across_modes(train_profile, infer_profile):
     """Timing-pass figures are unprefixed and hold one sample per trial (train --repeat 3, infer
     --repeat 2); the trace pass runs once, so a traced host-clock figure has one sample and must be
     `trace_`-prefixed in both modes (an infer profile used to hold the traced forward_wall_ms)."""
-    for (profile, _, _), trials in ((train_profile, 3), (infer_profile, 2)):
+    for (profile, _, _), trials in ((train_profile, README_TRIALS), (infer_profile, 2)):
         for name, entry in profile["metrics"].items():
             if name.startswith("trace_"):
                 continue
@@ -270,6 +305,7 @@ def test_one_meaning_per_metric_name_across_modes(train_profile, infer_profile):
     assert infer_profile[0]["metrics"]["trace_forward_wall_ms"]["n"] == 1
 
 
+@TRAIN
 def test_threads_and_precision_are_set_and_recorded(train_profile):
     profile = train_profile[0]
     expected = max(1, len(os.sched_getaffinity(0)) // 2)  # the documented auto rule, worked here
@@ -279,7 +315,7 @@ def test_threads_and_precision_are_set_and_recorded(train_profile):
 
 
 def test_trace_schedule_and_recording_flags(tmp_path):
-    proc = run_cli("infer", *TINY_INFER, "--repeat", "1", "--threads", "1", "--trace-wait", "0",
+    proc = run_main("infer", *TINY_INFER, "--repeat", "1", "--threads", "1", "--trace-wait", "0",
                    "--trace-warmup", "1", "--trace-active", "2", "--no-record-shapes", "--project", tmp_path)
     assert proc.returncode == 0, proc.stderr
     profile = load_valid(tmp_path / "infer" / "profile.json")
@@ -289,6 +325,7 @@ def test_trace_schedule_and_recording_flags(tmp_path):
     assert ops and not any("Input Dims" in e.get("args", {}) for e in ops)
 
 
+@TRAIN
 def test_default_trace_records_input_shapes(train_profile):
     trace = json.loads((train_profile[2] / "train" / "profile_trace.json").read_text())
     ops = [e for e in trace["traceEvents"] if e.get("cat") == "cpu_op"]

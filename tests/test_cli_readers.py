@@ -1,5 +1,10 @@
-"""The readers as a user runs them: `yoloprof <reader> ...` in a subprocess, on every real trace in
-the shared fixtures and on hand-made profiles; exit codes and one-line errors for bad inputs.
+"""The readers through the command line, on every real trace in the shared fixtures and on
+hand-made profiles; exit codes and one-line errors for bad inputs.
+
+Most calls go through the CLI's own `main` in process (helpers.paths.run_main: the same parsing,
+rendering, errors and exit codes, without a fresh interpreter per call); a few run `yoloprof` in a
+subprocess exactly as a user does (run_cli): a value piped out of `get`, plain text when piped,
+exit code 4, one bad input per reader, and the start-up imports.
 
 Figures are checked against values this file computes itself from the raw trace JSON with the
 standard library (gzip + json), independently of the trace engine.
@@ -15,7 +20,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from helpers.paths import TRACES, run_cli, trace_path
+from helpers.paths import TRACES, run_cli, run_main, trace_path
 from helpers.profiles import cpu_train_profile, gpu_train_profile, infer_profile
 
 from yoloprof.profiles.io import write_profile
@@ -63,7 +68,7 @@ def _kernel_ms_by_name(events: list[dict]) -> tuple[dict[str, float], int]:
 
 
 def _json(*args: str) -> dict:
-    res = run_cli(*args, "--json")
+    res = run_main(*args, "--json")
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout)  # stdout is JSON and nothing else
 
@@ -92,7 +97,7 @@ def test_summary_on_trace(name: str) -> None:
     if steps and steps[-1][1] <= last_end:  # a step cut by the end of the recording is not compared
         mean_ms = sum(b - a for a, b in steps) / len(steps) / 1000.0
         assert step["value"] == pytest.approx(mean_ms, rel=0.01)
-    text = run_cli("summary", str(path))
+    text = run_main("summary", str(path))
     assert text.returncode == 0 and "verdict:" in text.stdout, text.stderr
 
 
@@ -106,7 +111,7 @@ def test_kernels_top_kernel_matches_raw_trace(name: str) -> None:
         engine[row["name"]] += row["ms_per_step"]
     top = max(by_name, key=by_name.get)
     assert engine[top] == pytest.approx(by_name[top] / nsteps, rel=0.02)
-    text = run_cli("kernels", str(path), "--top", "5")
+    text = run_main("kernels", str(path), "--top", "5")
     assert text.returncode == 0 and "kernel" in text.stdout
 
 
@@ -120,7 +125,7 @@ def test_other_readers_on_trace(name: str, reader: str) -> None:
         assert data["ops"] == sorted(data["ops"], key=lambda o: -o["self_ms_per_step"])
     if reader == "get":
         assert "step_ms" in [f["field"] for f in data["fields"]]
-    assert run_cli(reader, str(path)).returncode == 0
+    assert run_main(reader, str(path)).returncode == 0
 
 
 def test_get_single_value_is_just_the_value() -> None:
@@ -139,7 +144,7 @@ def test_compare_two_raw_traces() -> None:
         got = [s["step_ms"] for s in r["per_step"][side]]
         assert got == pytest.approx(raw, rel=0.01)
     assert r["categories"], "per-category deltas"
-    res = run_cli("compare", str(a), str(b), "--fail-on-regression")
+    res = run_main("compare", str(a), str(b), "--fail-on-regression")
     assert res.returncode == 0, "no verdict, so no regression"
 
 
@@ -161,9 +166,9 @@ def test_profile_readers(profiles) -> None:
     assert "│" not in text.stdout and "─" not in text.stdout  # piped: plain text, no box drawing
     s = _json("summary", str(profiles["cpu"]))
     assert next(f for f in s["headline"] if f["name"] == "device_util_pct")["value"] is None
-    assert run_cli("get", str(profiles["gpu"]), "step_ms").stdout == "100.0\n"
-    assert run_cli("get", str(profiles["infer"]), "latency.p99_ms").stdout == "30.0\n"
-    warn = run_cli("kernels", str(profiles["cpu"]), "--tensorcore")
+    assert run_main("get", str(profiles["gpu"]), "step_ms").stdout == "100.0\n"
+    assert run_main("get", str(profiles["infer"]), "latency.p99_ms").stdout == "30.0\n"
+    warn = run_main("kernels", str(profiles["cpu"]), "--tensorcore")
     assert warn.returncode == 0 and "no effect" in warn.stdout
     r = _json("what-if", str(profiles["cpu"]), "--remove-launches", "10")
     assert r["mode"] == "cpu"
@@ -175,7 +180,7 @@ def test_compare_fail_on_regression(tmp_path) -> None:
     res = run_cli("compare", str(before), str(after), "--fail-on-regression")
     assert res.returncode == 4, res.stderr
     assert "regressed" in res.stdout and res.stderr.startswith("yoloprof: error:")
-    assert run_cli("compare", str(after), str(before), "--fail-on-regression").returncode == 0
+    assert run_main("compare", str(after), str(before), "--fail-on-regression").returncode == 0
 
 
 # ------------------------------------------------------------------ bad inputs
@@ -199,12 +204,16 @@ def _bad_files(tmp: Path) -> dict[str, tuple[Path, int]]:
     return out
 
 
+# one bad input per reader as a user runs it (a subprocess); every case in process
+AS_A_USER = {("summary", "truncated"), ("get", "missing"), ("kernels", "future_schema")}
+
+
 @pytest.mark.parametrize("case", ["empty", "truncated", "corrupt_gzip", "array", "not_a_trace",
                                   "future_schema", "missing", "directory"])
 @pytest.mark.parametrize("reader", ["summary", "get", "kernels"])
 def test_bad_inputs_exit_codes(tmp_path, case: str, reader: str) -> None:
     path, code = _bad_files(tmp_path)[case]
-    res = run_cli(reader, str(path))
+    res = (run_cli if (reader, case) in AS_A_USER else run_main)(reader, str(path))
     assert res.returncode == code, (res.stdout, res.stderr)
     assert res.stdout == ""
     lines = res.stderr.strip().splitlines()
@@ -224,7 +233,7 @@ def test_bad_inputs_exit_codes(tmp_path, case: str, reader: str) -> None:
     (("compare", "{gpu}", "{gpu}", "--metric", "nope"), "step_ms"),
 ])
 def test_usage_errors_exit_2(profiles, args, word: str) -> None:
-    res = run_cli(*(a.format(**{k: str(v) for k, v in profiles.items()}) for a in args))
+    res = run_main(*(a.format(**{k: str(v) for k, v in profiles.items()}) for a in args))
     assert res.returncode == 2, res.stderr
     assert res.stderr.startswith("yoloprof: error:") and word in res.stderr
     assert "Traceback" not in res.stderr

@@ -20,41 +20,52 @@ from helpers.verdicts.scenarios import scenarios, write_inputs
 SCENARIO_NAMES = ["dataloader", "compute", "framework-overhead", "allocator-churn", "preprocess", "postprocess"]
 
 
-@pytest.fixture(scope="module")
-def captured(tmp_path_factory) -> dict[str, dict]:
-    """Every scenario captured once per module: {name: {"slow": profile, "fixed": profile}}.
+def _grouped(names: list[str]) -> list:
+    """One xdist group per scenario (`make test` runs `--dist loadgroup`): a scenario's tests run on
+    the worker that captured it, and the scenarios spread over the workers instead of one worker
+    capturing them all."""
+    return [pytest.param(n, marks=pytest.mark.xdist_group(f"verdict-{n}")) for n in names]
 
-    One intra-op thread: on a 2-core machine shared with the test runner, two threads make CPU
-    trials bimodal, and a verdict test must not depend on that."""
-    import torch
 
+@pytest.fixture(scope="session")
+def scenario_inputs(tmp_path_factory) -> dict[str, Path]:
+    return write_inputs(tmp_path_factory.mktemp("verdict-inputs"))
+
+
+@pytest.fixture(scope="session")
+def captured(scenario_inputs, tmp_path_factory):
+    """`captured(name)` -> {"scenario": Scenario, "slow": profile, "fixed": profile}, each scenario
+    captured on first use in this worker and kept for the session (a module fixture would be torn
+    down and captured again whenever xdist interleaves another module's tests).
+
+    One intra-op thread (settings.threads=1): on a 2-core machine shared with the test runner, two
+    threads make CPU trials bimodal, and a verdict test must not depend on that. Five trials a
+    side: the suite runs beside other tests (xdist), and one trial slowed by a neighbour must not
+    leave a large effect "inconclusive"."""
     from yoloprof.capture.api import capture
     from yoloprof.config.settings import CaptureSettings
 
-    root = tmp_path_factory.mktemp("verdict-scenarios")
-    paths = write_inputs(root / "inputs")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    out: dict[str, dict] = {}
-    try:
-        for sc in scenarios(paths):
-            sides = {"slow": sc.slow, "fixed": sc.fixed}
-            out[sc.name] = {"scenario": sc}
-            for side, settings in sides.items():
+    by_name = {sc.name: sc for sc in scenarios(scenario_inputs)}
+    done: dict[str, dict] = {}
+
+    def get(name: str) -> dict:
+        if name not in done:
+            sc = by_name[name]
+            root = tmp_path_factory.mktemp(f"verdict-{name}")
+            out: dict = {"scenario": sc}
+            for side, settings in (("slow", sc.slow), ("fixed", sc.fixed)):
                 if settings is not None:
-                    # five trials a side: the suite runs beside other tests (xdist), and one trial
-                    # slowed by a neighbour must not leave a 2-3x effect "inconclusive"
-                    s = CaptureSettings.for_mode(sc.mode, **settings, repeat=5, modules=False)
-                    out[sc.name][side] = capture(s, root / sc.name / side)
-    finally:
-        torch.set_num_threads(threads)
-    return out
+                    s = CaptureSettings.for_mode(sc.mode, **settings, repeat=5, threads=1, modules=False)
+                    out[side] = capture(s, root / side, echo_warnings=False)
+            done[name] = out
+        return done[name]
+    return get
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", SCENARIO_NAMES)
+@pytest.mark.parametrize("name", _grouped(SCENARIO_NAMES))
 def test_cpu_verdict_names_the_induced_bottleneck(captured, name):
-    sc, slow = captured[name]["scenario"], captured[name]["slow"]
+    sc, slow = captured(name)["scenario"], captured(name)["slow"]
     v = slow["verdict"]
     assert v["bound"] == sc.bound, f"{name}: {v['bound']} ({v['why']})"
     for word in sc.why_names:
@@ -62,11 +73,11 @@ def test_cpu_verdict_names_the_induced_bottleneck(captured, name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [n for n in SCENARIO_NAMES if n != "compute"])
+@pytest.mark.parametrize("name", _grouped([n for n in SCENARIO_NAMES if n != "compute"]))
 def test_removing_the_bottleneck_flips_the_verdict_and_compare_sees_it(captured, name):
     from yoloprof.readers.compare import compute_compare
 
-    sc, slow, fixed = captured[name]["scenario"], captured[name]["slow"], captured[name]["fixed"]
+    sc, slow, fixed = captured(name)["scenario"], captured(name)["slow"], captured(name)["fixed"]
     assert fixed["verdict"]["bound"] != sc.bound, fixed["verdict"]["why"]
     result = compute_compare(slow, fixed, metrics=["step_ms"])
     row = next(r for r in result["metrics"] if r["metric"] == "step_ms")
@@ -92,9 +103,10 @@ def test_gpu_verdicts_on_edited_fixture_traces(name):
     assert spec["after"](after), f"{name} removed: {after['bound']} ({after['why']})"
 
 
+@pytest.mark.xdist_group("verdict-dataloader")
 def test_demo_shaped_cpu_profile_is_compute_bound(captured):
     """The demo's complaint: a detector training step on the CPU was called framework-bound while
     convolutions carried the time. The built-in detector's step (dataloader scenario, small
     images) must be compute-bound and name a convolution op."""
-    v = captured["dataloader"]["fixed"]["verdict"]
+    v = captured("dataloader")["fixed"]["verdict"]
     assert v["bound"] == "compute" and "convolution" in v["why"], v["why"]
