@@ -26,11 +26,10 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 demo: setup
 	$(VENV)/bin/yoloprof sweep +sweep=demo
 
-# The import contract (.importlinter: the layers as a DAG) first, then the tests. --dist loadgroup:
-# tests sharing one expensive capture carry one xdist_group and run on one worker (tests/conftest.py).
+# The import contract (.importlinter: the layers as a DAG) first, then the tests.
 test: setup
 	$(VENV)/bin/lint-imports --no-cache
-	$(PY) -m pytest -q -n auto --dist loadgroup $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n auto $(PYTEST_ARGS)
 
 lint-imports: setup
 	$(VENV)/bin/lint-imports --no-cache
@@ -41,7 +40,7 @@ test-latest:
 	$(LATEST)/bin/python -c "import torch" 2>/dev/null || $(LATEST)/bin/python -m pip install -q "$(TORCH)"
 	$(LATEST)/bin/python -m pip install -q --upgrade --upgrade-strategy eager -e ".[test,submitit,joblib,optuna]"
 	$(LATEST)/bin/lint-imports --no-cache
-	$(LATEST)/bin/python -m pytest -q -n auto --dist loadgroup $(PYTEST_ARGS)
+	$(LATEST)/bin/python -m pytest -q -n auto $(PYTEST_ARGS)
 
 # A deliberate upgrade of the pins: run `make test` afterwards and commit both files.
 lock: setup

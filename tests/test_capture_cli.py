@@ -1,9 +1,10 @@
 """`yoloprof run` and `yoloprof infer`: exit codes, files, schema.
 
-As a user runs them (subprocess): the README's two commands verbatim (their profiles also serve the
-training checks below), a tiny `infer --json`, a user model from the current folder, Ctrl-C, and two
-bad inputs. Everything else goes through the CLI's own `main` in process (helpers.paths.run_main:
-the same parsing, errors and exit codes, without a fresh interpreter and torch import per call).
+As a user runs them (subprocess): the README's two commands verbatim, a tiny `infer --json`, a user
+model from the current folder, Ctrl-C, and two bad inputs. Everything else goes through the CLI's own
+`main` in process (helpers.paths.run_main: the same parsing, errors and exit codes, without a fresh
+interpreter and torch import per call). The shared captures are session fixtures: a module fixture
+is captured again whenever xdist interleaves another module's tests on the worker.
 """
 
 from __future__ import annotations
@@ -40,18 +41,12 @@ def load_valid(path: Path) -> dict:
 README_INFER = ("infer", "--device", "cpu", "--warmup", "5", "--runs", "20")
 README_TRAIN = ("run", "synthetic", "--device", "cpu", "--batch", "4", "--imgsz", "320", "--steps", "5",
                 "--warmup", "2", "--repeat", "3")
-README_BATCH, README_TRIALS = 4, 3
-# The shared captures are session-scoped (a module fixture is captured again whenever xdist
-# interleaves another module's tests on the worker), and their tests share one xdist group
-# (`make test` runs `--dist loadgroup`), so each capture runs once per suite.
-TRAIN = INFER = pytest.mark.xdist_group("capture-cli-profiles")
 
 
 @pytest.fixture(scope="session")
 def train_profile(tmp_path_factory) -> tuple[dict, subprocess.CompletedProcess, Path]:
-    """The README's training command as a user runs it."""
     project = tmp_path_factory.mktemp("train")
-    proc = run_cli(*README_TRAIN, "--project", project)
+    proc = run_main("run", "synthetic", *TINY_TRAIN, "--repeat", "3", "--project", project)
     assert proc.returncode == 0, proc.stderr
     return load_valid(project / "train" / "profile.json"), proc, project
 
@@ -64,27 +59,24 @@ def infer_profile(tmp_path_factory) -> tuple[dict, subprocess.CompletedProcess, 
     return load_valid(project / "infer" / "profile.json"), proc, project
 
 
-@TRAIN
 def test_run_writes_profile_and_trace(train_profile):
     profile, proc, project = train_profile
     assert (project / "train" / "profile_trace.json").stat().st_size > 1000
-    assert profile["kind"] == "train" and profile["config"]["batch"] == README_BATCH
+    assert profile["kind"] == "train" and profile["config"]["batch"] == 2
     assert profile["env"]["device_type"] == "cpu" and profile["env"]["threads"] >= 1
     assert "step time" in proc.stdout  # the short summary at the end
 
 
-@TRAIN
 def test_repeat_keeps_one_sample_per_trial(train_profile):
     metrics = train_profile[0]["metrics"]
     step = metrics["step_ms"]
-    assert step["n"] == README_TRIALS and len(step["samples"]) == README_TRIALS
-    assert step["value"] == pytest.approx(sum(step["samples"]) / README_TRIALS)
+    assert step["n"] == 3 and len(step["samples"]) == 3
+    assert step["value"] == pytest.approx(sum(step["samples"]) / 3)
     # throughput is derived per trial from the same samples, not from the mean
     for ms, ips in zip(step["samples"], metrics["img_per_s"]["samples"]):
-        assert ips == pytest.approx(README_BATCH * 1000.0 / ms)
+        assert ips == pytest.approx(2 * 1000.0 / ms)
 
 
-@TRAIN
 def test_every_phase_has_a_wall_time_per_trial(train_profile):
     # (that the phases add up to the step holds by construction: the clock's step total is the sum
     # of its spans; the clock itself is checked against independent timings in test_capture_clocks.py)
@@ -92,28 +84,25 @@ def test_every_phase_has_a_wall_time_per_trial(train_profile):
     phases = ("dataload", "to_device", "forward", "backward", "optimizer")
     for p in phases:
         samples = metrics[f"{p}_wall_ms"]["samples"]
-        assert len(samples) == README_TRIALS and all(s > 0 for s in samples)
+        assert len(samples) == 3 and all(s > 0 for s in samples)
     by_phase = {row["phase"]: row for row in train_profile[0]["phases"]}
     assert set(phases) <= set(by_phase)
     assert by_phase["forward"]["ops_per_step"] > 0  # filled from the trace pass
 
 
-@TRAIN
 def test_flops_and_memory_are_real(train_profile):
     metrics = train_profile[0]["metrics"]
     assert metrics["gflops_per_step"]["value"] > 0
-    assert metrics["peak_rss_mb"]["n"] == README_TRIALS and metrics["peak_rss_mb"]["value"] > 50
+    assert metrics["peak_rss_mb"]["n"] == 3 and metrics["peak_rss_mb"]["value"] > 50
     assert metrics["peak_mem_mb"]["value"] > 0  # CPU allocator peak from the trace pass
     assert train_profile[0]["verdict"]["bound"]
 
 
-@INFER
 def test_infer_json_is_the_profile_and_only_that(infer_profile):
     profile, proc, _ = infer_profile
     assert json.loads(proc.stdout) == profile
 
 
-@INFER
 def test_infer_latency_and_stages(infer_profile):
     profile = infer_profile[0]
     lat = profile["latency"]
@@ -266,12 +255,13 @@ def test_the_documented_default_inference_captures(tmp_path):
     assert infer["config"]["imgsz"] == 640 and infer["latency"]["n"] == 20
 
 
-@TRAIN
 @pytest.mark.slow
-def test_the_documented_default_training_captures(train_profile):
-    """The README's training command (the shared fixture), with its real size (320 px)."""
-    train = train_profile[0]
-    assert train["config"]["imgsz"] == 320
+def test_the_documented_default_training_captures(tmp_path):
+    """The README's training command, with its real size (320 px, batch 4)."""
+    proc = run_cli(*README_TRAIN, "--project", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    train = load_valid(tmp_path / "train" / "profile.json")
+    assert train["config"]["imgsz"] == 320 and train["config"]["batch"] == 4
     assert all(len(m["samples"]) == 3 for name, m in train["metrics"].items()
                if name in ("step_ms", "img_per_s", "peak_mem_mb", "forward_wall_ms"))
 
@@ -289,12 +279,11 @@ def test_infer_folder_with_a_corrupt_image_skips_it_and_says_so(tmp_path):
     assert any("bad.jpg" in w for w in profile["warnings"]), profile["warnings"]
 
 
-@TRAIN
 def test_one_meaning_per_metric_name_across_modes(train_profile, infer_profile):
     """Timing-pass figures are unprefixed and hold one sample per trial (train --repeat 3, infer
     --repeat 2); the trace pass runs once, so a traced host-clock figure has one sample and must be
     `trace_`-prefixed in both modes (an infer profile used to hold the traced forward_wall_ms)."""
-    for (profile, _, _), trials in ((train_profile, README_TRIALS), (infer_profile, 2)):
+    for (profile, _, _), trials in ((train_profile, 3), (infer_profile, 2)):
         for name, entry in profile["metrics"].items():
             if name.startswith("trace_"):
                 continue
@@ -305,7 +294,6 @@ def test_one_meaning_per_metric_name_across_modes(train_profile, infer_profile):
     assert infer_profile[0]["metrics"]["trace_forward_wall_ms"]["n"] == 1
 
 
-@TRAIN
 def test_threads_and_precision_are_set_and_recorded(train_profile):
     profile = train_profile[0]
     expected = max(1, len(os.sched_getaffinity(0)) // 2)  # the documented auto rule, worked here
@@ -325,7 +313,6 @@ def test_trace_schedule_and_recording_flags(tmp_path):
     assert ops and not any("Input Dims" in e.get("args", {}) for e in ops)
 
 
-@TRAIN
 def test_default_trace_records_input_shapes(train_profile):
     trace = json.loads((train_profile[2] / "train" / "profile_trace.json").read_text())
     ops = [e for e in trace["traceEvents"] if e.get("cat") == "cpu_op"]
