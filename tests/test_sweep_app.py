@@ -68,27 +68,29 @@ def test_failed_job_writes_failed_row_and_traceback_and_exit_1(sweep_env, monkey
 
 
 @pytest.mark.slow
-def test_packaged_sweep_files_expand_to_their_grids(sweep_env):
-    """Every file in sweeps/ runs with the fake capture (cluster_example: composed below)."""
+@pytest.mark.parametrize("name", [p.stem for p in sorted(SWEEPS.glob("*.yaml"))])
+def test_packaged_sweep_files_expand_to_their_grids(sweep_env, name):
+    """Every file in sweeps/ runs with the fake capture (cluster_example: composed below); one test
+    per file, so the files spread over the xdist workers."""
     import yaml
 
-    for path in sorted(SWEEPS.glob("*.yaml")):
-        text = path.read_text()
-        assert text.startswith("# @package _global_"), path.name
-        spec = yaml.safe_load(text)
-        assert spec["hydra"]["mode"] == "MULTIRUN" and spec["sweep_name"] == path.stem
-        if path.stem == "cluster_example":
-            continue
-        search = ["search.max_peak_mem_mib=null"] if "search" in spec else []  # the fake has no memory
-        assert main([f"+sweep={path.stem}", *QUIET, *search]) == 0, path.stem
-        expected = spec["hydra"]["sweeper"].get("n_trials", 1)  # a search sweeper runs n_trials jobs
-        for value in spec["hydra"]["sweeper"]["params"].values() if expected == 1 else ():
-            value = str(value)
-            expected *= len(range(*map(int, value[6:-1].split(",")))) if value.startswith("range(") \
-                else len(value.split(","))
-        [sweep] = sweep_env(path.stem)
-        df = read_rows(sweep)
-        assert len(df) == expected and set(df["status"]) == {"ok"}, path.stem
+    path = SWEEPS / f"{name}.yaml"
+    text = path.read_text()
+    assert text.startswith("# @package _global_"), path.name
+    spec = yaml.safe_load(text)
+    assert spec["hydra"]["mode"] == "MULTIRUN" and spec["sweep_name"] == path.stem
+    if path.stem == "cluster_example":
+        return
+    search = ["search.max_peak_mem_mib=null"] if "search" in spec else []  # the fake has no memory
+    assert main([f"+sweep={path.stem}", *QUIET, *search]) == 0, path.stem
+    expected = spec["hydra"]["sweeper"].get("n_trials", 1)  # a search sweeper runs n_trials jobs
+    for value in spec["hydra"]["sweeper"]["params"].values() if expected == 1 else ():
+        value = str(value)
+        expected *= len(range(*map(int, value[6:-1].split(",")))) if value.startswith("range(") \
+            else len(value.split(","))
+    [sweep] = sweep_env(path.stem)
+    df = read_rows(sweep)
+    assert len(df) == expected and set(df["status"]) == {"ok"}, path.stem
 
 
 def test_cluster_example_targets_slurm_one_gpu_per_job():

@@ -101,33 +101,36 @@ def _first_point(spec: dict) -> list[str]:
     return out
 
 
+# every packaged sweep file but the SLURM one (run through the fake SLURM in test_sweep_cluster)
+PACKAGED = [p.stem for p in sorted(SWEEPS.glob("*.yaml")) if p.stem != "cluster_example"]
+
+
 @pytest.mark.slow
-def test_every_packaged_sweep_file_runs_a_real_capture(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("name", PACKAGED)
+def test_every_packaged_sweep_file_runs_a_real_capture(tmp_path, monkeypatch, capsys, name):
     """Each file in sweeps/ drives one real capture, in process (the CLI's own main; jobs in the
-    sweep's process, trace window of one step): the other tests here run sweeps as a user does."""
+    sweep's process, trace window of one step): the other tests here run sweeps as a user does.
+    One test per file, so the files spread over the xdist workers."""
     from yoloprof.cli import main
 
     monkeypatch.chdir(tmp_path)
     quick = ["launch.isolation=inprocess", "capture.trace_active=1", "capture.trace_warmup=0",
              "capture.modules=false"]
-    for path in sorted(SWEEPS.glob("*.yaml")):
-        spec = yaml.safe_load(path.read_text())
-        if path.stem == "cluster_example":  # SLURM keys: run through the fake SLURM in test_sweep_cluster
-            continue
-        monkeypatch.delenv("YOLOPROF_SWEEP_ID", raising=False)
-        code = main(["sweep", f"+sweep={path.stem}", *TINY, "batch=1", *_first_point(spec), *quick])
-        captured = capsys.readouterr()
-        proc = subprocess.CompletedProcess([], code, captured.out, captured.err)
-        assert proc.returncode == 0, (path.stem, proc.stderr[-2000:])
-        [sweep] = sweep_dirs(tmp_path, path.stem)
-        df = read_rows(sweep)
-        assert len(df) == 1 and df.iloc[0]["status"] == "ok", path.stem
-        row = df.iloc[0]
-        assert row["step_ms"] > 0 and row["img_per_s"] == pytest.approx(
-            sum(1000.0 * row["batch"] / s for s in row["step_ms_samples"]) / len(row["step_ms_samples"]), rel=1e-6)
-        assert (sweep / "0" / "profile.json").is_file() and (sweep / "0" / "profile_trace.json").is_file()
-        assert "job" in proc.stdout and "ok" in proc.stdout
-        assert (sweep / "0" / "profile.json").stat().st_size > 0
+    spec = yaml.safe_load((SWEEPS / f"{name}.yaml").read_text())
+    monkeypatch.delenv("YOLOPROF_SWEEP_ID", raising=False)
+    code = main(["sweep", f"+sweep={name}", *TINY, "batch=1", *_first_point(spec), *quick])
+    captured = capsys.readouterr()
+    proc = subprocess.CompletedProcess([], code, captured.out, captured.err)
+    assert proc.returncode == 0, (name, proc.stderr[-2000:])
+    [sweep] = sweep_dirs(tmp_path, name)
+    df = read_rows(sweep)
+    assert len(df) == 1 and df.iloc[0]["status"] == "ok", name
+    row = df.iloc[0]
+    assert row["step_ms"] > 0 and row["img_per_s"] == pytest.approx(
+        sum(1000.0 * row["batch"] / s for s in row["step_ms_samples"]) / len(row["step_ms_samples"]), rel=1e-6)
+    assert (sweep / "0" / "profile.json").is_file() and (sweep / "0" / "profile_trace.json").is_file()
+    assert "job" in proc.stdout and "ok" in proc.stdout
+    assert (sweep / "0" / "profile.json").stat().st_size > 0
 
 
 @pytest.mark.slow

@@ -4,6 +4,7 @@ registry, interleaved job order, planning cost, Ctrl-C and resume's manifest che
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import signal
 import subprocess
@@ -25,7 +26,7 @@ from yoloprof.sweep.worker import WorkerError, run_in_worker
 
 QUIET = ["device=cpu", "workers=0", "analysis.enabled=false"]
 LEAK_MIB = 24
-_LEFTOVERS: list[bytearray] = []  # what a leaky job leaves behind in its process
+_LEFTOVERS: list[mmap.mmap] = []  # what a leaky job leaves behind in its process
 
 
 def _rss_mib() -> float:
@@ -35,8 +36,15 @@ def _rss_mib() -> float:
 
 def leaky_capture(settings, out_dir, *, progress: bool = False) -> dict:
     """A capture that keeps LEAK_MIB of touched memory alive after it returns (as caches and heap
-    fragments do) and reports its peak as the real capture does on CPU: the resident set."""
-    _LEFTOVERS.append(bytearray(b"\x01") * (LEAK_MIB * 2**20))
+    fragments do) and reports its peak as the real capture does on CPU: the resident set.
+
+    The leftover is fresh anonymous memory (mmap, every page touched), so it is new resident memory
+    whatever this process did before: a heap allocation could reuse pages an earlier test in the
+    same xdist worker freed (an in-process trace parse) and leave the resident set unchanged."""
+    leak = mmap.mmap(-1, LEAK_MIB * 2**20)
+    for offset in range(0, len(leak), mmap.PAGESIZE):
+        leak[offset] = 1
+    _LEFTOVERS.append(leak)
     peak = _rss_mib()
     profile = {"schema": "yoloprof.profile/1", "kind": settings.mode, "config": settings.to_dict(),
                "env": {}, "metrics": {"step_ms": metric([1.0], "ms", "lower"),
