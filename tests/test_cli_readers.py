@@ -36,10 +36,19 @@ def _traces(big_slow: bool = True) -> list:
     return [pytest.param(n, marks=pytest.mark.slow) if big_slow and n in BIG else n for n in ALL_TRACES]
 
 
-@functools.lru_cache(maxsize=2)
 def _events(name: str) -> list[dict]:
     doc = json.loads(gzip.decompress(trace_path(name).read_bytes()))
     return doc["traceEvents"] if isinstance(doc, dict) else doc
+
+
+@functools.lru_cache(maxsize=None)
+def _reference(name: str) -> dict:
+    """Every figure these tests take from a raw trace, computed from one decode of it and kept (the
+    figures are small; the decoded events of a big trace are not, so they are dropped)."""
+    events = _events(name)
+    return {"steps": _steps(events), "kernel_ms": _kernel_ms_by_name(events),
+            "last_end": max(float(e["ts"]) + float(e.get("dur") or 0) for e in events
+                            if e.get("ph") == "X" and e.get("cat") not in ("Trace", "user_annotation"))}
 
 
 def _steps(events: list[dict]) -> list[tuple[float, float]]:
@@ -88,12 +97,11 @@ def profiles(tmp_path_factory) -> dict[str, Path]:
 def test_summary_on_trace(name: str) -> None:
     path = trace_path(name)
     s = _json("summary", str(path))
-    steps = _steps(_events(name))
+    steps = _reference(name)["steps"]
     assert s["kind"] == "trace"
     assert s["trace"]["steps_analyzed"] == max(len(steps), 1)
     step = next(f for f in s["headline"] if f["name"] == "step_ms")
-    last_end = max(float(e["ts"]) + float(e.get("dur") or 0) for e in _events(name)
-                   if e.get("ph") == "X" and e.get("cat") not in ("Trace", "user_annotation"))
+    last_end = _reference(name)["last_end"]
     if steps and steps[-1][1] <= last_end:  # a step cut by the end of the recording is not compared
         mean_ms = sum(b - a for a, b in steps) / len(steps) / 1000.0
         assert step["value"] == pytest.approx(mean_ms, rel=0.01)
@@ -105,7 +113,7 @@ def test_summary_on_trace(name: str) -> None:
 def test_kernels_top_kernel_matches_raw_trace(name: str) -> None:
     path = trace_path(name)
     k = _json("kernels", str(path), "--top", "0")
-    by_name, nsteps = _kernel_ms_by_name(_events(name))
+    by_name, nsteps = _reference(name)["kernel_ms"]
     engine: dict[str, float] = defaultdict(float)
     for row in k["kernels"]:
         engine[row["name"]] += row["ms_per_step"]
@@ -131,7 +139,7 @@ def test_other_readers_on_trace(name: str, reader: str) -> None:
 def test_get_single_value_is_just_the_value() -> None:
     path = trace_path("nccl_data.json.gz")
     res = run_cli("get", str(path), "trace.steps_analyzed")
-    assert res.returncode == 0 and res.stdout == f"{len(_steps(_events('nccl_data.json.gz')))}\n"
+    assert res.returncode == 0 and res.stdout == f"{len(_reference('nccl_data.json.gz')['steps'])}\n"
 
 
 def test_compare_two_raw_traces() -> None:
@@ -140,7 +148,7 @@ def test_compare_two_raw_traces() -> None:
     assert any("not a trial" in n for n in r["notes"])
     assert all(m["verdict"] is None for m in r["metrics"])
     for side, name in (("before", a.name), ("after", b.name)):
-        raw = [(y - x) / 1000.0 for x, y in _steps(_events(name))]
+        raw = [(y - x) / 1000.0 for x, y in _reference(name)["steps"]]
         got = [s["step_ms"] for s in r["per_step"][side]]
         assert got == pytest.approx(raw, rel=0.01)
     assert r["categories"], "per-category deltas"

@@ -45,7 +45,8 @@ def test_python_dash_m_entry_point(tmp_path):
 @pytest.mark.slow
 def test_sigkill_mid_sweep_keeps_finished_rows_and_resume_finishes(tmp_path):
     driver = write_driver(tmp_path)
-    args = ["-m", "batch=1,2,3,4", "device=cpu", "workers=0", "analysis.enabled=false"]
+    # jobs in the sweep's process: a fake capture needs no fresh worker (a forkserver importing torch)
+    args = ["-m", "batch=1,2,3,4", "device=cpu", "workers=0", "analysis.enabled=false", "launch.isolation=inprocess"]
     proc = subprocess.Popen(driver_cmd(driver, *args), cwd=tmp_path, env={**os.environ, **ENV, "FAKE_SLEEP": "1.5"},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
@@ -76,7 +77,7 @@ def test_sigkill_mid_sweep_keeps_finished_rows_and_resume_finishes(tmp_path):
 @pytest.mark.slow
 def test_two_sweeps_started_together_do_not_collide(tmp_path):
     driver = write_driver(tmp_path)
-    args = ["-m", "batch=1,2", "device=cpu", "workers=0", "analysis.enabled=false"]
+    args = ["-m", "batch=1,2", "device=cpu", "workers=0", "analysis.enabled=false", "launch.isolation=inprocess"]
     procs = [subprocess.Popen(driver_cmd(driver, *args), cwd=tmp_path, env={**os.environ, **ENV},
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     for proc in procs:
