@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers.paths import REPO, SWEEPS, run_cli
+from helpers.paths import REPO, SWEEPS, run_cli, run_main
 from helpers.fake_sweep import TINY, driver_cmd, write_driver
 from yoloprof.profiles.rows import RESULTS_NAME, ROW_NAME, read_rows
 
@@ -25,11 +25,12 @@ def sweep_dirs(root: Path, name: str = "adhoc") -> list[Path]:
     return sorted(base.iterdir()) if base.is_dir() else []
 
 
-@pytest.mark.parametrize("args, word", [(["precision=float8"], "precision"),
-                                        (["+bacth=4"], "did you mean 'batch'"),
-                                        (["+sweep=nope"], "unknown sweep 'nope'")])
-def test_bad_input_exit_2_one_line(tmp_path, args, word):
-    proc = run_cli("sweep", *args, cwd=tmp_path)
+@pytest.mark.parametrize("args, word, as_a_user", [(["precision=float8"], "precision", True),
+                                                   (["+bacth=4"], "did you mean 'batch'", False),
+                                                   (["+sweep=nope"], "unknown sweep 'nope'", False)])
+def test_bad_input_exit_2_one_line(tmp_path, args, word, as_a_user):
+    """The first case as a user runs it (a subprocess), the others through the CLI's own main."""
+    proc = (run_cli if as_a_user else run_main)("sweep", *args, cwd=tmp_path)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("yoloprof: error:") and word in lines[0]

@@ -31,14 +31,17 @@ def _capture(sc, root: Path) -> dict[str, dict]:
     One intra-op thread (settings.threads=1): on a 2-core machine shared with the test runner, two
     threads make CPU trials bimodal, and a verdict test must not depend on that. Five trials a
     side: the suite runs beside other tests (xdist), and one trial slowed by a neighbour must not
-    leave a large effect "inconclusive"."""
+    leave a large effect "inconclusive". A trace window of two recorded steps after one discarded
+    (no skipped step): the op shares the rules read are per step, and a smaller trace is the larger
+    part of what a scenario costs."""
     from yoloprof.capture.api import capture
     from yoloprof.config.settings import CaptureSettings
 
     out = {}
     for side, settings in (("slow", sc.slow), ("fixed", sc.fixed)):
         if settings is not None:
-            s = CaptureSettings.for_mode(sc.mode, **settings, repeat=5, threads=1, modules=False)
+            s = CaptureSettings.for_mode(sc.mode, **settings, repeat=5, threads=1, modules=False,
+                                         trace_wait=0, trace_active=2)
             out[side] = capture(s, root / side, echo_warnings=False)
     return out
 
