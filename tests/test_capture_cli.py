@@ -63,7 +63,7 @@ def train_profile(tmp_path_factory) -> tuple[dict, subprocess.CompletedProcess, 
 @pytest.fixture(scope="session")
 def infer_profile(tmp_path_factory) -> tuple[dict, subprocess.CompletedProcess, Path]:
     project = tmp_path_factory.mktemp("infer")
-    proc = run_cli("infer", *TINY_INFER, "--repeat", "2", "--project", project, "--json")
+    proc = run_main("infer", *TINY_INFER, "--repeat", "2", "--project", project, "--json")
     assert proc.returncode == 0, proc.stderr
     return load_valid(project / "infer" / "profile.json"), proc, project
 
@@ -108,6 +108,7 @@ def test_flops_and_memory_are_real(train_profile):
 
 
 def test_infer_json_is_the_profile_and_only_that(infer_profile):
+    """In process; the README's inference command below checks the same of a real process's stdout."""
     profile, proc, _ = infer_profile
     assert json.loads(proc.stdout) == profile
 
@@ -227,10 +228,21 @@ def test_user_model_from_the_current_directory_in_both_modes(tmp_path):
     assert proc.returncode == 0, proc.stderr
     train = load_valid(tmp_path / "out" / "train" / "profile.json")
     assert train["config"]["model"] == "mymodels.Net" and train["metrics"]["step_ms"]["value"] > 0
-    proc = run_cli("infer", *TINY_INFER, "--model", "mymodels.Net", "--project", "out", cwd=tmp_path)
+    # the same import from the current folder in process: the CLI puts the folder on sys.path and
+    # imports `mymodels`; both are undone so no other test in this worker sees this module
+    try:
+        _forget(tmp_path)
+        proc = run_main("infer", *TINY_INFER, "--model", "mymodels.Net", "--project", "out", cwd=tmp_path)
+    finally:
+        _forget(tmp_path)
     assert proc.returncode == 0, proc.stderr
     infer = load_valid(tmp_path / "out" / "infer" / "profile.json")
     assert infer["latency"]["n"] == 6
+
+
+def _forget(folder: Path) -> None:
+    sys.modules.pop("mymodels", None)
+    sys.path[:] = [p for p in sys.path if os.path.realpath(p or ".") != os.path.realpath(folder)]
 
 
 def test_ctrl_c_leaves_the_previous_profile_intact(tmp_path):
@@ -257,11 +269,13 @@ def test_ctrl_c_leaves_the_previous_profile_intact(tmp_path):
 
 @pytest.mark.slow
 def test_the_documented_default_inference_captures(tmp_path):
-    """The README's inference command, with its real size (640 px)."""
-    proc = run_cli(*README_INFER, *FEWER_INFER, "--project", tmp_path)
+    """The README's inference command, with its real size (640 px); with --json, a real process's
+    stdout is the profile and only that (nothing the libraries print goes there)."""
+    proc = run_cli(*README_INFER, *FEWER_INFER, "--json", "--project", tmp_path)
     assert proc.returncode == 0, proc.stderr
     infer = load_valid(tmp_path / "infer" / "profile.json")
     assert infer["config"]["imgsz"] == 640 and infer["latency"]["n"] == 5
+    assert json.loads(proc.stdout) == infer
 
 
 @pytest.mark.slow
