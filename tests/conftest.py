@@ -43,6 +43,18 @@ def pytest_collection_modifyitems(config, items) -> None:
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
+@pytest.fixture(autouse=True)
+def _optuna_logs_to_the_current_stderr():
+    """Optuna creates its log handler once per process, bound to the sys.stderr of that moment. In an
+    xdist worker that can be the capsys stream of whichever test first ran a search sweep, closed
+    when that test ends: a later search in the worker then prints a logging traceback. Each test
+    rebinds the handler (when optuna is loaded) to the stderr it starts with."""
+    handler = getattr(sys.modules.get("optuna.logging"), "_default_handler", None)
+    if handler is not None:
+        handler.stream = sys.stderr  # not setStream: that flushes the old stream, maybe closed
+    yield
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _private_machine_registry(tmp_path_factory):
     """Sweep jobs take a machine-wide lock (yoloprof/sweep/machine.py); each test session gets its
