@@ -103,6 +103,9 @@ def _first_point(spec: dict) -> list[str]:
     return out
 
 
+# A smaller capture where the test is about the sweep, not the capture (no module pass, a trace
+# window of one step); the installed-wheel test keeps the default capture of a real sweep job.
+QUICK = ["capture.trace_active=1", "capture.trace_warmup=0", "capture.modules=false"]
 # every packaged sweep file but the SLURM one (run through the fake SLURM in test_sweep_cluster)
 PACKAGED = [p.stem for p in sorted(SWEEPS.glob("*.yaml")) if p.stem != "cluster_example"]
 
@@ -116,8 +119,7 @@ def test_every_packaged_sweep_file_runs_a_real_capture(tmp_path, monkeypatch, ca
     from yoloprof.cli import main
 
     monkeypatch.chdir(tmp_path)
-    quick = ["launch.isolation=inprocess", "capture.trace_active=1", "capture.trace_warmup=0",
-             "capture.modules=false"]
+    quick = ["launch.isolation=inprocess", *QUICK]
     spec = yaml.safe_load((SWEEPS / f"{name}.yaml").read_text())
     monkeypatch.delenv("YOLOPROF_SWEEP_ID", raising=False)
     code = main(["sweep", f"+sweep={name}", *TINY, "batch=1", *_first_point(spec), *quick])
@@ -137,7 +139,7 @@ def test_every_packaged_sweep_file_runs_a_real_capture(tmp_path, monkeypatch, ca
 
 @pytest.mark.slow
 def test_submitit_local_runs_each_job_in_its_own_process(tmp_path):
-    proc = run_cli("sweep", "-m", "hydra/launcher=submitit_local", "batch=1,2", *TINY, cwd=tmp_path)
+    proc = run_cli("sweep", "-m", "hydra/launcher=submitit_local", "batch=1,2", *TINY, *QUICK, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     [sweep] = sweep_dirs(tmp_path)
     df = read_rows(sweep)
@@ -188,7 +190,7 @@ def test_installed_wheel_runs_a_sweep_from_an_unrelated_folder(tmp_path):
 def test_json_puts_one_document_on_stdout_and_the_tables_on_stderr(tmp_path):
     import json
 
-    proc = run_cli("sweep", "--json", "-m", "batch=1,2", *TINY, cwd=tmp_path, env=ENV)
+    proc = run_cli("sweep", "--json", "-m", "batch=1,2", *TINY, *QUICK, cwd=tmp_path, env=ENV)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)  # nothing else on stdout: Hydra's log and the tables went to stderr
     (sweep,) = sweep_dirs(tmp_path)
