@@ -253,7 +253,9 @@ GET_IMPORTS = """
 import sys
 from yoloprof.cli import main
 rc = main(["get", sys.argv[1], "step_ms"])
-heavy = [m for m in ("torch", "pandas", "hydra", "scipy", "rich") if m in sys.modules]
+# numpy.ma (9 ms) and the settings schema are not needed to read a trace either
+heavy = [m for m in ("torch", "pandas", "hydra", "scipy", "rich", "numpy.ma", "yoloprof.config.settings")
+         if m in sys.modules]
 print("HEAVY", heavy, rc)
 """
 

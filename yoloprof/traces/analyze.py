@@ -163,7 +163,7 @@ def _device_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnal
                     if out.window_us > 0 else None} for dv, b in zip(devices.tolist(), per_dev.tolist())]
     out.phase_dev = _per_step_label(step, phase, S, P, contrib) / n_dev
     # Classified: the names of device activity only (host op and runtime names never are).
-    used = np.unique(ev.name[d]).tolist()
+    used = np.flatnonzero(np.bincount(ev.name[d], minlength=len(ev.strings))).tolist()  # no numpy.ma import
     name_cat, name_tc = np.zeros(len(ev.strings), np.int64), np.zeros(len(ev.strings), bool)
     name_cat[used] = [CATEGORIES.index(classify(ev.strings[i])) for i in used]
     name_tc[used] = [is_tensorcore(ev.strings[i]) for i in used]
