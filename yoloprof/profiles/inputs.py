@@ -94,11 +94,14 @@ def _kind(mode: int) -> str:
 class Input:
     """One opened input: its plain (decompressed) first bytes are available at once for sniffing
     (profile or trace?), the whole content by `read()`, which can run on a thread (`prefetch`):
-    the inflaters release the GIL, so decompression overlaps the imports of the trace engine."""
+    file reads and the inflaters release the GIL, so reading a large plain file or decompressing
+    a gzip overlaps the imports of the trace engine."""
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
         self.limit = max_input_bytes()
+        self._raw: bytes | None = None
+        self._fd: int | None = None  # a large plain file: the rest is read by _load
         fd, size = open_regular(self.path)
         try:
             if size > self.limit:
@@ -108,23 +111,33 @@ class Input:
             self.head = _gunzip_head(first, self.path) if self.gzip else first
             if self.head or not self.gzip:  # an empty or cut gzip is for read() to name
                 check_first_byte(self.head, self.path)
-            self._raw = _read_all(fd, size, self.path)
+            if self.gzip or len(first) < HEAD_BYTES:
+                self._raw = _read_all(fd, size, self.path)
+            else:
+                self._fd, self._size = fd, size
         finally:
-            os.close(fd)
+            if self._fd is None:
+                os.close(fd)
         self._data: bytes | None = None
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
 
     def prefetch(self) -> "Input":
-        """Start decompressing on a background thread; `read()` joins it."""
-        if self.gzip and self._thread is None:
+        """Start reading (and decompressing) the rest on a background thread; `read()` joins it."""
+        if (self.gzip or self._fd is not None) and self._thread is None:
             self._thread = threading.Thread(target=self._load, daemon=True)
             self._thread.start()
         return self
 
     def _load(self) -> None:
         try:
-            self._data = gunzip(self._raw, self.path, self.limit)
+            if self._fd is not None:
+                try:
+                    self._raw = _read_all(self._fd, self._size, self.path)
+                finally:
+                    os.close(self._fd)
+                    self._fd = None
+            self._data = gunzip(self._raw or b"", self.path, self.limit) if self.gzip else self._raw
         except BaseException as exc:  # re-raised in the caller's thread by read()
             self._error = exc
 
@@ -134,11 +147,15 @@ class Input:
             self._thread.join()
             self._thread = None
         elif self._data is None and self._error is None:
-            self._load() if self.gzip else setattr(self, "_data", self._raw)
+            self._load()
         if self._error is not None:
             raise self._error
         data = self._data or b""
         return data[3:] if data[:3] == UTF8_BOM else data
+
+    def __del__(self) -> None:  # opened but never read: the descriptor is not leaked
+        if getattr(self, "_fd", None) is not None and getattr(self, "_thread", None) is None:
+            os.close(self._fd)
 
 
 def _pread(fd: int, n: int, path: Path) -> bytes:
