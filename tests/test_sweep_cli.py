@@ -153,12 +153,31 @@ def test_submitit_local_runs_each_job_in_its_own_process(tmp_path):
 
 
 @pytest.mark.slow
+def _source_copy(dest: Path) -> Path:
+    """The checkout's files that git tracks or would track (edits included), copied: setuptools
+    builds in the source folder's build/, and a stale build/lib there (an older layout, left by an
+    earlier build) would end up in the wheel."""
+    import shutil
+
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True,
+                            text=True)
+    if listed.returncode != 0:  # not a git checkout: build from it as it is
+        return REPO
+    for name in listed.stdout.splitlines():
+        src = REPO / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    return dest
+
+
 def test_installed_wheel_runs_a_sweep_from_an_unrelated_folder(tmp_path):
     """Build the wheel, install it into a fresh venv that sees the project's dependencies but not
     its editable yoloprof, and run a one-job sweep from a folder outside the checkout."""
     wheels = tmp_path / "wheels"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                    "-w", str(wheels), str(REPO)], check=True, capture_output=True, timeout=600)
+                    "-w", str(wheels), str(_source_copy(tmp_path / "src"))], check=True, capture_output=True,
+                   timeout=600)
     [wheel] = wheels.glob("yoloprof-*.whl")
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
