@@ -24,6 +24,9 @@ from typing import Any, Iterator, Sequence
 
 # A job whose SLURM state stays PREEMPTED this long is taken as killed for good (not requeued).
 PREEMPTED_GRACE_S = 60.0
+# How often a finished submitit job is looked for: its result file (a stat; the scheduler's own
+# state is asked for at submitit's slower pace). submitit's own wait sleeps 1 s.
+POLL_S = 0.2
 _INHERITED = object()  # a patched method the class inherits: restored by deleting the patch
 
 
@@ -67,7 +70,7 @@ def _wait(job: Any) -> bool:
                 return False
         else:
             since = None
-        time.sleep(1)
+        time.sleep(POLL_S)
     return True
 
 
