@@ -294,9 +294,9 @@ def _add_jobs(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The whole parser; with `command`, one whose other subcommands are names only (no options):
-    what a run of that command needs, built in a fraction of the time (the capture options are
-    generated from the settings schema, whose import is most of the cost)."""
+    """The whole parser; with `command`, one in which the capture commands other than `command`
+    have no options: their options are generated from the settings schema, whose import and
+    expansion are most of the parser's cost, and a reader does not need them."""
     def wanted(name: str) -> bool:
         return command is None or command == name
 
@@ -412,14 +412,9 @@ def _debug_wanted(argv: Sequence[str]) -> bool:
 # on large matrices, so numpy's OpenBLAS is told to start one thread instead of a pool of one per
 # core, which takes half of numpy's import time (0.10 of 0.17 s measured on 2 cores). Captures
 # and sweeps run the user's code and keep the user's environment. A value the user set wins.
-_ONE_BLAS_THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1"}
-_CAPTURING = ("run", "infer", "sweep")
-
-
 def _dispatch(argv: list[str]) -> int:
-    if argv and argv[0] not in _CAPTURING:
-        for key, value in _ONE_BLAS_THREAD_ENV.items():
-            os.environ.setdefault(key, value)
+    if argv and argv[0] not in (*CAPTURE_MODES, "sweep"):
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if argv[:1] == ["__complete"]:  # the shell completion script's query (COMP_LINE, COMP_POINT)
         from yoloprof.completion import query_from_env
 

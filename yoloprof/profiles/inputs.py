@@ -11,20 +11,28 @@ decoder named byte 0. Here each of those ends at once with a one-line error nami
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 import threading
 import zlib
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from yoloprof.errors import ProfileError, UsageError
 
-try:  # ISA-L's inflate: same gzip format checks (CRC, length) as zlib's, in about half the time
-    from isal import isal_zlib as _inflate_lib
-except ImportError:  # a platform without its wheel: the standard library
-    _inflate_lib = zlib
-_INFLATE_ERRORS = (zlib.error, _inflate_lib.error)
+
+
+@functools.cache
+def _inflater() -> Any:
+    """ISA-L's inflate (python-isal): the same gzip format checks (CRC, length) as zlib's in about
+    half the time; zlib on a platform without its wheel. Imported on first use (on the prefetch
+    thread, for a .gz): reading a plain profile never loads it."""
+    try:
+        from isal import isal_zlib
+    except ImportError:
+        return zlib
+    return isal_zlib
 
 # The size guard: bytes of JSON (after gunzip) that one input may hold. 4 GiB is 70x the largest
 # real trace in the fixtures; parsing needs about 2x the JSON size in memory on top.
@@ -137,7 +145,7 @@ class Input:
                 finally:
                     os.close(self._fd)
                     self._fd = None
-            self._data = gunzip(self._raw or b"", self.path, self.limit) if self.gzip else self._raw
+            self._data = gunzip(self._raw, self.path, self.limit) if self.gzip else self._raw
         except BaseException as exc:  # re-raised in the caller's thread by read()
             self._error = exc
 
@@ -218,9 +226,10 @@ def _gunzip_sized(raw: bytes, limit: int) -> bytes | None:
     size = int.from_bytes(raw[-4:], "little")
     if not 0 < size <= len(raw) * MAX_DEFLATE_RATIO:  # a trailer that cannot be true: no buffer
         return None
+    inflater = _inflater()
     try:
-        out = _inflate_lib.decompress(raw, 31, size)
-    except _INFLATE_ERRORS:
+        out = inflater.decompress(raw, 31, size)
+    except (zlib.error, inflater.error):
         return None
     return out if len(out) == size else None
 

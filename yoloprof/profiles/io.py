@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from yoloprof.errors import ProfileError
-from yoloprof.profiles.inputs import Input
+from yoloprof.profiles.inputs import HEAD_BYTES, Input
 from yoloprof.profiles.model import SCHEMA_MAJOR, SCHEMA_NAME
 from yoloprof.profiles.validate import validate_profile
 
@@ -74,7 +74,6 @@ def read_bytes(path: str | os.PathLike) -> bytes:
 # A profile names its schema in a top-level "schema" key, wherever that key sits in the file
 # (`jq -S` sorts it after "config"), so detection searches the whole buffer, not its first bytes.
 _PROFILE_MARK = re.compile(rb'"schema"\s*:\s*"' + re.escape(SCHEMA_NAME.encode()) + rb"/")
-_NON_BLANK = re.compile(rb"[^ \t\n\r\x0b\x0c]")  # what bytes.strip() keeps
 _PROFILE_LITERAL = b'"' + SCHEMA_NAME.encode() + b"/"
 
 
@@ -121,8 +120,9 @@ def read_profile(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def nonblank(data: bytes, path: str | os.PathLike) -> bytes:
-    """`data`, or ProfileError when it holds only whitespace (found at the first other byte:
-    `bytes.strip` would copy a large file to look at its ends)."""
-    if _NON_BLANK.search(data) is None:
+    """`data` as `Input.read` gave it, or ProfileError when it holds only whitespace. Input has
+    refused a file whose first HEAD_BYTES are blank, so only those are looked at (stripping a
+    large file would copy it)."""
+    if not data[:HEAD_BYTES].strip():
         raise ProfileError(f"{path} is empty")
     return data

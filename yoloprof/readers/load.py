@@ -21,8 +21,6 @@ from yoloprof.errors import ProfileError
 from yoloprof.profiles.inputs import Input
 from yoloprof.profiles.io import looks_like_profile, nonblank, parse_profile
 
-TRACE_KEY = b'"traceEvents"'
-
 
 def load_any(path: str | os.PathLike) -> dict[str, Any]:
     """A validated profile dict; UsageError (exit 2) for a missing/unreadable/special path or one
@@ -32,8 +30,9 @@ def load_any(path: str | os.PathLike) -> dict[str, Any]:
     if looks_like_profile(src.head):
         return parse_profile(nonblank(src.read(), path), str(path))
     src.prefetch()
-    # Imported while the gunzip thread runs (zlib releases the GIL): numpy's import and the
-    # decompression overlap. A profile whose mark is past the first bytes pays this import.
+    # Imported while the prefetch thread inflates or reads the file (both release the GIL): numpy's
+    # import and the I/O overlap. A profile whose mark is past the first bytes pays this import.
+    from yoloprof.traces.kineto import TRACE_KEY
     from yoloprof.traces.to_profile import profile_from_trace_bytes
 
     data = nonblank(src.read(), path)

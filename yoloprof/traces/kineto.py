@@ -32,6 +32,7 @@ META_KEYS = ("schemaVersion", "deviceProperties", "distributedInfo", "displayTim
 
 
 _NO_RAW = msgspec.Raw(b"")
+TRACE_KEY = b'"traceEvents"'  # the key that makes a JSON document a Kineto trace
 
 # Every Chrome-trace phase letter. Events are decoded as a union tagged by "ph": complete ("X")
 # events and instants ("i"/"I") get typed fields; every other phase (flows, metadata, counters,
@@ -280,7 +281,7 @@ class ChunkError(Exception):
 
 def _cuts(data: bytes, size: int) -> list[tuple[int, int]]:
     """(end of the previous event, start of the next) about every `size` bytes of traceEvents."""
-    key = data.find(b'"traceEvents"')
+    key = data.find(TRACE_KEY)
     if key < 0:
         return []
     cuts, pos = [], key + size

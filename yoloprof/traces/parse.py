@@ -28,7 +28,7 @@ import numpy as np
 from yoloprof.errors import ProfileError
 from yoloprof.traces import kineto
 from yoloprof.traces.kineto import (  # noqa: F401  (META_KEYS: re-exported, part of this API)
-    META_KEYS, Complete, GpuArgs, Instant, InstantOld, MemArgs, check_shape, meta_of,
+    META_KEYS, NO_GPU_ARGS, Complete, GpuArgs, Instant, InstantOld, MemArgs, check_shape, meta_of,
 )
 
 # Normalised event categories. Old (2021) Kineto names map onto the current ones.
@@ -209,7 +209,11 @@ _PID, _TID, _TS, _DUR, _NAME, _CAT, _ARGS = map(attrgetter, ("pid", "tid", "ts",
                                                               "cat", "args"))
 _CORR, _DEVICE, _STREAM = map(attrgetter, ("correlation", "device", "stream"))
 _PID_TID = attrgetter("pid", "tid")
-_MEM_FIELDS = ("device_type", "device_id", "nbytes", "allocated", "reserved")
+_NONE = type(None)
+_GPU_ARG_TYPES = {"correlation": {int, _NONE}, "device": {int, str, _NONE}, "stream": {int, str, _NONE}}
+_MEM_ARG_TYPES = {"device_type": {int, _NONE}, "device_id": {int, _NONE}, "nbytes": {int, float, _NONE},
+                  "allocated": {int, float, _NONE}, "reserved": {int, float, _NONE}}
+_MEM_FIELDS = tuple(_MEM_ARG_TYPES)  # Memory's columns after ts, in MemArgs order
 
 
 @dataclass
@@ -406,12 +410,6 @@ def _int_column(values: list[Any], fallback: np.ndarray, lo: int = -2**31, hi: i
     return np.where((arr > lo) & (arr < hi), arr, fallback)
 
 
-_NONE = type(None)
-_GPU_ARG_TYPES = {"correlation": {int, _NONE}, "device": {int, str, _NONE}, "stream": {int, str, _NONE}}
-_MEM_ARG_TYPES = {"device_type": {int, _NONE}, "device_id": {int, _NONE}, "nbytes": {int, float, _NONE},
-                  "allocated": {int, float, _NONE}, "reserved": {int, float, _NONE}}
-
-
 def _well_typed(args: list[Any], struct: type, types: dict[str, set[type]]) -> np.ndarray | None:
     """Mask of the `args` that are `struct`s whose fields have the types a well-formed trace
     writes (a JSON bool is not an int); None when all are. Python runs per event only when some
@@ -438,8 +436,8 @@ def _gpu_args(xs: list[Complete], cat: np.ndarray, counts: dict[str, int]
     args = list(map(_ARGS, map(xs.__getitem__, wanted.tolist())))
     ok = _well_typed(args, GpuArgs, _GPU_ARG_TYPES)
     counts["bad_args"] = 0 if ok is None else int(len(ok) - ok.sum())
-    if ok is not None:
-        wanted, args = wanted[ok], list(compress(args, ok.tolist()))
+    if ok is not None:  # a malformed args is read as an absent one: every fallback below applies
+        args = [a if good else NO_GPU_ARGS for a, good in zip(args, ok.tolist())]
     corr[wanted] = _int_column(list(map(_CORR, args)), np.full(len(wanted), -1), -1, 2**62)
     device_side = np.isin(cat, [CAT_CODE[c] for c in DEVICE_CATS])
     dev = np.flatnonzero(device_side[wanted])
@@ -450,10 +448,6 @@ def _gpu_args(xs: list[Complete], cat: np.ndarray, counts: dict[str, int]
     no_device = np.flatnonzero(device_side & (device < 0))
     pids = list(map(_PID, map(xs.__getitem__, no_device.tolist())))
     device[no_device] = _int_column(pids, np.zeros(len(no_device), np.int64))
-    read = np.zeros(n, bool)
-    read[wanted] = True
-    bad = np.flatnonzero(device_side & ~read)  # malformed args: the stream is the event's tid
-    stream[bad] = _int_column(list(map(_TID, map(xs.__getitem__, bad.tolist()))), np.zeros(len(bad), np.int64))
     return corr, device, stream
 
 
@@ -494,7 +488,7 @@ def _op_shapes(xs: list[Complete], cat: np.ndarray) -> tuple[np.ndarray | None, 
         raws = [bytes(getattr(a, "dims", b"")) for a in args]
     raw_code, distinct = _codes(raws, len(raws))
     codes: dict[str, int] = {}
-    lut = np.full(len(distinct) + 1, -1, np.int32)
+    lut = np.full(len(distinct), -1, np.int32)
     for k, raw in enumerate(distinct):
         dims = _decode_or_none(raw)
         if isinstance(dims, list):
