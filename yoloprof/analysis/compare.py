@@ -15,6 +15,7 @@ import pandas as pd
 
 from yoloprof.analysis.configs import Configs, Plan
 from yoloprof.analysis.tables import metric_meta, pooled_samples
+from yoloprof.config.stats import ALPHA, CORRECTION, NOISE
 from yoloprof.defs import metrics as registry
 from yoloprof.errors import UsageError
 from yoloprof.metrics.stats import adjust_pvalues, compare_batch, detectable_change
@@ -78,7 +79,7 @@ def _result_row(cfg: Configs, g: str, base: str, metric: str, meta: tuple, r: di
 
 
 def compare_configs(metrics: pd.DataFrame, cfg: Configs, plan: Plan, names: list[str], *,
-                    alpha: float = 0.05, noise: float = 0.02, correction: str = "holm") -> pd.DataFrame:
+                    alpha: float = ALPHA, noise: float = NOISE, correction: str = CORRECTION) -> pd.DataFrame:
     """The comparison table: one row per (configuration, metric), in configuration order."""
     samples = pooled_samples(metrics[metrics["metric"].isin(names)])
     meta = metric_meta(metrics)

@@ -25,6 +25,7 @@ from yoloprof.analysis.inventory import PROBLEMS
 from yoloprof.analysis.insights import best_per_metric, pareto, scaling
 from yoloprof.analysis.outputs import analysis_dir, recorded_settings
 from yoloprof.analysis.settings import DEFAULT_NAME, AnalysisSettings, check_name, command
+from yoloprof.config.stats import ALPHA, CORRECTION, NOISE
 from yoloprof.analysis.tables import metric_meta, pooled_samples, read_tables
 from yoloprof.defs import metrics as registry
 
@@ -97,8 +98,8 @@ def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def analyze_collected(c: Collected, *, baseline: list[str] | None = None, vary: str | None = None,
-                      metrics: list[str] | None = None, alpha: float = 0.05, noise: float = 0.02,
-                      correction: str = "holm") -> AnalysisResult:
+                      metrics: list[str] | None = None, alpha: float = ALPHA, noise: float = NOISE,
+                      correction: str = CORRECTION) -> AnalysisResult:
     """Compute every table from collected rows/profiles; no files written, nothing printed."""
     tables = read_tables(c)
     cfg: Configs = build_configs(c.ok)

@@ -27,7 +27,7 @@ from omegaconf import II, MISSING, OmegaConf
 from yoloprof.config.paths import sweeps_dir
 from yoloprof.config.settings import (FIELDS, ISOLATIONS, JOB_ORDERS, MACHINE_POLICIES, MODES, OUTPUT_KEYS,
                                       CaptureSettings, default_of, spec_of)
-from yoloprof.config.stats import ALPHA, CORRECTION, NOISE
+from yoloprof.config.stats import ALPHA, CORRECTION, CORRECTIONS, NOISE
 
 SWEEP_ID_ENV = "YOLOPROF_SWEEP_ID"
 
@@ -39,10 +39,7 @@ JobOrder = Enum("JobOrder", {v: v for v in JOB_ORDERS})
 MachinePolicy = Enum("MachinePolicy", {v: v for v in MACHINE_POLICIES})
 
 
-class Correction(Enum):
-    holm = "holm"
-    bh = "bh"
-    none = "none"
+Correction = Enum("Correction", {v: v for v in CORRECTIONS})
 
 
 @dataclass

@@ -42,7 +42,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 from scipy import stats as sps
 
-from yoloprof.config.stats import ALPHA, NOISE
+from yoloprof.config.stats import ALPHA, CORRECTION, NOISE
 
 MIN_TRIALS = 2          # fewest trials per side that get a test
 FULL_POWER_TRIALS = 3   # below this per side, a tested result is labelled low power
@@ -324,7 +324,7 @@ def compare_samples(before: Iterable[float], after: Iterable[float], *, better: 
     return compare_batch([(before, after, better)], alpha=alpha, noise=noise)[0]
 
 
-def adjust_pvalues(pvalues: Sequence[float | None], method: str = "holm") -> list[float | None]:
+def adjust_pvalues(pvalues: Sequence[float | None], method: str = CORRECTION) -> list[float | None]:
     """Family-wise (Holm) or false-discovery (Benjamini-Hochberg) adjustment; None/NaN entries
     (comparisons without a test) stay None and are not counted in the family."""
     if method not in ("holm", "bh", "none"):

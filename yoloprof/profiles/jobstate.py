@@ -97,7 +97,7 @@ def job_states(sweep_dir: str | Path, row_status: dict[int, str] | None = None) 
         state = record.get("state") or "pending"
         if row_status is not None and num in row_status:
             state = _ROW_STATUS.get(row_status[num], "failed")
-        elif row_status is None and (sweep_dir / str(num) / "row.parquet").is_file():
+        elif row_status is None and (sweep_dir / str(num) / files.ROW).is_file():
             state = "done" if state in ("running", "pending", "kept") else state
         out[num] = {"state": state, "overrides": planned.get(num),
                     **{k: record.get(k) for k in ("cluster_job_id", "node", "attempt", "launcher")}}
