@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from yoloprof.capture.device import DeviceInfo
+from yoloprof.defs.metrics import BYTES_PER_MIB
 
 
 def _cpu_model() -> str:
@@ -77,7 +78,7 @@ def collect_env(device: DeviceInfo) -> dict[str, Any]:
     if device.is_cuda:
         props = torch.cuda.get_device_properties(device.torch_device)
         env.update(device_name=props.name, device_count=torch.cuda.device_count(),
-                   device_memory_mb=round(props.total_memory / 2**20),
+                   device_memory_mb=round(props.total_memory / BYTES_PER_MIB),
                    compute_capability=f"{props.major}.{props.minor}")
     else:
         env["device_name"] = env["cpu_model"]

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-MIB = 2**20  # model size is given in MiB (the "_mb" of the project's names means 2**20 bytes)
+from yoloprof.defs.metrics import BYTES_PER_MIB
+
 
 
 def model_facts(model: Any) -> dict[str, Any]:
@@ -21,7 +22,7 @@ def model_facts(model: Any) -> dict[str, Any]:
     return {
         "params_total": int(sum(p.numel() for p in params)),
         "params_trainable": int(sum(p.numel() for p in params if p.requires_grad)),
-        "model_mb": nbytes / MIB,
+        "model_mb": nbytes / BYTES_PER_MIB,
     }
 
 

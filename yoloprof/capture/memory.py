@@ -13,8 +13,8 @@ import sys
 from typing import Any, Callable
 
 from yoloprof.capture.device import DeviceInfo
+from yoloprof.defs.metrics import BYTES_PER_MIB
 
-MIB = 2**20  # every memory figure is in MiB (yoloprof.defs.metrics)
 
 # Dense peak throughput (TFLOP/s) by device-name substring and compute dtype, for MFU. Dense tensor
 # core figures from the vendors' data sheets; SXM parts (the PCIe variants are a little lower).
@@ -79,15 +79,15 @@ class PeakMemory:
             return peak
         # ru_maxrss is KiB on Linux, bytes on macOS.
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        return peak / (2**20 if sys.platform == "darwin" else 1024.0)
+        return peak / (BYTES_PER_MIB if sys.platform == "darwin" else 1024.0)
 
     def read(self) -> dict[str, float | None]:
         out: dict[str, float | None] = {"peak_rss_mb": self.peak_rss_mb(), "peak_mem_mb": None,
                                         "peak_reserved_mb": None}
         if self.device.is_cuda:
             cuda, dev = self.device.cuda, self.device.torch_device
-            out["peak_mem_mb"] = cuda.max_memory_allocated(dev) / MIB
-            out["peak_reserved_mb"] = cuda.max_memory_reserved(dev) / MIB
+            out["peak_mem_mb"] = cuda.max_memory_allocated(dev) / BYTES_PER_MIB
+            out["peak_reserved_mb"] = cuda.max_memory_reserved(dev) / BYTES_PER_MIB
         return out
 
 

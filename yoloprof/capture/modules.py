@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from yoloprof.capture.device import DeviceInfo
+from yoloprof.defs.metrics import BYTES_PER_MIB
 
 MODULES_METHOD = "hooks"  # said in the profile's modules section
 
@@ -136,7 +137,7 @@ class ModuleRecorder:
             return None
         import torch
 
-        return torch.cuda.memory_allocated(self.device.torch_device) / 2**20
+        return torch.cuda.memory_allocated(self.device.torch_device) / BYTES_PER_MIB
 
     def _pre(self, module: Any, args: Any) -> None:
         if not self._active:

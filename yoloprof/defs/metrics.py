@@ -26,6 +26,7 @@ from typing import Iterable
 
 LOWER, HIGHER = "lower", "higher"
 MS, US, PCT, MIB, COUNT = "ms", "us", "%", "MiB", "count"
+BYTES_PER_MIB = 2**20  # every memory figure is in MiB: the "_mb" of a metric name means 2**20 bytes
 ALL_MODES = ("train", "infer", "trace")
 CAPTURE_MODES = ("train", "infer")
 

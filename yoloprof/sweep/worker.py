@@ -26,6 +26,8 @@ import types
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from yoloprof.defs.metrics import BYTES_PER_MIB
+
 _PRELOAD = ["torch", "yoloprof.capture.api", "yoloprof.workloads.models"]
 _CONTEXT: Any = None
 
@@ -60,7 +62,7 @@ def footprint_mib(device: str) -> float | None:
 
         if not torch.cuda.is_initialized():
             return 0.0
-        return torch.cuda.memory_allocated(spec.index or 0) / 2**20
+        return torch.cuda.memory_allocated(spec.index or 0) / BYTES_PER_MIB
     return proc_status_mib("VmRSS")
 
 

@@ -14,15 +14,15 @@ from typing import Any
 
 import numpy as np
 
+from yoloprof.defs.metrics import BYTES_PER_MIB
 from yoloprof.metrics.categories import CATEGORIES, classify, is_tensorcore
 from yoloprof.traces.correlate import Join, join
 from yoloprof.traces.intervals import exclusive_contributions, overlap_by_label
 from yoloprof.traces.ops import op_table
-from yoloprof.traces.parse import CAT_CODE, DEVICE_KINDS, HOST_API_CATS, Events, parse_trace_bytes
+from yoloprof.traces.parse import CAT_CODE, DEVICE_KINDS, HOST_API_CATS, US_PER_MS, Events, parse_trace_bytes
 from yoloprof.traces.phases import Timeline, build_timeline
 from yoloprof.traces.steps import STEP_NAME, Steps, find_steps, step_of
 
-US_PER_MS = 1000.0
 
 
 @dataclass
@@ -247,8 +247,8 @@ def _memory_part(ev: Events, steps: Steps, out: TraceAnalysis) -> None:
         out.memory.append({
             "device": "cpu" if dtype == 0 else f"device{did}" if dtype != 1 else f"cuda:{did}",
             "device_type": dtype, "device_id": did,
-            "peak_allocated_mb": float(np.nanmax(mem.allocated[sel], initial=0.0)) / 2**20,
-            "peak_reserved_mb": float(np.nanmax(mem.reserved[sel], initial=0.0)) / 2**20,
+            "peak_allocated_mb": float(np.nanmax(mem.allocated[sel], initial=0.0)) / BYTES_PER_MIB,
+            "peak_reserved_mb": float(np.nanmax(mem.reserved[sel], initial=0.0)) / BYTES_PER_MIB,
             "alloc_calls": int((sel & calls).sum())})
 
 

@@ -37,6 +37,7 @@ CATS = ("other", "cpu_op", "user_annotation", "gpu_user_annotation", "cuda_runti
 CAT_ALIASES = {"operator": "cpu_op", "runtime": "cuda_runtime", "memcpy": "gpu_memcpy",
                "memset": "gpu_memset", "kernel": "kernel", "cuda_sync": "other"}
 CAT_CODE = {name: code for code, name in enumerate(CATS)}
+US_PER_MS = 1000.0  # trace times are microseconds (module doc); figures are reported in ms
 DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 DEVICE_KINDS = ("kernel", "memcpy", "memset")  # CUPTI activity kinds, in DEVICE_CATS order
 HOST_API_CATS = ("cuda_runtime", "cuda_driver")

@@ -42,9 +42,7 @@ import numpy as np
 
 from yoloprof.metrics.categories import CATEGORIES, classify, is_tensorcore, short_name
 from yoloprof.profiles.model import measured
-from yoloprof.traces.parse import DEVICE_KINDS
-
-MS = 1000.0
+from yoloprof.traces.parse import DEVICE_KINDS, US_PER_MS
 
 
 def _mean(values: np.ndarray | None, scale: float = 1.0) -> float | None:
@@ -59,25 +57,25 @@ def _metrics(a: Any) -> dict[str, dict]:
     n = max(a.n_steps, 1)
     n_kernels = float(a.kernels.sum()) if dev else 0.0
     values: dict[str, float | None] = {
-        "step_ms": _mean(a.step_wall, MS),
-        "device_busy_ms": _mean(a.busy, MS) if dev else None,
+        "step_ms": _mean(a.step_wall, US_PER_MS),
+        "device_busy_ms": _mean(a.busy, US_PER_MS) if dev else None,
         "device_util_pct": a.device_util_pct if dev else None,
         "tensorcore_pct": (100.0 * a.tensorcore_us_total / a.kernel_us_total
                            if dev and a.kernel_us_total > 0 else None),
         "launches_per_step": _mean(a.launches) if gpu else None,
         "kernels_per_step": _mean(a.kernels) if dev else None,
         "mean_kernel_us": a.kernel_us_total / n_kernels if n_kernels else None,
-        **{f"{kind}_ms": _mean(a.kind_us[:, k], MS) if dev else None for k, kind in enumerate(DEVICE_KINDS)},
-        "host_overhead_ms": _mean(a.launch_us, MS) if gpu else None,
-        "host_sync_ms": _mean(a.sync_us, MS) if gpu else None,
+        **{f"{kind}_ms": _mean(a.kind_us[:, k], US_PER_MS) if dev else None for k, kind in enumerate(DEVICE_KINDS)},
+        "host_overhead_ms": _mean(a.launch_us, US_PER_MS) if gpu else None,
+        "host_sync_ms": _mean(a.sync_us, US_PER_MS) if gpu else None,
         "malloc_calls_per_step": _mean(a.malloc_calls) if gpu else None,
         "peak_mem_mb": _peak_mb(a.memory),
         "alloc_calls_per_step": _mean(a.alloc_calls),
         "orphan_kernels": a.orphans_in_steps / n if dev else None,
     }
     for k, phase in enumerate(a.phase_names):
-        values[f"{phase}_wall_ms"] = _mean(a.phase_wall[:, k], MS)
-        values[f"{phase}_device_ms"] = _mean(a.phase_dev[:, k], MS) if dev else None
+        values[f"{phase}_wall_ms"] = _mean(a.phase_wall[:, k], US_PER_MS)
+        values[f"{phase}_device_ms"] = _mean(a.phase_dev[:, k], US_PER_MS) if dev else None
         values[f"{phase}_kernels"] = _mean(a.phase_kernels[:, k]) if dev else None
         values[f"{phase}_ops"] = _mean(a.phase_ops[:, k])
     return {name: measured(name, v) for name, v in values.items()}
@@ -93,9 +91,9 @@ def _peak_mb(memory: list[dict]) -> float | None:
 def _phases(a: Any) -> list[dict]:
     rows = []
     for k, phase in enumerate(a.phase_names):
-        wall = _mean(a.phase_wall[:, k], MS)
+        wall = _mean(a.phase_wall[:, k], US_PER_MS)
         row = {"phase": phase, "wall_ms_per_step": wall,
-               "device_ms_per_step": _mean(a.phase_dev[:, k], MS) if a.has_device else None,
+               "device_ms_per_step": _mean(a.phase_dev[:, k], US_PER_MS) if a.has_device else None,
                "kernels_per_step": _mean(a.phase_kernels[:, k]) if a.has_device else None,
                "ops_per_step": _mean(a.phase_ops[:, k])}
         if phase == "other" and not wall and not row["device_ms_per_step"] and not row["ops_per_step"]:
@@ -107,9 +105,9 @@ def _phases(a: Any) -> list[dict]:
 def _categories(a: Any) -> list[dict]:
     if not a.has_device:
         return []
-    per_step = a.cat_us.mean(axis=0) / MS
+    per_step = a.cat_us.mean(axis=0) / US_PER_MS
     total = float(per_step.sum())
-    saving = a.cat_saving_us / MS
+    saving = a.cat_saving_us / US_PER_MS
     rows = [{"category": c, "device_ms_per_step": float(v), "pct": 100.0 * float(v) / total if total else 0.0,
              "busy_saving_ms_per_step": float(saving[k])}
             for k, (c, v) in enumerate(zip(CATEGORIES, per_step.tolist())) if v > 0]
@@ -123,7 +121,7 @@ def _kernels(a: Any) -> list[dict]:
     total = {kind: sum(r["us"] for r in a.kernel_rows if r["kind"] == kind) for kind in DEVICE_KINDS}
     rows = [{"name": r["name"], "short_name": short_name(r["name"]), "category": classify(r["name"]),
              "tensorcore": is_tensorcore(r["name"]), "phase": r["phase"], "kind": r["kind"],
-             "ms_per_step": r["us"] / MS / n,
+             "ms_per_step": r["us"] / US_PER_MS / n,
              "pct": 100.0 * r["us"] / total[r["kind"]] if total[r["kind"]] else 0.0,
              "count_per_step": r["count"] / n} for r in a.kernel_rows]
     return sorted(rows, key=lambda r: (-r["ms_per_step"], r["name"], r["phase"]))
@@ -135,8 +133,8 @@ def _ops(a: Any, rows_in: list[dict], key: str) -> list[dict]:
     n = max(a.n_steps, 1)
     rows = []
     for r in rows_in:
-        row = {"name": r["name"], key: r[key], "self_ms_per_step": r["self_us"] / MS / n,
-               "total_ms_per_step": r["total_us"] / MS / n, "count_per_step": r["count"] / n}
+        row = {"name": r["name"], key: r[key], "self_ms_per_step": r["self_us"] / US_PER_MS / n,
+               "total_ms_per_step": r["total_us"] / US_PER_MS / n, "count_per_step": r["count"] / n}
         if "alloc_bytes" in r:
             row.update(alloc_bytes_per_step=r["alloc_bytes"] / n, freed_bytes_per_step=r["freed_bytes"] / n)
         rows.append(row)
@@ -146,11 +144,11 @@ def _ops(a: Any, rows_in: list[dict], key: str) -> list[dict]:
 def _per_step(a: Any) -> list[dict]:
     rows = []
     for i, step in enumerate(a.steps.ids):
-        row: dict[str, Any] = {"step": step, "step_ms": float(a.step_wall[i]) / MS,
-                               "device_busy_ms": float(a.busy[i]) / MS if a.has_device else None}
+        row: dict[str, Any] = {"step": step, "step_ms": float(a.step_wall[i]) / US_PER_MS,
+                               "device_busy_ms": float(a.busy[i]) / US_PER_MS if a.has_device else None}
         if a.has_device:
-            row["categories"] = {c: float(v) / MS for c, v in zip(CATEGORIES, a.cat_us[i].tolist()) if v}
-        row["phases"] = {p: float(a.phase_wall[i, k]) / MS for k, p in enumerate(a.phase_names)}
+            row["categories"] = {c: float(v) / US_PER_MS for c, v in zip(CATEGORIES, a.cat_us[i].tolist()) if v}
+        row["phases"] = {p: float(a.phase_wall[i, k]) / US_PER_MS for k, p in enumerate(a.phase_names)}
         rows.append(row)
     return rows
 
@@ -158,7 +156,7 @@ def _per_step(a: Any) -> list[dict]:
 def _devices(a: Any) -> list[dict]:
     """Per device: busy ms per step (its own union) and utilisation over the analysed window."""
     n = max(a.n_steps, 1)
-    return [{"device": d["device"], "busy_ms_per_step": d["busy_us"] / MS / n, "util_pct": d["util_pct"]}
+    return [{"device": d["device"], "busy_ms_per_step": d["busy_us"] / US_PER_MS / n, "util_pct": d["util_pct"]}
             for d in a.devices]
 
 
@@ -166,7 +164,7 @@ def build_sections(a: Any, steps_hint: int | None = None) -> dict[str, Any]:
     warnings = list(a.warnings)
     if steps_hint is not None and steps_hint != a.n_steps and not a.steps.whole_trace:
         warnings.append(f"expected {steps_hint} profiled step(s), the trace has {a.n_steps}")
-    window = float(a.steps.end[-1] - a.steps.start[0]) / MS if a.n_steps else 0.0
+    window = float(a.steps.end[-1] - a.steps.start[0]) / US_PER_MS if a.n_steps else 0.0
     return {
         "metrics": _metrics(a),
         "phases": _phases(a),
@@ -177,7 +175,7 @@ def build_sections(a: Any, steps_hint: int | None = None) -> dict[str, Any]:
         "trace": {"file": a.source, "steps_analyzed": a.n_steps, "window_ms": max(window, 0.0),
                   "step_ids": list(a.steps.ids), "whole_trace": a.steps.whole_trace,
                   "per_step": _per_step(a), "memory": a.memory, "devices": _devices(a),
-                  "device_window_ms": a.window_us / MS if a.has_device else None},
+                  "device_window_ms": a.window_us / US_PER_MS if a.has_device else None},
         "warnings": warnings,
         "memory": a.memory,
     }
