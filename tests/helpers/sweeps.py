@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-import pandas as pd
 
 from yoloprof.profiles.model import SCHEMA
 from yoloprof.profiles.rows import write_row

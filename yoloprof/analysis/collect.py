@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from yoloprof.analysis.folder import ROW_FILE, check_sweep_folder
+from yoloprof.analysis.folder import check_sweep_folder
 from yoloprof.analysis.inventory import PROBLEMS, JobFolder, read_sweep
 from yoloprof.defs import files
 from yoloprof.errors import ProfileError, YoloprofError
@@ -104,7 +104,7 @@ def collect(sweep_dir: str | Path, *, load_profiles: bool = True) -> Collected:
     problems = folder_notes(folders)
     if rows.empty:
         listed = f": {'; '.join(problems[:5])}" if problems else ""
-        raise ProfileError(f"{sweep_dir}: not a sweep: no readable {ROW_FILE} files in its job folders{listed}")
+        raise ProfileError(f"{sweep_dir}: not a sweep: no readable {files.ROW} files in its job folders{listed}")
     c = collect_rows(rows, sweep_dir, load_profiles=load_profiles)
     c.folders = folders
     c.notes[:0] = problems

@@ -7,10 +7,7 @@ from pathlib import Path
 
 from yoloprof.defs import files
 from yoloprof.errors import ProfileError, UsageError
-from yoloprof.profiles.jobstate import MANIFEST_NAME  # noqa: F401 - the sweep manifest's one home
 
-ROW_FILE = files.ROW
-ANALYSIS_DIR = files.ANALYSIS_DIR  # the analyses of a sweep: analysis/ (recorded settings), analysis/<name>/
 
 
 def check_sweep_folder(folder: str | Path) -> Path:
@@ -21,10 +18,10 @@ def check_sweep_folder(folder: str | Path) -> Path:
         raise UsageError(f"no such sweep folder: {folder}")
     if not folder.is_dir():
         raise UsageError(f"{folder} is not a folder; give a sweep folder (<project>/sweeps/<name>/<id>)")
-    if any(folder.glob(f"*/{ROW_FILE}")):
+    if any(folder.glob(f"*/{files.ROW}")):
         return folder
-    runs = sorted({p.parent.parent.name for p in folder.glob(f"*/*/{ROW_FILE}")})
+    runs = sorted({p.parent.parent.name for p in folder.glob(f"*/*/{files.ROW}")})
     if runs:
         raise UsageError(f"{folder} holds {len(runs)} sweep run(s), not job folders; analyse one of them: "
                          + ", ".join(str(folder / r) for r in runs[-5:]))
-    raise ProfileError(f"{folder}: not a sweep: no {ROW_FILE} files in its job folders")
+    raise ProfileError(f"{folder}: not a sweep: no {files.ROW} files in its job folders")

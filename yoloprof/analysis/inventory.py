@@ -33,7 +33,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from yoloprof.analysis.folder import ROW_FILE
+from yoloprof.defs import files
 from yoloprof.profiles.jobstate import describe, planned_jobs, read_state
 from yoloprof.profiles.rows import RESULTS_NAME, ROW_SCHEMA, STATUSES
 
@@ -60,7 +60,7 @@ def job_folders(sweep_dir: Path) -> list[Path]:
     with os.scandir(sweep_dir) as it:
         for e in it:
             if e.is_dir(follow_symlinks=False) and not e.name.startswith(".") and (
-                    e.name.isdigit() or os.path.lexists(os.path.join(e.path, ROW_FILE))):
+                    e.name.isdigit() or os.path.lexists(os.path.join(e.path, files.ROW))):
                 out.append(Path(e.path))
     return sorted(out, key=lambda p: (not p.name.isdigit(), int(p.name) if p.name.isdigit() else 0, p.name))
 
@@ -143,13 +143,13 @@ def read_sweep(sweep_dir: Path) -> tuple[pa.Table, list[JobFolder]]:
     stats = {}
     for f in folders:
         try:
-            stats[f.name] = os.lstat(f / ROW_FILE)
+            stats[f.name] = os.lstat(f / files.ROW)
         except OSError:
             pass
     known, covered = _consolidated(sweep_dir, stats)
     rest = [f for f in folders if f.name not in covered]
     with ThreadPoolExecutor(max_workers=min(READ_THREADS, max(1, len(rest)))) as pool:
-        read = dict(zip((f.name for f in rest), pool.map(read_one, [f / ROW_FILE for f in rest])))
+        read = dict(zip((f.name for f in rest), pool.map(read_one, [f / files.ROW for f in rest])))
     tables, states, seen = [], [], {}
     for folder in folders:
         table, state, detail = _check_row(known[folder.name]) if folder.name in known else read[folder.name]

@@ -21,7 +21,6 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-from yoloprof.analysis.folder import ANALYSIS_DIR, MANIFEST_NAME
 from yoloprof.analysis.settings import DEFAULT_NAME, AnalysisSettings
 from yoloprof.defs import files
 from yoloprof.errors import UsageError
@@ -38,7 +37,7 @@ OUTPUT_SUFFIXES = (".parquet", ".md", ".csv", ".html")
 def recorded_settings(sweep_dir: Path) -> tuple[AnalysisSettings, bool]:
     """(the settings the sweep recorded in its manifest, whether it recorded any). A sweep from
     before the record, or a folder without a manifest, uses the built-in defaults."""
-    path = sweep_dir / MANIFEST_NAME
+    path = sweep_dir / files.MANIFEST
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -55,7 +54,7 @@ def recorded_settings(sweep_dir: Path) -> tuple[AnalysisSettings, bool]:
 
 
 def analysis_dir(sweep_dir: Path, name: str) -> Path:
-    root = sweep_dir / ANALYSIS_DIR
+    root = sweep_dir / files.ANALYSIS_DIR
     return root if name == DEFAULT_NAME else root / name
 
 
@@ -74,7 +73,7 @@ def check_target(folder: Path, settings: AnalysisSettings, name: str) -> None:
         raise UsageError(f"{folder} exists and is not an analysis folder; choose another --name")
     old = read_record(folder)
     if old is not None and old.get("settings") != settings.to_dict():
-        where = folder.name if name != DEFAULT_NAME else ANALYSIS_DIR
+        where = folder.name if name != DEFAULT_NAME else files.ANALYSIS_DIR
         raise UsageError(f"{folder} holds another analysis ({where}: {old.get('command', '?')}); "
                          "give this one its own --name")
 
@@ -166,7 +165,7 @@ def commit(folder: Path, name: str, outputs: dict[str, bytes],
 def list_analyses(sweep_dir: Path) -> list[dict[str, Any]]:
     """Every analysis in a sweep folder: name, folder, date, settings, command (or, for a folder
     without a readable settings.json, `incomplete`)."""
-    root = sweep_dir / ANALYSIS_DIR
+    root = sweep_dir / files.ANALYSIS_DIR
     if not root.is_dir():
         return []
     folders = [root] + sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))

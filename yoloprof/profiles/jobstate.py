@@ -31,7 +31,6 @@ from yoloprof.profiles.io import write_bytes_atomic
 
 STATE_NAME = files.JOB_STATE
 STATE_SCHEMA = "yoloprof.job_state/1"
-MANIFEST_NAME = files.MANIFEST
 # pending: planned, not started; running: started, no row yet; done / failed: its row says so;
 # preempted: the scheduler stopped it (it reruns on requeue or resume=); interrupted: Ctrl-C;
 # kept: resume kept its earlier ok row.
@@ -60,7 +59,7 @@ def read_state(job_dir: str | Path) -> dict[str, Any] | None:
 
 def _manifest(sweep_dir: str | Path) -> dict[str, Any]:
     try:
-        manifest = json.loads((Path(sweep_dir) / MANIFEST_NAME).read_text(encoding="utf-8"))
+        manifest = json.loads((Path(sweep_dir) / files.MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return manifest if isinstance(manifest, dict) else {}

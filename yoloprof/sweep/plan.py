@@ -23,8 +23,8 @@ from yoloprof.config.device import canonical_device
 from yoloprof.config.settings import CaptureSettings
 from yoloprof.config.translate import check_known_keys, check_target, job_values, settings_from_cfg
 from yoloprof.errors import UsageError
+from yoloprof.defs import files
 from yoloprof.profiles.io import write_bytes_atomic
-from yoloprof.profiles.jobstate import MANIFEST_NAME
 from yoloprof.sweep import launchers
 
 MANIFEST_SCHEMA = "yoloprof.sweep/1"
@@ -259,7 +259,7 @@ def prepare_dir(plan: SweepPlan, *, resume: bool, manifest: dict[str, Any]) -> N
     that `resume=` reads back; a dir that cannot be written fails here, before any job."""
     try:
         plan.sweep_dir.mkdir(parents=True, exist_ok=resume)
-        write_bytes_atomic(plan.sweep_dir / MANIFEST_NAME, json.dumps(manifest, indent=1).encode())
+        write_bytes_atomic(plan.sweep_dir / files.MANIFEST, json.dumps(manifest, indent=1).encode())
     except FileExistsError as exc:
         raise UsageError(f"sweep dir {plan.sweep_dir} already exists; resume it with "
                          f"resume={plan.sweep_dir}") from exc
@@ -299,13 +299,13 @@ def new_manifest(plan: SweepPlan, overrides: list[str], config_dir: str | None, 
 
 def read_manifest(sweep_dir: Path) -> dict[str, Any]:
     """The manifest of an earlier sweep, for `resume=`; a dir without one is not a sweep dir."""
-    path = sweep_dir / MANIFEST_NAME
+    path = sweep_dir / files.MANIFEST
     if not sweep_dir.is_dir():
         raise UsageError(f"resume: {sweep_dir} is not a directory")
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
-        raise UsageError(f"resume: {sweep_dir} is not a yoloprof sweep dir (no {MANIFEST_NAME})") from exc
+        raise UsageError(f"resume: {sweep_dir} is not a yoloprof sweep dir (no {files.MANIFEST})") from exc
     except (OSError, ValueError) as exc:
         raise UsageError(f"resume: cannot read {path}: {exc}") from exc
     if not isinstance(manifest, dict) or manifest.get("schema") != MANIFEST_SCHEMA:

@@ -27,8 +27,8 @@ import numpy as np
 
 from yoloprof.errors import ProfileError
 from yoloprof.traces import kineto
-from yoloprof.traces.kineto import (  # noqa: F401  (META_KEYS: re-exported, part of this API)
-    META_KEYS, NO_GPU_ARGS, Complete, GpuArgs, Instant, InstantOld, MemArgs, check_shape, meta_of,
+from yoloprof.traces.kineto import (
+    NO_GPU_ARGS, Complete, GpuArgs, Instant, InstantOld, MemArgs, check_shape, meta_of,
 )
 
 # Normalised event categories. Old (2021) Kineto names map onto the current ones.
