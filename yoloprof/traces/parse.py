@@ -115,15 +115,30 @@ def parse_trace_bytes(data: bytes) -> Events:
 # core, one forked helper that takes the second half (set to 1 where processes already run one
 # trace each, as readers.ranks does). The helper is forked only from a single-threaded process
 # (a fork copies no other thread, and a lock one of them held would never be released) and while
-# a core is idle: 1-minute load average, which counts this process, below the cores minus a half.
+# a core is idle now (`_idle_core`).
 SLICE_WORKERS = min(2, os.cpu_count() or 1)
 
 
 def _may_fork() -> bool:
     if SLICE_WORKERS < 2 or not hasattr(os, "fork") or threading.active_count() > 1:
         return False
+    return _idle_core()
+
+
+def _idle_core(loadavg: str = "/proc/loadavg") -> bool:
+    """True when a core is free at this moment: the kernel's count of runnable tasks (the fourth
+    field of /proc/loadavg, this process included) is below the cores. Why not the 1-minute load
+    average: it lags by a minute, so right after a heavy command ends an idle machine still reads
+    busy (the helper was then skipped in about one run of two of `bench/bench_parse.py`). Where
+    /proc/loadavg is absent, that average below the cores minus a half."""
+    cores = os.cpu_count() or 1
     try:
-        return os.getloadavg()[0] < (os.cpu_count() or 1) - 0.5
+        with open(loadavg, encoding="ascii") as fh:
+            return int(fh.read().split()[3].split("/")[0]) < cores
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.getloadavg()[0] < cores - 0.5
     except OSError:
         return True
 
