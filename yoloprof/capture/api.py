@@ -12,6 +12,7 @@ from typing import Any, Iterator
 
 from yoloprof.capture import interrupt
 from yoloprof.capture.device import DeviceInfo, resolve_device
+from yoloprof.capture.heap import frozen_heap
 from yoloprof.capture.preflight import check_memory, check_model_inputs, check_output_dir
 from yoloprof.capture.progress import CaptureProgress
 from yoloprof.config.settings import CaptureSettings
@@ -75,7 +76,7 @@ def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = 
     amp, warnings = settings.autocast, precision_warnings(settings, device)
     check_memory(settings, device, amp)  # --batch -1: estimated at batch 1, the least it can be
     out_dir = check_output_dir(out_dir)  # after the flags: a refused flag leaves no new folder
-    with intra_op_threads(settings.threads):
+    with intra_op_threads(settings.threads), frozen_heap():
         settings = _resolve_batch(settings, device)  # --batch -1 runs trial steps: after every check
         return _capture(settings, device, amp, warnings, out_dir, progress, echo_warnings)
 

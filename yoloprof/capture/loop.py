@@ -24,13 +24,13 @@ says the same; a loop that did not reach a single timed step raises DataTooSmall
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import warnings as _warnings
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterator
 
 from yoloprof.capture.device import synchronize
+from yoloprof.capture.heap import fresh_heap, frozen_heap
 from yoloprof.capture.loop_support import (DEFAULT_OUT, blocks, check_counts, check_phase, current_job, device_of,
                                            dist_rank, job_output, output_names, traced_phase, untouched)
 from yoloprof.capture.loopclock import LoopClock
@@ -126,13 +126,20 @@ class Profile:
         self._nvtx_modules: Any = None
         self._phase: Callable[[str], ContextManager[Any]] = untouched
         self._setup_nvtx()
+        self._heap = frozen_heap()  # the loop's heap as it is now: frozen until the block ends
+        self._heap.__enter__()
         self._w, self._left = 0, 0
-        self._begin_window()
+        try:
+            self._begin_window()
+        except BaseException:
+            self._heap.__exit__(None, None, None)
+            raise
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
         completed = self.done
         window = self._windows[self._w][0] if not completed else None
+        self._heap.__exit__(None, None, None)
         self._abort_window(window)
         if self._nvtx_modules is not None:
             self._nvtx_modules.detach()
@@ -180,7 +187,7 @@ class Profile:
         pass
 
     def _begin_timed(self) -> None:
-        gc.collect()  # every timed window starts from the same heap state, as in the capture
+        fresh_heap()  # every timed window starts from the same heap state, as in the capture
         synchronize(self.device)
         self._open_block()
         self._phase = self._nvtx_wrap(self._timed_phase)

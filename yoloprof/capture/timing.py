@@ -7,11 +7,11 @@ sample (the mean step time of the trial), so repeats are independent samples for
 
 from __future__ import annotations
 
-import gc
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from yoloprof.capture.device import DeviceInfo, StepClock, synchronize
+from yoloprof.capture.heap import fresh_heap
 from yoloprof.capture.memory import PeakMemory
 from yoloprof.capture.steps import clock_phases, infer_call, train_step
 
@@ -37,9 +37,7 @@ def _timed_loop(step: Callable[[Callable[[str], Any]], Any], device: DeviceInfo,
     memory = PeakMemory(device)
     total = warmup + measured
     result = TrialResult()
-    # Start every trial from the same heap state; the collector stays enabled while measuring
-    # because the user's own loop runs with it too (timeit's habit of disabling it flatters).
-    gc.collect()
+    fresh_heap()  # every trial starts from the same heap state (capture/heap.py)
     for i in range(total):
         if i == warmup:
             synchronize(device)
