@@ -220,6 +220,38 @@ def test_a_thousand_jobs_are_planned_with_one_composition_per_configuration(swee
         "precision=float16", "precision=bfloat16", "precision=bfloat16", "precision=float16"]
 
 
+def test_the_launcher_reuses_the_configs_validation_composed(tmp_path, monkeypatch):
+    """Each job of a 4-job grid is composed once (validation), not twice (and the launcher's own
+    composition again); every job's saved config is the one a fresh composition gives (the reuse
+    switched off: sweeper.REUSED_CONFIGS = 0)."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+
+    from helpers.fake_sweep import fake_capture
+    from yoloprof.sweep import sweeper
+
+    monkeypatch.setattr(capture_api, "capture", fake_capture)
+    monkeypatch.delenv("YOLOPROF_SWEEP_ID", raising=False)
+    calls: list[list[str]] = []
+    real = ConfigLoaderImpl.load_sweep_config
+
+    def counting(self, master, overrides):
+        calls.append(list(overrides))
+        return real(self, master, overrides)
+
+    monkeypatch.setattr(ConfigLoaderImpl, "load_sweep_config", counting)
+    saved = {}
+    for reused in (sweeper.REUSED_CONFIGS, 0):
+        monkeypatch.setattr(sweeper, "REUSED_CONFIGS", reused)
+        monkeypatch.chdir((tmp_path / str(reused)).mkdir() or tmp_path / str(reused))
+        calls.clear()
+        assert main(["-m", "batch=1,2", "imgsz=64,128", "launch.isolation=inprocess", *QUIET]) == 0
+        assert len(calls) == (4 if reused else 8), calls
+        [sweep] = (tmp_path / str(reused) / "runs" / "profile" / "sweeps" / "adhoc").iterdir()
+        saved[reused] = [(sweep / str(n) / ".hydra" / "config.yaml").read_text().replace(sweep.name, "<id>")
+                         for n in range(4)]
+    assert saved[sweeper.REUSED_CONFIGS] == saved[0]
+
+
 def test_a_grid_that_interpolates_trial_is_composed_per_job(tmp_path):
     from yoloprof.config.compose import compose_job
     from yoloprof.sweep.plan import validate_grid
