@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from helpers.paths import REPO, SWEEPS, run_cli, run_main
-from helpers.fake_sweep import TINY, driver_cmd, write_driver
+from helpers.fake_sweep import TINY, driver_cmd, fake_jobs_env, fake_step_ms, write_driver
 from yoloprof.profiles.rows import RESULTS_NAME, ROW_NAME, read_rows
 
 ENV = {"NO_COLOR": "1", "COLUMNS": "160"}
@@ -139,11 +139,17 @@ def test_every_packaged_sweep_file_runs_a_real_capture(tmp_path, monkeypatch, ca
 
 @pytest.mark.slow
 def test_submitit_local_runs_each_job_in_its_own_process(tmp_path):
-    proc = run_cli("sweep", "-m", "hydra/launcher=submitit_local", "batch=1,2", *TINY, *QUICK, cwd=tmp_path)
+    """The launcher's path, not the capture's: the job processes submitit starts run the fake
+    capture (fake_jobs_env); the machine lock is still taken around it (sweep/job.py)."""
+    proc = run_cli("sweep", "-m", "hydra/launcher=submitit_local", "batch=1,2", *TINY, cwd=tmp_path,
+                   env=fake_jobs_env())
     assert proc.returncode == 0, proc.stderr[-3000:]
     [sweep] = sweep_dirs(tmp_path)
     df = read_rows(sweep)
     assert list(df["batch"]) == [1, 2] and set(df["status"]) == {"ok"}
+    for row in df.itertuples():  # the fake's numbers, recomputed: the fake ran in the job processes
+        steps = [fake_step_ms(row.batch, row.imgsz, row.trial, r) for r in range(row.repeat)]
+        assert row.device_name == "fake-cpu" and list(row.step_ms_samples) == pytest.approx(steps)
     assert set(df["launcher"]) == {"submitit_local"}
     # submitit_local starts both jobs at once: their timed parts took turns on the machine lock
     assert set(df["concurrency"]) == {"serialised"} and set(df["isolation"]) == {"launcher"}

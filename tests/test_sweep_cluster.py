@@ -2,9 +2,10 @@
 (tests/fakeslurm.py): submission, resources, rows, job ids, preemption with and without requeue,
 resume, and the job states a partial sweep reports.
 
-The jobs are real (tiny) captures run by submitit in their own processes, as on a cluster; only
+The jobs run in their own processes started by submitit, as on a cluster; only
 sbatch/srun/sacct/scancel/scontrol are simulated, reading what submitit writes and answering what
-it parses (submitit/slurm/slurm.py)."""
+it parses (submitit/slurm/slurm.py). The cluster example runs real (tiny) captures; the preemption
+tests, about the scheduler's path, run the fake capture in those job processes (fake_jobs)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pandas as pd
 import pytest
 
 import fakeslurm
+from helpers.fake_sweep import fake_capture, fake_jobs_env, fake_step_ms
 from yoloprof.errors import UsageError
 from yoloprof.profiles.jobstate import count_states, job_states, read_state, write_state
 from yoloprof.sweep import sweeper
@@ -39,10 +41,39 @@ def slurm(tmp_path, monkeypatch):
     monkeypatch.delenv("FAKE_SLURM_PREEMPT", raising=False)
     monkeypatch.delenv("YOLOPROF_SWEEP_ID", raising=False)
     monkeypatch.chdir(tmp_path)
-    from submitit.slurm.slurm import SlurmJob  # ask sacct every 2 s, not every few minutes
-    monkeypatch.setattr(SlurmJob.watcher, "_delay_s", 2)
-    monkeypatch.setattr(sweeper, "PREEMPTED_GRACE_S", 2.0)  # a PREEMPTED job is not requeued here
+    # ask sacct every second, not every few minutes (each call is a Python process, ~0.03 s of
+    # CPU; submitit asks while any job has no result yet; a finished job is seen by its result file)
+    from submitit.slurm.slurm import SlurmJob
+    monkeypatch.setattr(SlurmJob.watcher, "_delay_s", 1.0)
+    # the fake never requeues a PREEMPTED task (it shows REQUEUED instead): no need to wait long
+    monkeypatch.setattr(sweeper, "PREEMPTED_GRACE_S", 0.5)
     return fakeslurm
+
+
+@pytest.fixture
+def fake_jobs(monkeypatch):
+    """The sweep's job processes run the fake capture (they are about the scheduler's path, not
+    the capture). Returns the check that a sweep's ok rows hold the fake's numbers, recomputed:
+    those jobs did run the fake, in their own processes."""
+    for key, value in fake_jobs_env().items():
+        monkeypatch.setenv(key, value)
+    for var in ("FAKE_SLEEP", "FAKE_HOLD_TASK", "FAKE_FAIL_BATCH", "FAKE_OOM_BATCH", "FAKE_PEAK_MEM_PER_IMAGE"):
+        monkeypatch.delenv(var, raising=False)
+
+    def check(df: pd.DataFrame) -> None:
+        for row in df.itertuples():
+            steps = [fake_step_ms(row.batch, row.imgsz, row.trial, r) for r in range(row.repeat)]
+            assert row.device_name == "fake-cpu" and list(row.step_ms_samples) == pytest.approx(steps)
+    return check
+
+
+def preempt(monkeypatch, tmp_path: Path, task: int, mode: str) -> None:
+    """The fake SLURM preempts array task `task` (`requeue` or `kill`, tests/fakeslurm.py) as soon as
+    its job has started (its state file exists); the fake capture holds that first attempt until
+    the signal ends it, so the job cannot finish first however loaded the machine is."""
+    trigger = f"{tmp_path}/runs/profile/sweeps/*/*/{{task}}/job_state.json"
+    monkeypatch.setenv("FAKE_SLURM_PREEMPT", f"{task}:{mode}:{trigger}")
+    monkeypatch.setenv("FAKE_HOLD_TASK", str(task))
 
 
 def sweep_dirs(root: Path, name: str = "adhoc") -> list[Path]:
@@ -50,7 +81,7 @@ def sweep_dirs(root: Path, name: str = "adhoc") -> list[Path]:
 
 
 @pytest.mark.slow
-def test_cluster_example_runs_through_submitit_slurm(slurm, tmp_path, capsys):
+def test_cluster_example_runs_through_submitit_slurm(slurm, tmp_path, capsys, monkeypatch):
     keys = ["hydra.launcher.partition=fakepart", "hydra.launcher.account=proj", "hydra.launcher.qos=normal",
             "hydra.launcher.constraint=cpu"]
     assert main(["+sweep=cluster_example", *TINY, "batch=1,2", *keys, "analysis.html=false"]) == 0
@@ -77,7 +108,10 @@ def test_cluster_example_runs_through_submitit_slurm(slurm, tmp_path, capsys):
     results = pd.read_parquet(sweep / RESULTS_NAME)
     assert len(results) == 2 and list(results.columns)[:len(ROW_SCHEMA.names)] == ROW_SCHEMA.names
     assert (sweep / "analysis").is_dir() and any((sweep / "analysis").iterdir())
-    # the same points run locally give the same configurations (hashes) and axes
+    # the same points run locally give the same configurations (hashes) and axes: those come from
+    # the job's settings, not from what the capture measures, so the local jobs run the fake
+    import yoloprof.capture.api as api
+    monkeypatch.setattr(api, "capture", fake_capture)
     assert main(["-m", *TINY, "batch=1,2", "analysis.enabled=false", "launch.isolation=inprocess"]) == 0
     [local] = sweep_dirs(tmp_path)
     loc = read_rows(local)
@@ -86,47 +120,50 @@ def test_cluster_example_runs_through_submitit_slurm(slurm, tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_preempted_job_is_requeued_and_written_once(slurm, tmp_path, monkeypatch):
+def test_preempted_job_is_requeued_and_written_once(slurm, fake_jobs, tmp_path, monkeypatch):
     # job 1 is preempted as soon as it has started (its state file exists): SIGTERM then SIGUSR2;
     # submitit checkpoints it and calls `scontrol requeue`; the rerun writes the only row
-    monkeypatch.setenv("FAKE_SLURM_PREEMPT", f"1:requeue:{tmp_path}/runs/profile/sweeps/*/*/{{task}}/job_state.json")
+    preempt(monkeypatch, tmp_path, 1, "requeue")
     assert main([*SLURM, *TINY, "batch=1,2"]) == 0
     [sweep] = sweep_dirs(tmp_path)
     [job] = slurm.all_jobs()
     assert job["tasks"]["1"]["attempts"] == 2 and job["tasks"]["0"]["attempts"] == 1
     df = read_rows(sweep)
     assert list(df["status"]) == ["ok", "ok"] and list(df["attempt"]) == [1, 2]
+    fake_jobs(df)
     assert sorted(p.parent.name for p in sweep.glob(f"*/{ROW_NAME}")) == ["0", "1"]
     assert read_state(sweep / "1")["state"] == "done" and read_state(sweep / "1")["attempt"] == 2
 
 
 @pytest.mark.slow
-def test_killed_job_is_marked_and_resume_reruns_only_it(slurm, tmp_path, monkeypatch, capsys):
-    # the scheduler kills job 1 for good (no requeue): the sweep still gathers the others
-    monkeypatch.setenv("FAKE_SLURM_PREEMPT", f"1:kill:{tmp_path}/runs/profile/sweeps/*/*/{{task}}/job_state.json")
-    assert main([*SLURM, *TINY, "batch=1,2,4"]) == 1
+def test_killed_job_is_marked_and_resume_reruns_only_it(slurm, fake_jobs, tmp_path, monkeypatch, capsys):
+    # the scheduler kills job 0 for good (no requeue): the sweep still gathers the job after it
+    preempt(monkeypatch, tmp_path, 0, "kill")
+    assert main([*SLURM, *TINY, "batch=1,2"]) == 1
     err = capsys.readouterr().err
-    assert "1 of 3 jobs wrote no row" in err and "resume=" in err
+    assert "1 of 2 jobs wrote no row" in err and "resume=" in err
     [sweep] = sweep_dirs(tmp_path)
-    assert read_state(sweep / "1")["state"] == "preempted"
+    assert read_state(sweep / "0")["state"] == "preempted"
     states = job_states(sweep)
-    assert {n: s["state"] for n, s in states.items()} == {0: "done", 1: "preempted", 2: "done"}
+    assert {n: s["state"] for n, s in states.items()} == {0: "preempted", 1: "done"}
     # analyze on the partial sweep names the job and what became of it (exit 1: a row is missing)
     from yoloprof.cli import main as cli
     assert cli(["analyze", str(sweep), "--json", "--no-html"]) == 1
     report = json.loads(capsys.readouterr().out)
     [lost] = [f for f in report["job_folders"] if f["state"] == "missing_row"]
-    assert lost["job"] == "1" and lost["detail"].startswith("preempted by the scheduler")
+    assert lost["job"] == "0" and lost["detail"].startswith("preempted by the scheduler")
     assert "fakenode1" in lost["detail"] and "cluster job " in lost["detail"]
-    kept = {n: (sweep / n / ROW_NAME).read_bytes() for n in ("0", "2")}
+    kept = (sweep / "1" / ROW_NAME).read_bytes()
     monkeypatch.delenv("FAKE_SLURM_PREEMPT")
+    monkeypatch.delenv("FAKE_HOLD_TASK")
     assert main([f"resume={sweep}"]) == 0
     err = capsys.readouterr().err
-    assert "2 of 3 jobs have an ok row; running 1:" in err and "job 1: " in err and "batch=2" in err
-    assert {n: (sweep / n / ROW_NAME).read_bytes() for n in ("0", "2")} == kept  # untouched
+    assert "1 of 2 jobs have an ok row; running 1:" in err and "job 0: " in err and "batch=1" in err
+    assert (sweep / "1" / ROW_NAME).read_bytes() == kept  # untouched
     df = read_rows(sweep)
-    assert list(df["status"]) == ["ok"] * 3 and list(df["batch"]) == [1, 2, 4]
-    assert int(df.loc[df["job_num"] == 1, "attempt"].iloc[0]) == 2
+    assert list(df["status"]) == ["ok"] * 2 and list(df["batch"]) == [1, 2]
+    assert list(df["attempt"]) == [2, 1]
+    fake_jobs(df)
 
 
 @pytest.mark.parametrize("args, words", [

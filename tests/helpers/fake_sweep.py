@@ -23,11 +23,23 @@ def fake_step_ms(batch: int, imgsz: int, trial: int, rep: int) -> float:
     return 10.0 * batch + imgsz / 32.0 + trial + 0.5 * rep
 
 
+# Longest a held job waits for the scheduler's signal (a preemption that never comes fails the test).
+HOLD_S = 60.0
+
+
+def _held() -> bool:
+    env = os.environ
+    return (env.get("FAKE_HOLD_TASK") is not None and env.get("FAKE_HOLD_TASK") == env.get("SLURM_ARRAY_TASK_ID")
+            and env.get("SLURM_RESTART_COUNT") == "0")
+
+
 def fake_capture(settings, out_dir, *, progress: bool = False) -> dict:
     """Stand-in for yoloprof.capture.api.capture: writes a profile.json, returns the profile.
 
     FAKE_SLEEP (seconds per job) lets kill tests catch a sweep mid-job; FAKE_FAIL_BATCH makes the
-    jobs with that batch raise, as a model that does not build would.
+    jobs with that batch raise, as a model that does not build would. FAKE_HOLD_TASK=N holds the
+    first attempt of SLURM array task N (tests/fakeslurm.py) until the scheduler's signal ends it
+    (HOLD_S at most), so a preemption test never races a job that has already finished.
     """
     if str(settings.batch) == os.environ.get("FAKE_FAIL_BATCH"):
         raise RuntimeError(f"fake failure for batch {settings.batch}")
@@ -35,6 +47,8 @@ def fake_capture(settings, out_dir, *, progress: bool = False) -> dict:
         import torch
 
         raise torch.OutOfMemoryError(f"CUDA out of memory at batch {settings.batch} (fake)")
+    if _held():
+        time.sleep(HOLD_S)
     time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
     steps = [fake_step_ms(settings.batch, settings.imgsz, settings.trial, r) for r in range(settings.repeat)]
     profile = {
@@ -64,6 +78,17 @@ api.capture = fake_capture
 from yoloprof.cli import main
 raise SystemExit(main(["sweep", *sys.argv[1:]]))
 """
+
+
+FAKE_SITE = Path(__file__).resolve().parent / "fake_site"
+
+
+def fake_jobs_env() -> dict[str, str]:
+    """Environment under which every Python process a sweep starts (submitit's job processes
+    included) runs `fake_capture` instead of the real capture (fake_site/sitecustomize.py)."""
+    path = os.environ.get("PYTHONPATH")
+    return {"PYTHONPATH": os.pathsep.join([str(FAKE_SITE), *([path] if path else [])]),
+            "YOLOPROF_TEST_FAKE_CAPTURE": "1"}
 
 
 def write_driver(tmp_path: Path) -> Path:
