@@ -172,3 +172,16 @@ def test_job_table_wraps_long_errors_instead_of_cutting_them():
     print_summary(to_pandas(_table(rows)), "sweep", file=out)
     flat = " ".join(out.getvalue().replace("│", " ").split())
     assert all(word in flat for word in error.split())  # every word printed, none cut mid-way
+
+
+def test_a_jobs_environment_columns_do_not_import_torch():
+    """A job's row records torch's version without importing torch (a fake or failed capture
+    never loads it); the string is the one torch itself reports once imported."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from yoloprof.sweep.job import environment_columns; "
+            "v = environment_columns('basic')['torch_version']; loaded = 'torch' in sys.modules; "
+            "import torch; print(v == torch.__version__, loaded)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "False"]

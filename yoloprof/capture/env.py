@@ -48,6 +48,21 @@ def git_state(cwd: str) -> tuple[str | None, bool | None]:
     return sha.strip(), None if status is None else bool(status.strip())
 
 
+def torch_version() -> str | None:
+    """torch's version; without importing torch where nothing loaded it yet (about a second of a
+    sweep job that only records the string beside a fake or failed capture): then the installed
+    distribution's version, which is the same string (`2.13.0+cpu`). None when torch is absent."""
+    loaded = sys.modules.get("torch")
+    if loaded is not None and hasattr(loaded, "__version__"):
+        return str(loaded.__version__)
+    from importlib import metadata
+
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def launcher_name() -> str:
     """Set by the sweep for its jobs; a plain command-line capture is 'cli'."""
     return os.environ.get("YOLOPROF_LAUNCHER", "cli")
@@ -58,7 +73,7 @@ def collect_env(device: DeviceInfo) -> dict[str, Any]:
 
     env: dict[str, Any] = {
         "python": platform.python_version(),
-        "torch": torch.__version__,
+        "torch": torch_version(),
         "cuda": torch.version.cuda,
         "hip": getattr(torch.version, "hip", None),
         "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,

@@ -65,13 +65,11 @@ def identity_columns(settings: CaptureSettings, task: dict[str, Any] | None = No
 
 
 def environment_columns(launcher: str) -> dict[str, Any]:
-    import torch
-
     from yoloprof.defs.version import __version__
-    from yoloprof.capture.env import git_state
+    from yoloprof.capture.env import git_state, torch_version
 
     commit, dirty = git_state(os.getcwd())
-    return {"torch_version": torch.__version__, "python_version": platform.python_version(),
+    return {"torch_version": torch_version(), "python_version": platform.python_version(),
             "hostname": socket.gethostname(), "launcher": launcher,
             "yoloprof_version": __version__, "git_commit": commit, "git_dirty": dirty}
 
