@@ -48,7 +48,7 @@ def test_sigkill_mid_sweep_keeps_finished_rows_and_resume_finishes(tmp_path):
     driver = write_driver(tmp_path)
     # jobs in the sweep's process: a fake capture needs no fresh worker (a forkserver importing torch)
     args = ["-m", "batch=1,2,3,4", "device=cpu", "workers=0", "analysis.enabled=false", "launch.isolation=inprocess"]
-    proc = subprocess.Popen(driver_cmd(driver, *args), cwd=tmp_path, env={**os.environ, **ENV, "FAKE_SLEEP": "1.5"},
+    proc = subprocess.Popen(driver_cmd(driver, *args), cwd=tmp_path, env={**os.environ, **ENV, "FAKE_HOLD_BATCH": "3"},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     try:

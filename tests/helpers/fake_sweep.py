@@ -27,8 +27,10 @@ def fake_step_ms(batch: int, imgsz: int, trial: int, rep: int) -> float:
 HOLD_S = 60.0
 
 
-def _held() -> bool:
+def _held(batch: int) -> bool:
     env = os.environ
+    if env.get("FAKE_HOLD_BATCH") == str(batch):
+        return True
     return (env.get("FAKE_HOLD_TASK") is not None and env.get("FAKE_HOLD_TASK") == env.get("SLURM_ARRAY_TASK_ID")
             and env.get("SLURM_RESTART_COUNT") == "0")
 
@@ -39,7 +41,8 @@ def fake_capture(settings, out_dir, *, progress: bool = False) -> dict:
     FAKE_SLEEP (seconds per job) lets kill tests catch a sweep mid-job; FAKE_FAIL_BATCH makes the
     jobs with that batch raise, as a model that does not build would. FAKE_HOLD_TASK=N holds the
     first attempt of SLURM array task N (tests/fakeslurm.py) until the scheduler's signal ends it
-    (HOLD_S at most), so a preemption test never races a job that has already finished.
+    (HOLD_S at most), so a preemption test never races a job that has already finished;
+    FAKE_HOLD_BATCH=B holds the jobs with that batch the same way (until a kill).
     """
     if str(settings.batch) == os.environ.get("FAKE_FAIL_BATCH"):
         raise RuntimeError(f"fake failure for batch {settings.batch}")
@@ -47,7 +50,7 @@ def fake_capture(settings, out_dir, *, progress: bool = False) -> dict:
         import torch
 
         raise torch.OutOfMemoryError(f"CUDA out of memory at batch {settings.batch} (fake)")
-    if _held():
+    if _held(settings.batch):
         time.sleep(HOLD_S)
     time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
     steps = [fake_step_ms(settings.batch, settings.imgsz, settings.trial, r) for r in range(settings.repeat)]

@@ -21,7 +21,7 @@ from yoloprof.config.compose import (CONFIG_NAME, hydra_session, normalise_overr
                                       sweep_options)
 from yoloprof.config.device import canonical_device
 from yoloprof.config.settings import CaptureSettings
-from yoloprof.config.translate import check_known_keys, check_target, job_values, settings_from_cfg
+from yoloprof.config.translate import BUILTIN_TARGET, check_known_keys, check_target, job_values, settings_from_cfg
 from yoloprof.errors import UsageError
 from yoloprof.defs import files
 from yoloprof.profiles.io import write_bytes_atomic
@@ -154,7 +154,8 @@ def validate_job_configs(jobs: list[list[str]], compose: Callable[[list[str]], D
             raise UsageError(f"job {num} ({' '.join(job)}): {exc}") from exc
         except Exception as exc:  # noqa: BLE001 - Hydra/OmegaConf composition errors
             raise UsageError(f"job {num} ({' '.join(job)}): {one_line(exc)}") from exc
-    for target in sorted(t for t in targets if t):
+    # the built-in factory is yoloprof's own: importing it to check it would only load torch early
+    for target in sorted(t for t in targets if t and t != BUILTIN_TARGET):
         check_target(target)
     return settings
 
