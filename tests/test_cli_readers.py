@@ -76,6 +76,30 @@ def _kernel_ms_by_name(events: list[dict]) -> tuple[dict[str, float], int]:
     return dict(total), max(len(steps), 1)
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_parse_per_fixture_trace():
+    """Each shared fixture trace is parsed once per worker, by the first reader that asks; the
+    other readers get a copy of that profile. These tests are about the readers and the command
+    line on real traces (the parse has its own tests, and the subprocess runs here parse as a user
+    does); five readers times two outputs used to parse each trace ten times."""
+    import copy
+
+    import yoloprof.readers.load as load
+
+    real, parsed = load.load_any, {}
+
+    def load_any(path):
+        if Path(path).parent != TRACES:
+            return real(path)
+        if path not in parsed:
+            parsed[path] = real(path)
+        return copy.deepcopy(parsed[path])
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(load, "load_any", load_any)
+        yield
+
+
 def _json(*args: str) -> dict:
     res = run_main(*args, "--json")
     assert res.returncode == 0, res.stderr
