@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from pathlib import Path
@@ -41,6 +42,33 @@ def pytest_collection_modifyitems(config, items) -> None:
     """Tests marked `slow` first (stable order otherwise): long tests started last are what leaves
     a core idle at the end of an xdist run. Every worker sorts the same way, as xdist requires."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def pytest_collection_finish(session) -> None:
+    """Freeze the test process's heap once collection has built it (gc.freeze): torch, pandas,
+    Hydra, hypothesis and every test module are a million objects that each full collection would
+    walk again, 0.3-0.8 s a time; a worker ran about 120 full collections, 60 s of a run's CPU
+    between the two workers (a capture collects before each trial, and parsing a fixture trace into
+    Python objects triggers several). Frozen objects are still freed by reference counting; only
+    cycles among them wait for the end of the process. A capture inside a test sees the freeze and
+    leaves it as it is (capture/heap.py); the tests of that freeze use `unfrozen_heap`."""
+    gc.collect()
+    gc.freeze()
+
+
+def pytest_runtest_teardown(item, nextitem) -> None:
+    """After each test, what it left alive (modules imported lazily: torch._dynamo, scipy, plotly;
+    caches) joins the frozen heap; the collection first walks only what the test made."""
+    gc.collect()
+    gc.freeze()
+
+
+@pytest.fixture
+def unfrozen_heap():
+    """The heap as in a process that froze nothing (this test process freezes its own, above)."""
+    gc.unfreeze()
+    yield
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,11 @@ from __future__ import annotations
 import gc
 import weakref
 
+import pytest
+
 from yoloprof.capture.heap import fresh_heap, frozen_heap
+
+pytestmark = pytest.mark.usefixtures("unfrozen_heap")  # conftest freezes the test process's heap
 
 
 class Node:
