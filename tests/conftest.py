@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -22,10 +23,15 @@ def traces_dir() -> Path:
 
 
 def pytest_configure(config) -> None:
-    """Under xdist, each worker's torch gets its share of the cores (at least one intra-op thread).
+    """A run started in the background (`cmd &`, nohup) inherits SIGINT ignored, and so would every
+    capture it starts: the Ctrl-C tests need Python's own handler, as in a terminal.
+
+    Under xdist, each worker's torch gets its share of the cores (at least one intra-op thread).
     torch's default is every core in every worker: on 2 cores, two workers each spinning two
     OpenMP threads made a plain 20-step training test take 43 s instead of 5. Captures still set
     their own recorded thread count (settings.threads); this is only the default in between."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
     if workers > 1:
         import torch
