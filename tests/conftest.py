@@ -62,6 +62,7 @@ def pytest_collection_finish(session) -> None:
     gc.freeze()
 
 
+@pytest.hookimpl(trylast=True)  # after the test's fixtures are torn down
 def pytest_runtest_teardown(item, nextitem) -> None:
     """After each test, what it left alive (modules imported lazily: torch._dynamo, scipy, plotly;
     caches) joins the frozen heap; the collection first walks only what the test made."""
