@@ -137,32 +137,33 @@ def test_preempted_job_is_requeued_and_written_once(slurm, fake_jobs, tmp_path, 
 
 @pytest.mark.slow
 def test_killed_job_is_marked_and_resume_reruns_only_it(slurm, fake_jobs, tmp_path, monkeypatch, capsys):
-    # the scheduler kills job 0 for good (no requeue): the sweep still gathers the job after it
-    preempt(monkeypatch, tmp_path, 0, "kill")
-    assert main([*SLURM, *TINY, "batch=1,2"]) == 1
+    # the scheduler kills job 1 for good (no requeue): the sweep still gathers the jobs before and
+    # after it
+    preempt(monkeypatch, tmp_path, 1, "kill")
+    assert main([*SLURM, *TINY, "batch=1,2,4"]) == 1
     err = capsys.readouterr().err
-    assert "1 of 2 jobs wrote no row" in err and "resume=" in err
+    assert "1 of 3 jobs wrote no row" in err and "resume=" in err
     [sweep] = sweep_dirs(tmp_path)
-    assert read_state(sweep / "0")["state"] == "preempted"
+    assert read_state(sweep / "1")["state"] == "preempted"
     states = job_states(sweep)
-    assert {n: s["state"] for n, s in states.items()} == {0: "preempted", 1: "done"}
+    assert {n: s["state"] for n, s in states.items()} == {0: "done", 1: "preempted", 2: "done"}
     # analyze on the partial sweep names the job and what became of it (exit 1: a row is missing)
     from yoloprof.cli import main as cli
     assert cli(["analyze", str(sweep), "--json", "--no-html"]) == 1
     report = json.loads(capsys.readouterr().out)
     [lost] = [f for f in report["job_folders"] if f["state"] == "missing_row"]
-    assert lost["job"] == "0" and lost["detail"].startswith("preempted by the scheduler")
+    assert lost["job"] == "1" and lost["detail"].startswith("preempted by the scheduler")
     assert "fakenode1" in lost["detail"] and "cluster job " in lost["detail"]
-    kept = (sweep / "1" / ROW_NAME).read_bytes()
+    kept = {n: (sweep / n / ROW_NAME).read_bytes() for n in ("0", "2")}
     monkeypatch.delenv("FAKE_SLURM_PREEMPT")
     monkeypatch.delenv("FAKE_HOLD_TASK")
     assert main([f"resume={sweep}"]) == 0
     err = capsys.readouterr().err
-    assert "1 of 2 jobs have an ok row; running 1:" in err and "job 0: " in err and "batch=1" in err
-    assert (sweep / "1" / ROW_NAME).read_bytes() == kept  # untouched
+    assert "2 of 3 jobs have an ok row; running 1:" in err and "job 1: " in err and "batch=2" in err
+    assert {n: (sweep / n / ROW_NAME).read_bytes() for n in ("0", "2")} == kept  # untouched
     df = read_rows(sweep)
-    assert list(df["status"]) == ["ok"] * 2 and list(df["batch"]) == [1, 2]
-    assert list(df["attempt"]) == [2, 1]
+    assert list(df["status"]) == ["ok"] * 3 and list(df["batch"]) == [1, 2, 4]
+    assert list(df["attempt"]) == [1, 2, 1]
     fake_jobs(df)
 
 
