@@ -3,6 +3,7 @@ starts, real captures for every packaged sweep file, submitit, and the installed
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -205,18 +206,19 @@ def test_installed_wheel_runs_a_sweep_from_an_unrelated_folder(tmp_path):
                            capture_output=True, text=True, env=env, check=True).stdout
     assert where.startswith(str(venv))
     # a packaged experiment file, collapsed to one point: the conf/ groups ship inside the wheel
-    proc = subprocess.run([str(venv / "bin" / "yoloprof"), "sweep", "+sweep=demo", *TINY, "batch=1",
+    # with --json: a real capture in a forked worker puts nothing on stdout beside the one document
+    proc = subprocess.run([str(venv / "bin" / "yoloprof"), "sweep", "--json", "+sweep=demo", *TINY, "batch=1",
                            "precision=float32"], cwd=work, capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     [sweep] = sweep_dirs(work, "demo")
     assert read_rows(sweep).iloc[0]["status"] == "ok"
+    doc = json.loads(proc.stdout)
+    assert doc["sweep_dir"].endswith(sweep.name) and [j["status"] for j in doc["jobs"]] == ["ok"]
 
 
 def test_json_puts_one_document_on_stdout_and_the_tables_on_stderr(tmp_path):
     """A real process (what Hydra's log handler binds to is the point), with the fake capture in
-    the sweep's own process: the real captures' --json output is checked by the capture tests."""
-    import json
-
+    the sweep's own process: a real capture's under --json is checked by the installed-wheel run."""
     args = ["--json", "-m", "batch=1,2", "device=cpu", "workers=0", "analysis.enabled=false",
             "launch.isolation=inprocess"]
     proc = subprocess.run(driver_cmd(write_driver(tmp_path), *args), cwd=tmp_path, capture_output=True, text=True,
