@@ -82,3 +82,21 @@ def test_a_capture_times_its_trials_inside_the_freeze_and_undoes_it(monkeypatch,
     capture(settings, tmp_path, echo_warnings=False)
     assert len(seen) == 2 and all(n > 0 for n in seen)
     assert gc.get_freeze_count() == 0
+
+
+def test_a_user_loop_block_is_frozen_and_undone_even_when_it_fails(tmp_path):
+    """`yoloprof.profile` freezes the heap for its block, collects before the timed window, and
+    unfreezes when the block ends, whether it wrote a profile or the user's code raised."""
+    import yoloprof
+
+    seen = []
+    with yoloprof.profile(tmp_path, warmup=0, steps=1, trace_steps=0, flops=False, modules=False) as prof:
+        while not prof.done:
+            seen.append(gc.get_freeze_count())
+            prof.step()
+    assert seen and all(n > 0 for n in seen) and gc.get_freeze_count() == 0
+    with pytest.raises(KeyError):
+        with yoloprof.profile(tmp_path / "b", warmup=0, steps=1, trace_steps=0, flops=False, modules=False):
+            assert gc.get_freeze_count() > 0
+            raise KeyError("the user's error")
+    assert gc.get_freeze_count() == 0

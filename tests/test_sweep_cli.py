@@ -14,11 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers.paths import REPO, SWEEPS, run_cli, run_main
+from helpers.paths import CLI_ENV as ENV, REPO, SWEEPS, run_cli, run_main
 from helpers.fake_sweep import TINY, driver_cmd, fake_jobs_env, fake_step_ms, write_driver
 from yoloprof.profiles.rows import RESULTS_NAME, ROW_NAME, read_rows
-
-ENV = {"NO_COLOR": "1", "COLUMNS": "160"}
 
 
 def sweep_dirs(root: Path, name: str = "adhoc") -> list[Path]:
@@ -159,7 +157,6 @@ def test_submitit_local_runs_each_job_in_its_own_process(tmp_path):
     assert len(job_ids) == 2  # one submitit job (process) per grid point
 
 
-@pytest.mark.slow
 def _source_copy(dest: Path) -> Path:
     """The checkout's files that git tracks or would track (edits included), copied: setuptools
     builds in the source folder's build/, and a stale build/lib there (an older layout, left by an
@@ -178,6 +175,7 @@ def _source_copy(dest: Path) -> Path:
     return dest
 
 
+@pytest.mark.slow
 def test_installed_wheel_runs_a_sweep_from_an_unrelated_folder(tmp_path):
     """Build the wheel, install it into a fresh venv that sees the project's dependencies but not
     its editable yoloprof, and run a one-job sweep from a folder outside the checkout."""

@@ -9,7 +9,6 @@ from yoloprof.defs import files
 from yoloprof.errors import ProfileError, UsageError
 
 
-
 def check_sweep_folder(folder: str | Path) -> Path:
     """The folder as a Path when it holds job rows; otherwise the error that says what it is.
     A sweep-name folder (`sweeps/<name>/`, holding one folder per run) gets the runs listed."""

@@ -13,7 +13,6 @@ from typing import Any
 from yoloprof.defs.metrics import BYTES_PER_MIB
 
 
-
 def model_facts(model: Any) -> dict[str, Any]:
     """{params_total, params_trainable, model_mb} of an nn.Module (None entries when not a module)."""
     params = list(model.parameters()) if hasattr(model, "parameters") else []

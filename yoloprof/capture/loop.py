@@ -126,20 +126,17 @@ class Profile:
         self._nvtx_modules: Any = None
         self._phase: Callable[[str], ContextManager[Any]] = untouched
         self._setup_nvtx()
-        self._heap = frozen_heap()  # the loop's heap as it is now: frozen until the block ends
-        self._heap.__enter__()
         self._w, self._left = 0, 0
-        try:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(frozen_heap())  # the loop's heap as it is now: frozen until the block ends
             self._begin_window()
-        except BaseException:
-            self._heap.__exit__(None, None, None)
-            raise
+            self._heap = stack.pop_all()  # kept frozen past __enter__; a failure above unfreezes
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
         completed = self.done
         window = self._windows[self._w][0] if not completed else None
-        self._heap.__exit__(None, None, None)
+        self._heap.close()
         self._abort_window(window)
         if self._nvtx_modules is not None:
             self._nvtx_modules.detach()

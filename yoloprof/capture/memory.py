@@ -38,7 +38,6 @@ def peak_tflops(device_name: str, dtype: str) -> float | None:
     return None
 
 
-
 def proc_status_mib(field: str) -> float | None:
     """A memory line of Linux's /proc/self/status (`VmRSS` resident now, `VmHWM` its peak) in MiB;
     None where the file does not exist (other systems)."""

@@ -42,7 +42,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 from scipy import stats as sps
 
-from yoloprof.config.stats import ALPHA, CORRECTION, NOISE
+from yoloprof.config.stats import ALPHA, CORRECTION, CORRECTIONS, NOISE
 
 MIN_TRIALS = 2          # fewest trials per side that get a test
 FULL_POWER_TRIALS = 3   # below this per side, a tested result is labelled low power
@@ -327,7 +327,7 @@ def compare_samples(before: Iterable[float], after: Iterable[float], *, better: 
 def adjust_pvalues(pvalues: Sequence[float | None], method: str = CORRECTION) -> list[float | None]:
     """Family-wise (Holm) or false-discovery (Benjamini-Hochberg) adjustment; None/NaN entries
     (comparisons without a test) stay None and are not counted in the family."""
-    if method not in ("holm", "bh", "none"):
+    if method not in CORRECTIONS:
         raise ValueError(f"unknown correction {method!r}; use holm, bh or none")
     vals = np.array([np.nan if p is None else float(p) for p in pvalues], dtype=float)
     ok = np.isfinite(vals)

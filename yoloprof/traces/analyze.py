@@ -24,7 +24,6 @@ from yoloprof.traces.phases import Timeline, build_timeline
 from yoloprof.traces.steps import STEP_NAME, Steps, find_steps, step_of
 
 
-
 @dataclass
 class TraceAnalysis:
     """Per-step arrays (rows = steps) and grouped tables; times in µs unless named `_ms`."""

@@ -4,8 +4,9 @@ Each scenario is a pair of capture settings (bottleneck, fixed) plus the verdict
 must produce. The effects are large on purpose (2-8x step time between the sides): the captures run
 beside other tests on a shared machine, and `compare` must still call the removal significant
 with the statistics unchanged. The cost of a scenario is mostly its trace pass and trials, so the
-bottlenecks are no bigger than that needs (12,000 allocations, not 30,000: a smaller trace). They run on the CPU in CI, small enough to take a few seconds each; the user
-models live in a module written to a temporary folder, as a user's own `mymodels.py` would.
+bottlenecks are no bigger than that needs (12,000 allocations, not 30,000: a smaller trace). They
+run on the CPU in CI, small enough to take a few seconds each; the user models live in a module
+written to a temporary folder, as a user's own `mymodels.py` would.
 """
 
 from __future__ import annotations
