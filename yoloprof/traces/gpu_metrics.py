@@ -21,9 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from yoloprof.traces.parse import CAT_CODE, COMM_OP_NAMES, Events
+from yoloprof.traces.kernel_args import KernelArgs
+from yoloprof.traces.parse import CAT_CODE, Events
 from yoloprof.traces.steps import STEP_NAME
 
+COMM_OP_NAMES = frozenset(f"{lib}:{op}" for lib in ("nccl", "gloo")
+                          for op in ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter"))
 STEP_CATS = ("cpu_op", "user_annotation", "gpu_user_annotation")
 PROFILER_SPAN = "PyTorch Profiler (0)"
 MAX_BUCKETS = 100  # the plugin's timeline: 10-power bucket sizes, at most 100 buckets
@@ -46,7 +49,7 @@ class PluginSteps:
         return float(self.start[0]), float(self.end[-1])
 
 
-def plugin_steps(ev: Events) -> PluginSteps:
+def plugin_steps(ev: Events, ka: KernelArgs) -> PluginSteps:
     """`StepParser` of the plugin: every `ProfilerStep#N` on the host *and* its GPU mirror
     (`gpu_user_annotation`), in time order; none = the span of the host ops. With 2021-style
     runtime calls, each step is widened to the device work its launches started (`_device_steps`)
@@ -61,7 +64,7 @@ def plugin_steps(ev: Events) -> PluginSteps:
         return PluginSteps(["0"], np.array([lo]), np.array([hi]), False)
     names = [STEP_NAME.match(ev.strings[ev.name[i]]).group(1) for i in idx.tolist()]
     steps = PluginSteps(names, ev.ts[idx].copy(), ev.ts[idx] + ev.dur[idx], False)
-    if ev.counts.get("legacy_runtime", 0) > 0:
+    if ka.legacy_runtime:
         _device_steps(ev, steps)
     return steps
 
@@ -183,17 +186,15 @@ def _kernels_of(ev: Events, device: int) -> np.ndarray:
     return np.flatnonzero((ev.cat == CAT_CODE["kernel"]) & (ev.device == device))
 
 
-def device_metrics(ev: Events, lo: float, hi: float, device: int) -> dict[str, Any]:
+def device_metrics(ev: Events, ka: KernelArgs, lo: float, hi: float, device: int) -> dict[str, Any]:
     """Utilisation, SM efficiency (fractions, 0..1) and occupancy (%) of one device over [lo, hi]."""
     k = _kernels_of(ev, device)
-    ka = ev.kernel_args
     start, end = ev.ts[k], ev.ts[k] + ev.dur[k]
     span = hi - lo
     util = float(covered(union(start, end), lo, hi)[0]) / span if span > 0 else None
     out: dict[str, Any] = {"device": int(device), "gpu_util": util, "sm_efficiency": None,
                            "occupancy_pct": None, "sm_efficiency_na": None, "occupancy_na": None}
-    blocks = ka.blocks_per_sm[k] if ka is not None else np.full(len(k), np.nan)
-    occ = ka.occupancy[k] if ka is not None else np.full(len(k), np.nan)
+    blocks, occ = ka.blocks_per_sm[k], ka.occupancy[k]
     pos = blocks > 0
     sm = merged_with_value(start[pos], end[pos], blocks[pos])
     if span > 0 and len(sm):
@@ -217,19 +218,18 @@ def gpu_ids(ev: Events) -> list[int]:
     return sorted(set(ev.device[k].tolist()))
 
 
-def gpu_metrics(ev: Events, steps: PluginSteps | None = None) -> list[dict[str, Any]]:
+def gpu_metrics(ev: Events, ka: KernelArgs, steps: PluginSteps | None = None) -> list[dict[str, Any]]:
     """Per device with kernels: the plugin's overview figures over its steps' span."""
-    steps = steps or plugin_steps(ev)
+    steps = steps or plugin_steps(ev, ka)
     lo, hi = steps.span
-    return [device_metrics(ev, lo, hi, d) for d in gpu_ids(ev)]
+    return [device_metrics(ev, ka, lo, hi, d) for d in gpu_ids(ev)]
 
 
-def per_kernel(ev: Events) -> dict[int, tuple[float, float]]:
+def per_kernel(ev: Events, ka: KernelArgs) -> dict[int, tuple[float, ...]]:
     """Per kernel name code: (mean blocks per SM, mean occupancy %) weighted by duration over all
     the trace's kernels, an absent value counted as 0 (the plugin's `KernelParser`)."""
     k = np.flatnonzero(ev.cat == CAT_CODE["kernel"])
-    ka = ev.kernel_args
-    if ka is None or not len(k):
+    if not len(k):
         return {}
     return group_means(ev.name[k], ev.dur[k], ka.blocks_per_sm[k], ka.occupancy[k])
 
@@ -243,14 +243,14 @@ def group_means(key: np.ndarray, dur: np.ndarray, *values: np.ndarray) -> dict[i
             for i, u in enumerate(uniq.tolist())}
 
 
-def timeline_range(ev: Events) -> tuple[float, float]:
+def timeline_range(ev: Events, ka: KernelArgs) -> tuple[float, float]:
     """The timeline's range: the profiler's own span event, else every event the plugin reads."""
     own = np.flatnonzero((ev.cat == CAT_CODE["trace"]) & (ev.name == _code(ev, PROFILER_SPAN)))
     if len(own):
         i = int(own[-1])
         return float(ev.ts[i]), float(ev.ts[i] + ev.dur[i])
     cats = ["trace", "cpu_op", "kernel", "gpu_memcpy", "gpu_memset", "python_function"]
-    if ev.counts.get("legacy_runtime", 0):
+    if ka.legacy_runtime:
         cats.append("cuda_runtime")
     read = ev.is_cat(*cats)
     ann = ev.is_cat("user_annotation", "gpu_user_annotation")
@@ -288,22 +288,19 @@ def util_timeline(ev: Events, device: int, edges: np.ndarray) -> np.ndarray:
     return covered(ranges, edges[:-1], edges[1:]) / np.diff(edges)
 
 
-def sm_ranges(ev: Events, device: int) -> np.ndarray:
+def sm_ranges(ev: Events, ka: KernelArgs, device: int) -> np.ndarray:
     """The SM efficiency timeline: (t0, t1, efficiency 0..1) rows over all the device's kernels."""
     k = _kernels_of(ev, device)
-    ka = ev.kernel_args
-    if ka is None:
-        return np.zeros((0, 3))
     blocks = ka.blocks_per_sm[k]
     pos = blocks > 0
     return merged_with_value(ev.ts[k][pos], (ev.ts[k] + ev.dur[k])[pos], blocks[pos])
 
 
-def plugin_counters(ev: Events) -> list[dict[str, Any]]:
+def plugin_counters(ev: Events, ka: KernelArgs) -> list[dict[str, Any]]:
     """The counter events the plugin adds to the trace view (`get_gpu_metrics`), absolute µs:
     per device the utilisation buckets, then the SM efficiency ranges, each after a 1-then-0
     baseline point."""
-    lo, hi = timeline_range(ev)
+    lo, hi = timeline_range(ev, ka)
     edges = buckets(lo, hi)
     out: list[dict[str, Any]] = []
     devices = gpu_ids(ev)
@@ -319,7 +316,7 @@ def plugin_counters(ev: Events) -> list[dict[str, Any]]:
         out += [point(d, "Utilization", t, float(u)) for t, u in zip(edges[:-1].tolist(), util.tolist())]
         out.append(point(d, "Utilization", float(edges[-1]), 0))
     for d in devices:
-        rng = sm_ranges(ev, d)
+        rng = sm_ranges(ev, ka, d)
         if not len(rng) or len(edges) < 2:
             continue
         out += [point(d, "Est. SM Efficiency", edges[0], 1), point(d, "Est. SM Efficiency", edges[0], 0)]

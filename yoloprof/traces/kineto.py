@@ -51,16 +51,6 @@ class GpuArgs(msgspec.Struct, frozen=True, gc=False):
     device: Any = None
     stream: Any = None
     dims: msgspec.Raw = msgspec.field(default=_NO_RAW, name="Input Dims")  # record_shapes
-    # Kernel launch configuration and CUPTI's estimates (kernels only; `traces.parse._kernel_args`)
-    blocks_per_sm: Any = msgspec.field(default=None, name="blocks per SM")
-    occupancy: Any = msgspec.field(default=None, name="est. achieved occupancy %")
-    grid: msgspec.Raw = msgspec.field(default=_NO_RAW, name="grid")
-    block: msgspec.Raw = msgspec.field(default=_NO_RAW, name="block")
-    registers: Any = msgspec.field(default=None, name="registers per thread")
-    shared_memory: Any = msgspec.field(default=None, name="shared memory")
-    # The op a kernel was launched for (kernels and communication ops; 2021 traces spell it lower case)
-    external: Any = msgspec.field(default=None, name="External id")
-    external_lc: Any = msgspec.field(default=None, name="external id")
 
 
 class MemArgs(msgspec.Struct, frozen=True, gc=False):

@@ -59,21 +59,6 @@ class Memory:
 
 
 @dataclass
-class KernelArgs:
-    """Per event (NaN / -1 where absent, and for every event that is not a kernel): CUPTI's
-    `blocks per SM` and `est. achieved occupancy %`, the launch configuration, and the
-    `External id` that ties a kernel (or a communication op) to its op."""
-
-    blocks_per_sm: np.ndarray
-    occupancy: np.ndarray
-    registers: np.ndarray
-    shared_memory: np.ndarray
-    launch: np.ndarray  # index into `launches`: the "grid | block" text of the kernel
-    external: np.ndarray
-    launches: list[str] = field(default_factory=list)
-
-
-@dataclass
 class Events:
     """Complete ("X") events as parallel arrays; `strings[name[i]]` is event i's name."""
 
@@ -94,7 +79,6 @@ class Events:
     # record_shapes: per event, index into `shape_strings` of its "Input Dims", -1 for none.
     shape: np.ndarray | None = None
     shape_strings: list[str] = field(default_factory=list)
-    kernel_args: KernelArgs | None = None
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -267,7 +251,6 @@ class _Part:
     shape: np.ndarray | None
     shapes: list[str]
     counts: dict[str, int]
-    kargs: KernelArgs | None = None
 
 
 def _codes(keys: Iterable[Any], n: int) -> tuple[np.ndarray, list[Any]]:
@@ -313,11 +296,8 @@ def _part(events: list[Any]) -> _Part:
     thread, threads = _codes(map(_PID_TID, xs), n)
     corr, device, stream = _gpu_args(xs, cat, counts)
     shape, shapes = _op_shapes(xs, cat)
-    counts["legacy_runtime"] = int(np.isin(cat_raw, [i for i, c in enumerate(cats)
-                                                     if c.lower() == "runtime"]).sum())
-    kargs = _kernel_args(xs, cat, name, names)
     return _Part(ts, dur, name, names, cat, thread, threads, corr, device, stream, mem, shape,
-                 shapes, counts, kargs)
+                 shapes, counts)
 
 
 def _complete_events(xs: list[Complete], counts: dict[str, int]
@@ -349,8 +329,7 @@ def _remap(parts: list[_Part], codes: str, table: str) -> tuple[np.ndarray, list
 def _merge(parts: list[_Part], notes: list[str]) -> Events:
     """One Events from the slices' columns; warnings from the summed counts."""
     counts = {k: sum(p.counts.get(k, 0) for p in parts) for k in
-              ("events", "complete", "missing_dur", "negative_dur", "bad_args", "bad_memory",
-               "legacy_runtime")}
+              ("events", "complete", "missing_dur", "negative_dur", "bad_args", "bad_memory")}
     notes.extend(_count_notes(counts))
     counts.pop("bad_memory")
     cat = lambda name: np.concatenate([getattr(p, name) for p in parts])  # noqa: E731
@@ -378,7 +357,6 @@ def _merge(parts: list[_Part], notes: list[str]) -> Events:
                 p.shape = np.full(len(p.ts), -1, np.int32)
         shape, out.shape_strings = _remap(parts, "shape", "shapes")
         out.shape = np.where(cat("shape") >= 0, shape, -1).astype(np.int32)[keep]
-    out.kernel_args = _merge_kernel_args(parts, keep)
     return out
 
 
@@ -543,66 +521,3 @@ def _decode_or_none(raw: bytes) -> Any:
         return msgspec.json.decode(raw) if raw else None
     except (msgspec.DecodeError, UnicodeDecodeError):
         return None
-
-
-# --- Kernel launch configuration and CUPTI estimates (kernels only), and the `External id` of
-# kernels and communication ops. Only the kernels' args are read (a few thousand per trace).
-COMM_OP_NAMES = frozenset(f"{lib}:{op}" for lib in ("nccl", "gloo")
-                          for op in ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter"))
-_KARG_FIELDS = ("blocks_per_sm", "occupancy", "registers", "shared_memory")
-
-
-def _numbers(values: list[Any]) -> np.ndarray:
-    """JSON numbers as float64, None -> NaN; the slow path (a string, a bool) reads each alone."""
-    if set(map(type, values)) <= {int, float, _NONE}:
-        return np.array(values, np.float64) if values else np.zeros(0)
-    return np.fromiter((float(v) if type(v) in (int, float) else np.nan for v in values), np.float64,
-                       len(values))
-
-
-def _kernel_args(xs: list[Complete], cat: np.ndarray, name: np.ndarray, names: list[str]) -> KernelArgs:
-    """Columns over the slice's events, read from the args of its kernels and communication ops
-    only; the launch configuration is grouped as raw text first and each distinct text spelled
-    once (a trace has a few hundred)."""
-    n = len(xs)
-    is_comm_name = np.fromiter((s in COMM_OP_NAMES for s in names), bool, len(names))
-    comm_op = (is_comm_name[name] & np.isin(cat, [CAT_CODE["cpu_op"], CAT_CODE["user_annotation"]])
-               if len(names) else np.zeros(n, bool))
-    kern = np.flatnonzero((cat == CAT_CODE["kernel"]) | comm_op)
-    args = list(map(_ARGS, map(xs.__getitem__, kern.tolist())))
-    if not set(map(type, args)) <= {GpuArgs}:
-        args = [a if type(a) is GpuArgs else NO_GPU_ARGS for a in args]
-    cols = []
-    for f in _KARG_FIELDS:
-        col = np.full(n, np.nan)
-        col[kern] = _numbers(list(map(attrgetter(f), args)))
-        cols.append(col)
-    external = np.full(n, -1, np.int64)
-    ext = _int_column(list(map(attrgetter("external"), args)), np.full(len(kern), -1), -1, 2**62)
-    ext_lc = _int_column(list(map(attrgetter("external_lc"), args)), np.full(len(kern), -1), -1, 2**62)
-    external[kern] = np.where(ext >= 0, ext, ext_lc)
-    raw_code, distinct = _codes(zip(map(bytes, map(attrgetter("grid"), args)),
-                                    map(bytes, map(attrgetter("block"), args))), len(args))
-    launches: dict[str, int] = {}
-    lut = np.array([launches.setdefault(f"{_compact(g)} | {_compact(b)}", len(launches)) if g or b else -1
-                    for g, b in distinct] + [-1], np.int32)
-    launch = np.full(n, -1, np.int32)
-    launch[kern] = lut[raw_code] if len(kern) else []
-    return KernelArgs(*cols, launch, external, list(launches))
-
-
-def _compact(raw: bytes) -> str:
-    """[128, 1, 1] -> "[128, 1, 1]" whatever the spacing in the file; "?" for none."""
-    value = _decode_or_none(raw)
-    return str(value) if value is not None else "?"
-
-
-def _merge_kernel_args(parts: list[_Part], keep: np.ndarray) -> KernelArgs:
-    cat = lambda f: np.concatenate([getattr(p.kargs, f) for p in parts])[keep]  # noqa: E731
-    merged: dict[str, int] = {}
-    launch = []
-    for p in parts:
-        lut = np.array([merged.setdefault(k, len(merged)) for k in p.kargs.launches] + [-1], np.int32)
-        launch.append(lut[p.kargs.launch])  # -1 indexes the appended -1
-    return KernelArgs(cat("blocks_per_sm"), cat("occupancy"), cat("registers"), cat("shared_memory"),
-                      np.concatenate(launch)[keep], cat("external"), list(merged))

@@ -1,0 +1,114 @@
+"""Kernel launch configuration and CUPTI's estimates, read on demand in a second pass.
+
+Why a second pass and not columns of `traces.parse`: six more `args` keys in the parser's
+`GpuArgs` make every complete event's decoded object larger, and measured that slowed the parse
+of a 54 MB trace by about 20% (0.20 -> 0.24 s CPU), for figures only the GPU views need
+(`traces.gpu_metrics`, `yoloprof report`). This pass decodes only the kernels' args (every other
+event decodes to an empty Struct) and aligns them with the parsed kernels by position, or by
+(start, duration) where the two passes kept different events.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+import msgspec
+import numpy as np
+
+from yoloprof.traces.parse import CAT_CODE, Events
+
+
+class _KArgs(msgspec.Struct, frozen=True, gc=False):
+    blocks_per_sm: Any = msgspec.field(default=None, name="blocks per SM")
+    occupancy: Any = msgspec.field(default=None, name="est. achieved occupancy %")
+    grid: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="grid")
+    block: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="block")
+    registers: Any = msgspec.field(default=None, name="registers per thread")
+    shared_memory: Any = msgspec.field(default=None, name="shared memory")
+
+
+_NO_ARGS = _KArgs()
+
+
+class _X(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
+    cat: Any = ""
+    ts: Any = math.nan
+    dur: Any = math.nan
+    args: Union[_KArgs, list, str, int, float, bool, None] = _NO_ARGS  # noqa: UP007
+
+
+_OTHERS = tuple(msgspec.defstruct(f"_K{ord(ph)}", [], tag_field="ph", tag=ph, gc=False)
+                for ph in "BEiICbneSTpFstfPNODMVvRc()")
+
+
+class _Doc(msgspec.Struct):
+    traceEvents: list[Union[(_X,) + _OTHERS]] | None = None  # noqa: UP007
+
+
+_DECODER = msgspec.json.Decoder(_Doc)
+
+
+@dataclass
+class KernelArgs:
+    """Per parsed event (NaN / -1 where absent and for every event that is not a kernel)."""
+
+    blocks_per_sm: np.ndarray
+    occupancy: np.ndarray
+    registers: np.ndarray
+    shared_memory: np.ndarray
+    launch: np.ndarray  # index into `launches` ("grid | block" text), -1 for none
+    launches: list[str] = field(default_factory=list)
+    legacy_runtime: bool = False  # runtime calls under the 2021 category name "Runtime"
+
+
+def _number(v: Any) -> float:
+    return float(v) if type(v) in (int, float) and math.isfinite(float(v)) else math.nan
+
+
+def _spell(raw: bytes) -> str:
+    try:
+        return str(msgspec.json.decode(raw)) if raw else "?"
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        return "?"
+
+
+def read_kernel_args(data: bytes, ev: Events) -> KernelArgs:
+    """The kernel args of the trace `data` that `ev` was parsed from, aligned with `ev`. A trace
+    the typed decode refuses (the parser's loose path) gives all-absent columns."""
+    n = len(ev)
+    out = KernelArgs(*(np.full(n, np.nan) for _ in range(4)), np.full(n, -1, np.int32))
+    try:
+        doc = _DECODER.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+        return out
+    xs = [e for e in doc.traceEvents or [] if type(e) is _X and isinstance(e.cat, str)]
+    out.legacy_runtime = any(e.cat.lower() == "runtime" for e in xs)
+    kern = [e for e in xs if e.cat.lower() == "kernel" and type(e.ts) in (int, float)
+            and math.isfinite(e.ts) and not (type(e.dur) in (int, float) and e.dur < 0)]
+    mine = np.flatnonzero(ev.cat == CAT_CODE["kernel"])
+    pos = _align(ev, mine, kern)
+    launches: dict[str, int] = {}
+    for i, e in zip(mine.tolist(), pos.tolist()):
+        if e < 0:
+            continue
+        a = kern[e].args if type(kern[e].args) is _KArgs else _NO_ARGS
+        out.blocks_per_sm[i], out.occupancy[i] = _number(a.blocks_per_sm), _number(a.occupancy)
+        out.registers[i], out.shared_memory[i] = _number(a.registers), _number(a.shared_memory)
+        g, b = bytes(a.grid), bytes(a.block)
+        if g or b:
+            out.launch[i] = launches.setdefault(f"{_spell(g)} | {_spell(b)}", len(launches))
+    out.launches = list(launches)
+    return out
+
+
+def _align(ev: Events, mine: np.ndarray, kern: list[_X]) -> np.ndarray:
+    """For each parsed kernel, the index of its event in `kern` (-1 when not found)."""
+    ts = np.array([float(e.ts) for e in kern]) - ev.t0
+    if len(kern) == len(mine) and (not len(mine) or np.abs(ts - ev.ts[mine]).max() < 1e-3):
+        return np.arange(len(mine))
+    key = {(round(t, 3), round(_number(e.dur) if e.dur is not None else 0.0, 3)): j
+           for j, (t, e) in enumerate(zip(ts.tolist(), kern))}
+    return np.array([key.get((round(t, 3), round(d, 3)), -1)
+                     for t, d in zip(ev.ts[mine].tolist(), ev.dur[mine].tolist())], np.int64)
