@@ -66,6 +66,23 @@ TENSORCORE_PATTERN = re.compile(
     r"|tensor\d+x\d+x\d+|_MI\d+x\d+x\d+", _I)
 
 
+# Ops whose kernels can run on Tensor Cores (torch-tb-profiler 0.4.3's `TC_OP_Allowlist`, after
+# torch's autocast lists): what the Tensor Core view and the AMP recommendation count as eligible.
+TC_ELIGIBLE_OPS = frozenset((
+    "aten::_convolution", "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::conv_tbc",
+    "aten::conv_transpose1d", "aten::conv_transpose2d", "aten::conv_transpose3d", "aten::convolution",
+    "aten::cudnn_convolution", "aten::cudnn_convolution_transpose", "aten::prelu", "aten::addmm",
+    "aten::addmv", "aten::addr", "aten::matmul", "aten::mm", "aten::mv", "aten::linear", "aten::addbmm",
+    "aten::baddbmm", "aten::bmm", "aten::chain_matmul", "aten::linalg_multi_dot",
+    "aten::_thnn_fused_lstm_cell", "aten::_thnn_fused_gru_cell", "aten::lstm_cell", "aten::gru_cell",
+    "aten::rnn_tanh_cell", "aten::rnn_relu_cell", "CudnnConvolutionBackward", "BmmBackward0",
+    "aten::cudnn_convolution_transpose_backward", "CudnnConvolutionTransposeBackward", "MmBackward",
+    "aten::cudnn_convolution_backward_weight", "aten::addmm_", "AddmvBackward", "MvBackward",
+    "aten::cudnn_convolution_transpose_backward_weight", "aten::cudnn_convolution_transpose_backward_input",
+    "AddmmBackward", "aten::cudnn_convolution_backward_input", "AddbmmBackward", "aten::cudnn_convolution_backward",
+))
+
+
 @lru_cache(maxsize=65536)
 def classify(name: str) -> str:
     """The category of a kernel (or memcpy/memset activity) name."""
