@@ -34,7 +34,10 @@ def compute_gpu_metrics(data: bytes, *, top: int = 20, counters: bool = False) -
     `ProfilerStep#N` span (yoloprof's steps); `kernels`: per kernel name, duration-weighted mean
     blocks per SM and occupancy (an absent value counts as 0, as in the plugin), by total time."""
     ev = parse_trace_bytes(data)
-    ka = read_kernel_args(data, ev)
+    return gpu_metrics_of(ev, read_kernel_args(data, ev), top=top, counters=counters)
+
+
+def gpu_metrics_of(ev: Any, ka: Any, *, top: int = 20, counters: bool = False) -> dict[str, Any]:
     psteps = plugin_steps(ev, ka)
     lo, hi = psteps.span
     devices = gpu_ids(ev)

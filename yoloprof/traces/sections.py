@@ -145,7 +145,8 @@ def _per_step(a: Any) -> list[dict]:
     rows = []
     for i, step in enumerate(a.steps.ids):
         row: dict[str, Any] = {"step": step, "step_ms": float(a.step_wall[i]) / US_PER_MS,
-                               "device_busy_ms": float(a.busy[i]) / US_PER_MS if a.has_device else None}
+                               "device_busy_ms": float(a.busy[i]) / US_PER_MS if a.has_device else None,
+                               "kernels": int(a.kernels[i]) if a.has_device else 0}
         if a.has_device:
             row["categories"] = {c: float(v) / US_PER_MS for c, v in zip(CATEGORIES, a.cat_us[i].tolist()) if v}
         row["phases"] = {p: float(a.phase_wall[i, k]) / US_PER_MS for k, p in enumerate(a.phase_names)}
