@@ -101,7 +101,22 @@ def cmd_summary(args: argparse.Namespace) -> int:
     from yoloprof.readers.summary import compute_summary
     from yoloprof.render.terminal import render_summary
 
-    return _emit(args, compute_summary(load_any(args.profile)), render_summary, source=args.profile)
+    profile = load_any(args.profile)
+    result = compute_summary(profile)
+    if getattr(args, "per_step", False):  # issue 27: the trace's per-step GPU figures too
+        from yoloprof.readers.detail import NO_TRACE, read_detail
+        from yoloprof.readers.steps import compute_steps
+        from yoloprof.render.capture_terminal import render_steps
+
+        detail = read_detail(args.profile, profile)
+        result["steps"] = compute_steps(profile, detail["gpu"]["steps"] if detail else None)
+        result["steps"]["gpu_na"] = None if detail else NO_TRACE
+        result["gpu_metrics"] = detail["gpu"] if detail else None
+        if not args.json:
+            render_summary(result, source=args.profile)
+            render_steps(result["steps"], gpu=result["gpu_metrics"])
+            return 0
+    return _emit(args, result, render_summary, source=args.profile)
 
 
 def cmd_get(args: argparse.Namespace) -> int:
@@ -125,9 +140,40 @@ def cmd_kernels(args: argparse.Namespace) -> int:
     from yoloprof.readers.kernels import compute_kernels
     from yoloprof.render.terminal import render_kernels
 
+    if getattr(args, "by_launch", False):
+        return _kernels_by_launch(args)
     result = compute_kernels(load_any(args.profile), top=args.top, category=args.category,
                              grep=args.grep, tensorcore=args.tensorcore, sort=args.sort, phase=args.phase)
     return _emit(args, result, render_kernels)
+
+
+def _kernels_by_launch(args: argparse.Namespace) -> int:
+    from yoloprof.readers.detail import NO_TRACE, read_detail
+    from yoloprof.readers.load import load_any
+    from yoloprof.render.capture_terminal import render_launches
+
+    detail = read_detail(args.profile, load_any(args.profile), top=args.top)
+    if detail is None:
+        raise UsageError(f"{args.profile}: --by-launch: {NO_TRACE}")
+    return _emit(args, {"launches": detail["launches"], "gpu": detail["gpu"]}, render_launches)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """One capture's self-contained HTML report (issue 27)."""
+    from yoloprof.profiles.io import write_bytes_atomic
+    from yoloprof.readers.capture_report import compute_capture_report
+    from yoloprof.render.capture_html import render_capture_html
+
+    data = compute_capture_report(args.profile)
+    out = args.output or os.path.join(os.path.dirname(os.path.abspath(args.profile)), files.CAPTURE_REPORT_HTML)
+    write_bytes_atomic(out, render_capture_html(data).encode("utf-8"))
+    if args.json:
+        from yoloprof.render.jsonout import emit_json
+
+        emit_json({"report": out, "recommendations": data["advice"]["recommendations"]})
+    else:
+        print(f"wrote {out}")
+    return 0
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
@@ -334,6 +380,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p = reader("summary", "the broad reading of a profile or trace; a folder of rank traces gives "
                "the per-rank view", cmd_summary)
     _add_jobs(p)
+    p.add_argument("--per-step", action="store_true", help="each step's time, device busy, kernels, "
+                   "phases, SM efficiency and occupancy; the slowest marked")
+    p = reader("report", "one capture's self-contained HTML report (overview, utilisation, kernels, "
+               "ops, memory, modules, phases, recommendations)", cmd_report)
+    p.add_argument("-o", "--output", default=None, help="the HTML file (default: "
+                   "capture_report.html beside the input)")
     p = reader("get", "one metric, for shell loops (no field = list the fields)", cmd_get)
     p.add_argument("field", nargs="?", default=None)
     reader("phases", "per phase: device ms, wall ms, kernels, ops", cmd_phases)
@@ -345,6 +397,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--tensorcore", action="store_true", help="only Tensor Core kernels")
     p.add_argument("--sort", default="time", choices=("time", "count", "name"))
     p.add_argument("--phase", default=None)
+    p.add_argument("--by-launch", action="store_true", help="one row per (kernel, calling op, grid, "
+                   "block, registers, shared memory), from the trace (a profile's own trace file)")
     p = reader("ops", "framework view: aten/autograd ops by self CPU time", cmd_ops)
     p.add_argument("--top", type=int, default=20)
     p.add_argument("--phase", default=None)

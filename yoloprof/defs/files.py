@@ -15,4 +15,5 @@ ANALYSIS_DIR = "analysis"  # the analysis report folder inside a sweep folder
 COMPARISON_MD = "comparison.md"
 COMPARISON_CSV = "comparison.csv"
 REPORT_HTML = "report.html"
+CAPTURE_REPORT_HTML = "capture_report.html"  # `yoloprof report`: one capture's views
 ANALYSIS_SETTINGS = "settings.json"  # an analysis' recorded settings, beside its files

@@ -44,7 +44,7 @@ def rule_dataloader(profile: dict, detail: dict | None) -> dict | str | None:
     if mean.get("total_ms"):
         share, source = mean["dataloader_ms"] / mean["total_ms"], "the plugin's step breakdown"
     else:
-        phases = {p.get("phase"): finite(p.get("wall_ms")) for p in profile.get("phases") or []}
+        phases = {p.get("phase"): finite(p.get("wall_ms_per_step")) for p in profile.get("phases") or []}
         step = _step_ms(profile)
         if phases.get("dataload") is None or not step:
             return "no DataLoader time measured (no trace breakdown, no dataload phase)"

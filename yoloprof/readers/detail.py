@@ -18,11 +18,12 @@ from yoloprof.defs import files
 
 
 def trace_for(path: str | os.PathLike, profile: dict) -> Path | None:
-    """The raw trace behind `path`: itself for a trace, else the capture's trace file."""
-    if profile.get("kind") == "trace":
-        return Path(path)
+    """The raw trace behind `path`: itself for a trace (the engine names its source in
+    `trace.file`), else the capture's trace file: as named, or beside the profile."""
     here = Path(path).parent
     named = (profile.get("trace") or {}).get("file")
+    if named and Path(named) == Path(path):
+        return Path(path)
     for cand in ([Path(named), here / Path(named).name] if named else []) + [
             here / files.TRACE, here / (files.TRACE + ".gz")]:
         if cand.is_file():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from yoloprof.readers.steps import compute_steps
 from yoloprof.readers._common import (
     HEADLINE, figure, finite, has_device, metric_value, steps_analyzed, thrash_mark,
 )
@@ -42,6 +43,7 @@ def compute_summary(profile: dict) -> dict[str, Any]:
         "phases": [dict(p) for p in profile.get("phases") or []],
         "trace": _trace_info(profile),
         "unreliable": thrash_mark(profile),
+        "steps": compute_steps(profile),
         "warnings": [str(w) for w in profile.get("warnings") or []],
     }
     if kind == "infer" or profile.get("latency"):
