@@ -1,0 +1,107 @@
+"""`yoloprof report`: the one-capture HTML file is self-contained, holds every view (or its n/a
+with the reason), and renders in headless Chromium, for a GPU fixture trace and a CPU capture
+(a real torch.profiler CPU trace with memory events, read through a profile.json beside it)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from helpers.paths import run_main, trace_path
+from yoloprof.defs import files
+from yoloprof.render.capture_html import SECTIONS
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def cpu_capture(tmp_path_factory) -> Path:
+    """A CPU training trace (profile_memory on) as profile_trace.json with its profile.json."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function, schedule
+
+    folder = tmp_path_factory.mktemp("cpu")
+    trace = folder / files.TRACE
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                                torch.nn.Linear(4 * 6 * 6, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(2, 3, 8, 8), torch.randn(2, 2)
+    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=1, active=2),
+                 profile_memory=True, on_trace_ready=lambda p: p.export_chrome_trace(str(trace))) as prof:
+        for _ in range(3):
+            with record_function("yoloprof/forward"):
+                loss = torch.nn.functional.mse_loss(model(x), y)
+            with record_function("yoloprof/backward"):
+                loss.backward()
+            with record_function("yoloprof/optimizer"):
+                opt.step()
+                opt.zero_grad()
+            prof.step()
+    from yoloprof.readers.load import load_any
+
+    profile = load_any(trace)
+    profile["trace"]["file"] = files.TRACE  # as a capture records it: the name beside the profile
+    (folder / files.PROFILE).write_text(json.dumps(profile))
+    return folder / files.PROFILE
+
+
+def _report(src: Path, out: Path) -> str:
+    res = run_main("report", src, "-o", out)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == f"wrote {out}"
+    return out.read_text()
+
+
+def _check_static(html: str) -> str:
+    assert "<script" not in html and "<link" not in html and "<img" not in html
+    assert not re.search(r"(src|href)\s*=\s*[\"']?(https?:)?//", html) and "@import" not in html
+    for section in SECTIONS:
+        assert f'<section id="{section}">' in html, section
+    return html
+
+
+def _render(html_path: Path, tmp: Path) -> None:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if not chromium:
+        pytest.skip("no chromium binary installed")
+    from PIL import Image
+
+    png = tmp / f"{html_path.stem}.png"
+    subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp / 'chrome'}", f"--screenshot={png}",
+                    "--window-size=1280,6000", html_path.as_uri()], capture_output=True, timeout=120, check=False)
+    assert png.is_file(), "chromium wrote no screenshot"
+    img = Image.open(png).convert("RGB").resize((160, 750))  # 8 px of the page per row
+    ink = [y for y in range(750) if any(sum(img.getpixel((x, y))) < 600 for x in range(160))]
+    # text and figures down a page of every section (> 2,000 px), not a blank or an error page
+    assert ink and ink[-1] > 250 and len(ink) > 0.15 * ink[-1]
+    assert len(img.getcolors(maxcolors=1 << 16) or []) > 30
+
+
+@pytest.mark.slow
+def test_gpu_trace_report(tmp_path):
+    src = trace_path("nccl_data.json.gz")
+    html = _check_static(_report(src, tmp_path / "gpu.html"))
+    assert html.count("<svg") >= 1  # the utilisation timeline
+    assert "est. SM efficiency" in html and "16.9%" in html  # the plugin: 16.87%
+    assert "ncclKernel_AllReduce" in html and "record_param_comms" in html  # kernels, by launch
+    assert "no [memory] events" in html  # this trace was recorded without profile_memory
+    assert "low_utilization" in html  # GPU 0 at 23%: the plugin's advice too
+    _render(tmp_path / "gpu.html", tmp_path)
+
+
+@pytest.mark.slow
+def test_cpu_capture_report(cpu_capture, tmp_path):
+    out = tmp_path / "cpu.html"
+    html = _check_static(_report(cpu_capture, out))
+    assert "no GPU kernels in the trace" in html  # the utilisation view says why it is empty
+    assert html.count("<svg") >= 1  # the memory timeline from the CPU allocator's events
+    assert "aten::" in html  # ops
+    _render(out, tmp_path)
+    assert run_main("report", cpu_capture.parent / "absent.json").returncode == 2
