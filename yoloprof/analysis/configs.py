@@ -118,15 +118,19 @@ class Configs:
         return sorted(nums) if len(nums) == len(vals) else vals
 
 
+def axis_text(table: pd.DataFrame, axis: str) -> pd.Series:
+    """How an axis' values are shown (tables and plots alike): import paths shortened to their
+    last name when that stays unambiguous, else in full."""
+    full = table[axis].map(fmt_value)
+    short = table[axis].map(short_value)
+    return short if short.nunique() == full.nunique() else full
+
+
 def _labels(table: pd.DataFrame, varying: list[str]) -> pd.Series:
     """`axis=value, ...` over the swept axes; import paths shortened when that stays unambiguous."""
     if not varying:
         return pd.Series("all jobs", index=table.index)
-    shown = {}
-    for a in varying:
-        full = table[a].map(fmt_value)
-        short = table[a].map(short_value)
-        shown[a] = short if short.nunique() == full.nunique() else full
+    shown = {a: axis_text(table, a) for a in varying}
     labels = pd.Series([", ".join(f"{a}={shown[a][g]}" for a in varying) for g in table.index], index=table.index)
     dup = labels.duplicated(keep=False)
     labels[dup] = labels[dup] + " #" + table.index[dup].str[:6]

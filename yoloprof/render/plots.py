@@ -14,7 +14,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from yoloprof.analysis.configs import Configs, fmt_value
+from yoloprof.analysis.configs import Configs, axis_text, fmt_value
 
 MAX_SERIES = 10
 MAX_BARS = 40
@@ -58,19 +58,26 @@ def metrics_vs_axes(gm: pd.DataFrame, cfg: Configs, metrics: list[tuple[str, str
     if not axes or not metrics:
         return None
     plt = _plt()
-    width, height = 4.2 * len(axes), 3.0 * len(metrics) + 0.4
+    # values as the tables show them (import paths shortened when unambiguous)
+    text = {a: axis_text(cfg.table, a) for a in cfg.varying}
+    spelled = {a: dict(zip(cfg.table[a].map(fmt_value), text[a])) for a in axes}
+    longest = max(len(t) for a in axes for t in spelled[a].values())
+    tilt = longest > 40 / max(len(cfg.levels(a)) for a in axes)  # labels that would overlap: slanted
+    # at least the page's width whatever the number of axes (one axis gave a 4-inch figure, its
+    # title cut and its panel at 40% of the page); room below for slanted tick labels
+    width, below = max(4.2 * len(axes), 11.0), 0.6 + (0.055 * min(longest, 40) if tilt else 0.0)
+    height = 3.0 * len(metrics) + 0.4 + below
     fig, panels = plt.subplots(len(metrics), len(axes), figsize=(width, height), squeeze=False)
     # fixed margins (inches for tick labels and axis labels): a layout engine would measure every
     # text of the 4 x 3 panels once more, about a third of this figure's cost
-    fig.subplots_adjust(left=0.8 / width, right=1 - 0.15 / width, bottom=0.6 / height,
-                        top=1 - 0.5 / height, wspace=0.3, hspace=0.4)
-    text = {a: cfg.table[a].map({v: fmt_value(v) for v in cfg.table[a].unique()}) for a in cfg.varying}
+    fig.subplots_adjust(left=0.8 / width, right=1 - 0.15 / width, bottom=below / height,
+                        top=1 - 0.5 / height, wspace=0.3, hspace=0.4 + (below - 0.6) / 3.0)
     for col, axis in enumerate(axes):
         others = [a for a in cfg.varying if a != axis]
         keys = pd.Series("", index=cfg.table.index)
         for j, a in enumerate(others):  # "a=1, b=x": vectorised, one pass per axis
             keys = keys + ((", " if j else "") + f"{a}=") + text[a]
-        levels = [fmt_value(v) for v in cfg.levels(axis)]
+        levels = [spelled[axis][fmt_value(v)] for v in cfg.levels(axis)]
         x_all = text[axis].map({lv: i for i, lv in enumerate(levels)})
         colours: dict[str, str] = {}
         for row, (metric, unit) in enumerate(metrics):
@@ -78,7 +85,8 @@ def metrics_vs_axes(gm: pd.DataFrame, cfg: Configs, metrics: list[tuple[str, str
             d = gm[gm["metric"] == metric].set_index("group_hash")[["gmean", "lo", "hi"]]
             t = cfg.table.join(d, how="inner")
             _series(ax, t, keys.loc[t.index], x_all.loc[t.index], colours)
-            ax.set_xticks(range(len(levels)), levels)
+            ax.set_xticks(range(len(levels)), levels, rotation=25 if tilt else 0)  # centred: none sticks out
+            ax.set_xlim(-0.5, len(levels) - 0.5)
             ax.set_xlabel(axis)
             ax.set_ylabel(metric + (f" ({unit})" if unit else ""))
             if others and row == 0:
