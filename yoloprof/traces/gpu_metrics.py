@@ -172,14 +172,23 @@ def union(start: np.ndarray, end: np.ndarray) -> np.ndarray:
 
 def covered(ranges: np.ndarray, lo: np.ndarray | float, hi: np.ndarray | float,
             weight: np.ndarray | None = None) -> np.ndarray:
-    """Per window [lo, hi): the length of (disjoint) `ranges` inside it, weighted by `weight`."""
+    """Per window [lo, hi): the length of the disjoint, sorted `ranges` inside it, each weighted
+    by `weight`. Through the running integral F(t) (cumulative weighted length up to t), so the
+    cost is O((ranges + windows) log ranges), never ranges x windows."""
     lo, hi = np.atleast_1d(np.asarray(lo, float)), np.atleast_1d(np.asarray(hi, float))
     if not len(ranges):
         return np.zeros(len(lo))
-    w = np.ones(len(ranges)) if weight is None else weight
-    inside = np.clip(np.minimum(ranges[None, :, 1], hi[:, None]) - np.maximum(ranges[None, :, 0], lo[:, None]),
-                     0.0, None)
-    return inside @ w
+    w = np.ones(len(ranges)) if weight is None else np.asarray(weight, float)
+    start, length = ranges[:, 0], ranges[:, 1] - ranges[:, 0]
+    cum = np.concatenate([[0.0], np.cumsum(length * w)])
+
+    def integral(t: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(start, t, side="right") - 1
+        kk = np.clip(k, 0, None)
+        part = np.clip(t - start[kk], 0.0, length[kk]) * w[kk]
+        return np.where(k >= 0, cum[kk] + part, 0.0)
+
+    return np.maximum(integral(hi) - integral(np.minimum(lo, hi)), 0.0)
 
 
 def _kernels_of(ev: Events, device: int) -> np.ndarray:
