@@ -1,11 +1,12 @@
 """One capture's detail views against independent references: per-step times against the raw
 `ProfilerStep#N` spans, the step breakdown, communication overlap and Tensor Core share against
 torch-tb-profiler 0.4.3's own figures (obtained by running it on the fixtures), the kernel table by
-launch against a plain-Python grouping of the raw kernels, and the memory peak on a hand-made
-trace. Each fixture is read once per module."""
+launch against a plain-Python grouping of the raw kernels, the memory peak on a hand-made
+trace, and the plugin's recommendations on its sample. Each fixture is read once per module."""
 
 from __future__ import annotations
 
+import copy
 import gzip
 import json
 from collections import defaultdict
@@ -14,6 +15,7 @@ from functools import lru_cache
 import pytest
 
 from helpers.paths import REPO, run_main, trace_path
+from yoloprof.readers.advice import recommendations
 from yoloprof.readers.detail import compute_detail
 from yoloprof.readers.load import load_any
 from yoloprof.readers.steps import compute_steps
@@ -126,17 +128,32 @@ def test_memory_timeline_peak_is_attributed_to_its_op_and_module():
 
 
 def test_cli_per_step_and_by_launch(tmp_path):
-    path = _path(RESNET.name)
+    name = "nccl_data.json.gz"
+    path = _path(name)
     out = run_main("summary", path, "--per-step", "--json")
     assert out.returncode == 0, out.stderr
     steps = json.loads(out.stdout)["steps"]["steps"]
-    spans = [e["dur"] / 1000 for e in raw(RESNET.name) if e.get("ph") == "X" and e["name"].startswith("ProfilerStep#")]
-    assert [r["step_ms"] for r in steps] == pytest.approx(sorted(spans, key=spans.index), abs=1e-6)
+    spans = [e["dur"] / 1000 for e in raw(name) if e.get("ph") == "X" and e["name"].startswith("ProfilerStep#")]
+    assert [r["step_ms"] for r in steps] == pytest.approx(spans, abs=1e-6)  # in time order in the file
     out = run_main("kernels", path, "--by-launch", "--top", "3")
-    assert out.returncode == 0 and "calling op" in out.stdout and "est. SM efficiency       62.7%" in out.stdout
+    assert out.returncode == 0 and "calling op" in out.stdout and "est. SM efficiency       16.9%" in out.stdout
     profile = tmp_path / "profile.json"  # a profile without its trace beside it: a usage error, one line
     saved = load_any(path)
     saved["trace"]["file"] = None  # moved away from its trace
     profile.write_text(json.dumps(saved))
     out = run_main("kernels", profile, "--by-launch")
     assert out.returncode == 2 and "trace file" in out.stderr and "Traceback" not in out.stderr
+    assert run_main("summary", profile, "--per-step").returncode == 0  # n/a per step, not an error
+
+
+def test_the_plugins_rules_agree_with_the_plugin_on_its_sample():
+    """torch-tb-profiler 0.4.3 on its ResNet-50 sample recommends DataLoader workers (22.9% of the
+    step) and AMP (68% of the kernel time in Tensor-Core-eligible ops), not a larger batch (63.6%)."""
+    profile = load_any(_path(RESNET.name))
+    rules = {r["rule"]: r for r in recommendations(profile, detail(RESNET.name))["recommendations"]}
+    assert rules["dataloader"]["evidence"]["dataloader_share_pct"] == pytest.approx(22.9, abs=0.05)
+    assert round(rules["amp"]["evidence"]["eligible_pct"]) == 68
+    assert "low_utilization" not in rules
+    quiet = copy.deepcopy(detail(RESNET.name))
+    quiet["tensor_cores"]["tensorcore_pct"] = 12.0  # Tensor Cores already in use: no AMP advice
+    assert "amp" not in {r["rule"] for r in recommendations(profile, quiet)["recommendations"]}
