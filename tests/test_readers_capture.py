@@ -157,3 +157,16 @@ def test_the_plugins_rules_agree_with_the_plugin_on_its_sample():
     quiet = copy.deepcopy(detail(RESNET.name))
     quiet["tensor_cores"]["tensorcore_pct"] = 12.0  # Tensor Cores already in use: no AMP advice
     assert "amp" not in {r["rule"] for r in recommendations(profile, quiet)["recommendations"]}
+
+
+def test_low_utilization_fires_on_the_trace_and_stops_once_its_kernels_keep_the_gpu_busy():
+    """nccl_data's GPU is 23% busy: the advice fires. The same trace with every kernel 4x as long
+    (the edit of the GPU verdict scenarios) keeps the GPU busy over half the steps: it must not."""
+    from helpers.verdicts.gpu_traces import scale_kernels
+
+    name = "nccl_data.json.gz"
+    profile = load_any(_path(name))
+    assert "low_utilization" in {r["rule"] for r in recommendations(profile, detail(name))["recommendations"]}
+    busy = compute_detail(json.dumps(scale_kernels(4.0)({"traceEvents": copy.deepcopy(raw(name))})).encode())
+    assert busy["gpu"]["overall"][0]["gpu_util_pct"] > 50
+    assert "low_utilization" not in {r["rule"] for r in recommendations(profile, busy)["recommendations"]}
