@@ -105,3 +105,5 @@ def test_cpu_capture_report(cpu_capture, tmp_path):
     assert "aten::" in html  # ops
     _render(out, tmp_path)
     assert run_main("report", cpu_capture.parent / "absent.json").returncode == 2
+    res = run_main("report", cpu_capture, "-o", tmp_path)  # a folder: a one-line usage error
+    assert res.returncode == 2 and "-o" in res.stderr and "Traceback" not in res.stderr

@@ -164,9 +164,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     from yoloprof.readers.capture_report import compute_capture_report
     from yoloprof.render.capture_html import render_capture_html
 
-    data = compute_capture_report(args.profile)
     out = args.output or os.path.join(os.path.dirname(os.path.abspath(args.profile)), files.CAPTURE_REPORT_HTML)
-    write_bytes_atomic(out, render_capture_html(data).encode("utf-8"))
+    if os.path.isdir(out):
+        raise UsageError(f"-o {out}: is a folder; give the HTML file to write")
+    data = compute_capture_report(args.profile)
+    try:
+        write_bytes_atomic(out, render_capture_html(data).encode("utf-8"))
+    except OSError as exc:
+        raise UsageError(f"-o {out}: cannot write it ({exc.strerror or exc})") from None
     if args.json:
         from yoloprof.render.jsonout import emit_json
 

@@ -112,7 +112,7 @@ def rule_launches(profile: dict, detail: dict | None) -> dict | str | None:
     if verdict.get("bound") not in ("host", "framework-overhead"):
         return None
     n = metric_value(profile, "launches_per_step") or metric_value(profile, "kernels_per_step")
-    what = _what_if(profile, remove_launches=int(n // 2)) if n else None
+    what = _what_if(profile, remove_launches=max(1, int(n // 2))) if n else None
     return _advice("launches", "the step is host-bound: fewer, larger kernels (torch.compile, CUDA "
                    "graphs, fused optimizers) cut the launch cost", {"verdict": verdict.get("why")},
                    what, "the profile lacks launches per step")

@@ -125,7 +125,7 @@ def _steps_view(r: dict) -> str:
     body = []
     for row in rows:
         devs = row.get("devices") or []
-        body.append([row.get("step"), fmt_num(row.get("step_ms")), fmt_num(row.get("device_busy_ms")),
+        body.append(["whole trace" if row.get("step") is None else row["step"], fmt_num(row.get("step_ms")), fmt_num(row.get("device_busy_ms")),
                      fmt_num(row.get("kernels")),
                      ", ".join(f"{k} {fmt_num(v)}" for k, v in (row.get("phases") or {}).items() if v),
                      " / ".join(fmt_pct(x["sm_efficiency_pct"]) for x in devs) or NA,

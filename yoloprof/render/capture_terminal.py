@@ -29,7 +29,8 @@ def render_steps(result: dict[str, Any], out: Out | None = None, gpu: dict[str, 
     rows = []
     for r in result["steps"]:
         devs = r.get("devices") or []
-        rows.append([f"{r.get('step')}{' *' if r.get('slowest') else ''}", fmt_num(r.get("step_ms")),
+        step = "whole trace" if r.get("step") is None else str(r["step"])
+        rows.append([f"{step}{' *' if r.get('slowest') else ''}", fmt_num(r.get("step_ms")),
                      fmt_num(r.get("device_busy_ms")), fmt_num(r.get("kernels")),
                      ", ".join(f"{k} {fmt_num(v)}" for k, v in (r.get("phases") or {}).items() if v),
                      " / ".join(fmt_pct(d["sm_efficiency_pct"]) for d in devs) or NA,
