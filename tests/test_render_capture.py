@@ -107,3 +107,21 @@ def test_cpu_capture_report(cpu_capture, tmp_path):
     assert run_main("report", cpu_capture.parent / "absent.json").returncode == 2
     res = run_main("report", cpu_capture, "-o", tmp_path)  # a folder: a one-line usage error
     assert res.returncode == 2 and "-o" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_profile_without_its_trace_reports_modules_and_says_why_the_trace_views_are_missing(tmp_path):
+    from helpers.profiles import gpu_train_profile
+
+    profile = gpu_train_profile()
+    profile["modules"] = {"rows": [{"module": "model", "type": "Net", "depth": 0, "forward_ms": 30.0, "backward_ms": 50.0},
+                                   {"module": "model.head", "type": "Conv2d", "depth": 1, "forward_ms": 7.5,
+                                    "backward_ms": 12.0}]}
+    src = tmp_path / files.PROFILE
+    src.write_text(json.dumps(profile))
+    html = _check_static(_report(src, tmp_path / "p.html"))
+    section = lambda name: html.split(f'<section id="{name}">')[1].split("</section>")[0]  # noqa: E731
+    assert "model.head" in section("modules") and "Conv2d" in section("modules")
+    for name in ("utilisation", "breakdown", "launches", "memory"):
+        assert "trace file is not beside the profile" in section(name), name
+    assert "ampere_sgemm_128x64_nn" in section("kernels") and "aten::mkldnn_convolution" in section("ops")
+    assert "launches" in section("recommendations")  # the profile's host-bound verdict
