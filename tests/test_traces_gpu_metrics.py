@@ -98,6 +98,22 @@ def test_hand_worked_trace_overall_and_per_step():
     assert (k1["mean_blocks_per_sm"], k1["mean_occupancy_pct"], k1["calls"]) == (0.5, 40.0, 1)
 
 
+def test_hand_worked_timelines():
+    """The same two kernels over 10-us buckets (the trace spans 200 us: 20 buckets): utilisation
+    1 in [10, 40); SM efficiency 0.5, 1, 0.75 in [10, 20), [20, 30), [30, 40); occupancy 40, 50
+    (both kernels 10 us each), 60; nothing (None) where no kernel runs."""
+    from yoloprof.readers.detail import compute_detail
+
+    events = [_x("ProfilerStep#1", "cpu_op", 0, 200),
+              _x("k1", "kernel", 10, 20, device=0, **{"blocks per SM": 0.5, "est. achieved occupancy %": 40}),
+              _x("k2", "kernel", 20, 20, device=0, **{"blocks per SM": 0.75, "est. achieved occupancy %": 60})]
+    (t,) = compute_detail(json.dumps({"traceEvents": events}).encode())["timeline"]
+    assert len(t["t_ms"]) == 20 and t["t_ms"][1] == pytest.approx(0.010)
+    assert t["util_pct"][:5] == pytest.approx([0, 100, 100, 100, 0])
+    assert t["sm_efficiency_pct"][:5] == pytest.approx([0, 50, 100, 75, 0])
+    assert t["occupancy_pct"][:5] == [None, pytest.approx(40), pytest.approx(50), pytest.approx(60), None]
+
+
 def test_cpu_trace_has_no_gpu_figures():
     events = [_x("ProfilerStep#1", "cpu_op", 0, 100), _x("aten::add", "cpu_op", 10, 5)]
     out = compute_gpu_metrics(json.dumps({"traceEvents": events}).encode())

@@ -1,6 +1,8 @@
 """Everything the one-capture views need from the raw trace (`yoloprof report`, `kernels
 --by-launch`, `summary --per-step`): GPU metrics, the kernel table by launch, the plugin's step
-breakdown and overlap, Tensor Cores, the memory timeline, and the utilisation timeline.
+breakdown and overlap, Tensor Cores, the memory timeline, and the timelines of utilisation, SM
+efficiency (the time-weighted mean of the plugin's ranges per bucket) and occupancy (the
+kernels' occupancy weighted by their time in the bucket), over the plugin's buckets.
 
 Why a reader of its own: these need the trace itself (a profile keeps per-step means only), and
 a second pass over it (`traces.kernel_args`) that `summary` must not pay. For a profile.json the
@@ -37,7 +39,9 @@ def compute_detail(data: bytes, *, top: int = 50) -> dict[str, Any]:
     from yoloprof.readers.gpu_metrics import gpu_metrics_of
     from yoloprof.traces.breakdown import plugin_breakdown
     from yoloprof.traces.correlate import join
-    from yoloprof.traces.gpu_metrics import buckets, gpu_ids, plugin_steps, sm_ranges, timeline_range, util_timeline
+    from yoloprof.traces.gpu_metrics import (
+        buckets, covered, gpu_ids, occupancy_timeline, plugin_steps, sm_ranges, timeline_range, util_timeline,
+    )
     from yoloprof.traces.kernel_args import read_kernel_args
     from yoloprof.traces.launches import calling_ops, launch_table, tensor_cores
     from yoloprof.traces.memline import memory_timeline
@@ -56,12 +60,13 @@ def compute_detail(data: bytes, *, top: int = 50) -> dict[str, Any]:
         if len(edges) < 2:
             break
         sm = sm_ranges(ev, ka, d)
-        from yoloprof.traces.gpu_metrics import covered
-
         sm_share = covered(sm[:, :2], edges[:-1], edges[1:], sm[:, 2]) / np.diff(edges) if len(sm) else None
+        occ = occupancy_timeline(ev, ka, d, edges)
         timeline.append({"device": d, "t_ms": (edges[:-1] / US_PER_MS).tolist(),
                          "util_pct": (100.0 * util_timeline(ev, d, edges)).tolist(),
-                         "sm_efficiency_pct": None if sm_share is None else (100.0 * sm_share).tolist()})
+                         "sm_efficiency_pct": None if sm_share is None else (100.0 * sm_share).tolist(),
+                         "occupancy_pct": None if occ is None else [None if np.isnan(v) else float(v)
+                                                                    for v in occ.tolist()]})
     return {
         "gpu": gpu_metrics_of(ev, ka, top=top),
         "launches": launch_table(ev, ka, j, op_of, n_steps, top=top),

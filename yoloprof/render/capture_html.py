@@ -113,6 +113,8 @@ def _utilisation(r: dict) -> str:
         series = [("GPU utilisation %", *_steps(t["t_ms"], t["util_pct"]))]
         if t["sm_efficiency_pct"] is not None:
             series.append(("est. SM efficiency %", *_steps(t["t_ms"], t["sm_efficiency_pct"])))
+        if t.get("occupancy_pct") is not None:
+            series.append(("est. achieved occupancy %", *_steps(t["t_ms"], t["occupancy_pct"])))
         parts.append(f"<h3>GPU {t['device']}</h3>" + line_svg(series, "ms from the trace start", "%", y_max=100.0))
     return "".join(parts)
 
@@ -125,8 +127,8 @@ def _steps_view(r: dict) -> str:
     body = []
     for row in rows:
         devs = row.get("devices") or []
-        body.append(["whole trace" if row.get("step") is None else row["step"], fmt_num(row.get("step_ms")), fmt_num(row.get("device_busy_ms")),
-                     fmt_num(row.get("kernels")),
+        step = "whole trace" if row.get("step") is None else row["step"]
+        body.append([step, fmt_num(row.get("step_ms")), fmt_num(row.get("device_busy_ms")), fmt_num(row.get("kernels")),
                      ", ".join(f"{k} {fmt_num(v)}" for k, v in (row.get("phases") or {}).items() if v),
                      " / ".join(fmt_pct(x["sm_efficiency_pct"]) for x in devs) or NA,
                      " / ".join(fmt_pct(x["occupancy_pct"]) for x in devs) or NA])

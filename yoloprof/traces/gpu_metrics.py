@@ -297,6 +297,33 @@ def util_timeline(ev: Events, device: int, edges: np.ndarray) -> np.ndarray:
     return covered(ranges, edges[:-1], edges[1:]) / np.diff(edges)
 
 
+def _weighted_time(start: np.ndarray, end: np.ndarray, w: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """F(t) = sum over intervals of w * (their length before t), overlapping intervals each
+    counted: prefix sums over the sorted starts and the sorted ends."""
+    def part(x: np.ndarray) -> np.ndarray:
+        order = np.argsort(x, kind="stable")
+        xs, ws = x[order], w[order]
+        cw, cwx = np.concatenate([[0.0], np.cumsum(ws)]), np.concatenate([[0.0], np.cumsum(ws * xs)])
+        k = np.searchsorted(xs, t, side="left")
+        return t * cw[k] - cwx[k]
+    return part(start) - part(end)
+
+
+def occupancy_timeline(ev: Events, ka: KernelArgs, device: int, edges: np.ndarray) -> np.ndarray | None:
+    """Per bucket: est. achieved occupancy (%) weighted by the kernels' time inside it (NaN for a
+    bucket without kernels with the arg); None when no kernel of the device has it."""
+    k = _kernels_of(ev, device)
+    occ = ka.occupancy[k]
+    ok = occ >= 0
+    if not ok.any():
+        return None
+    s, e = ev.ts[k][ok], (ev.ts[k] + ev.dur[k])[ok]
+    num = np.diff(_weighted_time(s, e, occ[ok], edges))
+    den = np.diff(_weighted_time(s, e, np.ones(int(ok.sum())), edges))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+
 def sm_ranges(ev: Events, ka: KernelArgs, device: int) -> np.ndarray:
     """The SM efficiency timeline: (t0, t1, efficiency 0..1) rows over all the device's kernels."""
     k = _kernels_of(ev, device)
