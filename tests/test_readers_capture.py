@@ -120,7 +120,8 @@ def test_memory_timeline_peak_is_attributed_to_its_op_and_module():
     events = [_x("ProfilerStep#1", "cpu_op", 0, 100), _x("nn.Module: Net_0", "python_function", 5, 80),
               _x("aten::conv2d", "cpu_op", 10, 30), _x("aten::empty", "cpu_op", 12, 4),
               _x("aten::relu", "cpu_op", 50, 10),
-              _mem(13, 1 << 20, 3 << 20, 4 << 20), _mem(55, 1 << 21, 5 << 20, 8 << 20), _mem(70, -(1 << 21), 3 << 20, 8 << 20)]
+              _mem(13, 1 << 20, 3 << 20, 4 << 20), _mem(55, 1 << 21, 5 << 20, 8 << 20),
+              _mem(70, -(1 << 21), 3 << 20, 8 << 20)]
     (dev,) = compute_detail(json.dumps({"traceEvents": events}).encode())["memory"]
     assert dev["device"] == "cuda:0" and [p[1] for p in dev["points"]] == [3.0, 5.0, 3.0]
     assert dev["peak"] == {"t_ms": 0.055, "allocated_mib": 5.0, "reserved_mib": 8.0, "op": "aten::relu",

@@ -113,7 +113,8 @@ def test_profile_without_its_trace_reports_modules_and_says_why_the_trace_views_
     from helpers.profiles import gpu_train_profile
 
     profile = gpu_train_profile()
-    profile["modules"] = {"rows": [{"module": "model", "type": "Net", "depth": 0, "forward_ms": 30.0, "backward_ms": 50.0},
+    profile["modules"] = {"rows": [{"module": "model", "type": "Net", "depth": 0, "forward_ms": 30.0,
+                                    "backward_ms": 50.0},
                                    {"module": "model.head", "type": "Conv2d", "depth": 1, "forward_ms": 7.5,
                                     "backward_ms": 12.0}]}
     src = tmp_path / files.PROFILE

@@ -96,7 +96,8 @@ def _overview(r: dict) -> str:
     html = '<div class="cards">' + "".join(
         f'<div class="card"><div class="k">{escape(k)}</div><div class="v">{escape(val)}</div></div>'
         for k, val in cards) + "</div>"
-    html += f'<div class="box"><b>verdict: {escape(str(v.get("bound", "unknown")))}</b> - {escape(str(v.get("why", "")))}</div>'
+    html += (f'<div class="box"><b>verdict: {escape(str(v.get("bound", "unknown")))}</b> - '
+             f'{escape(str(v.get("why", "")))}</div>')
     if s.get("warnings"):
         html += '<ul class="notes">' + "".join(f'<li class="warn">{escape(w)}</li>' for w in s["warnings"]) + "</ul>"
     return html
@@ -210,7 +211,7 @@ def _modules(r: dict) -> str:
     if not m:
         return _na(r.get("modules_na"))
     rows = [[("  " * int(x.get("depth") or 0)) + str(x.get("name") or x.get("module")), x.get("type", ""),
-             fmt_num(x.get("forward_ms")), fmt_num(x.get("backward_ms"))] for x in m.get("modules") or m.get("rows") or []]
+             fmt_num(x.get("forward_ms")), fmt_num(x.get("backward_ms"))] for x in m.get("modules") or []]
     return _table(["module", "type", "forward ms", "backward ms"], rows, num=(2, 3)) if rows else _na("no modules")
 
 

@@ -19,7 +19,8 @@ def render_gpu_overall(out: Out, gpu: dict[str, Any] | None, na: str | None = No
                  else f"{NA} ({d['sm_efficiency_na']})"),
                 ("est. achieved occupancy", fmt_pct(d["occupancy_pct"]) if d["occupancy_pct"] is not None
                  else f"{NA} ({d['occupancy_na']})")],
-               title=f"GPU {d['device']} over steps {', '.join(gpu['plugin_steps'])} (TensorBoard plugin's definitions)")
+               title=f"GPU {d['device']} over steps {', '.join(gpu['plugin_steps'])} "
+               "(TensorBoard plugin's definitions)")
     for n in gpu.get("notes") or []:
         out.note(n)
 

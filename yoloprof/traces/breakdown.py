@@ -1,15 +1,16 @@
 """torch-tb-profiler's step time breakdown and its communication/computation overlap, per step.
 
-The plugin's definition (0.4.3 `overall_parser.py`), kept apart from yoloprof's own (device busy =
-union of kernels, memcpy and memset over a window that takes in the device tail): each instant of
-a step goes to the first role covering it in the order kernel, memcpy, memset, communication,
-runtime, DataLoader, CPU exec; what no role covers is "other". Communication = kernels launched by
-a `nccl:`/`gloo:` cpu op and the spans of those ops and annotations, the GPU-side mirror
-(`gpu_user_annotation`, which spans the collective's kernels) included; runtime = the runtime calls the plugin recognises
-(2021 traces only, `gpu_metrics.plugin_steps`); DataLoader = `enumerate(DataLoader)#...__next__`
-ops; CPU exec = every other host op. The steps are the plugin's (`plugin_steps`).
-Overlap per step: computation = kernel time (union), communication = communication kernel time,
-overlap = their intersection (how much collective time compute hides), other = the rest.
+The plugin's definition (0.4.3 `overall_parser.py`), kept apart from yoloprof's own (device busy
+= union of kernels, memcpy and memset over a window that takes in the device tail): each instant
+of a step goes to the first role covering it in the order kernel, memcpy, memset, communication,
+runtime, DataLoader, CPU exec; what no role covers is "other". Communication = kernels launched
+by a `nccl:`/`gloo:` cpu op and the spans of those ops and annotations, the GPU-side mirror
+(`gpu_user_annotation`, which spans the collective's kernels) included; runtime = the runtime
+calls the plugin recognises (2021 traces only, `gpu_metrics.plugin_steps`); DataLoader =
+`enumerate(DataLoader)#...__next__` ops; CPU exec = every other host op. The steps are the
+plugin's (`plugin_steps`). Overlap per step: computation = kernel time (union), communication =
+the communication role's time, overlap = their intersection (how much collective time compute
+hides), other = the rest.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Why by time on the launching thread: the `External id` that torch-tb-profiler uses to tie a
 kernel to its op names the innermost cpu op open on the thread when the runtime call was made,
-which is the op found here from the launch call's start; it needs no extra args decoded. A kernel without a launch call in the trace (an orphan) has no op.
+which is the op found here from the launch call's start; it needs no extra args decoded. A
+kernel without a launch call in the trace (an orphan) has no op.
 """
 
 from __future__ import annotations
