@@ -112,9 +112,10 @@ def cmd_summary(args: argparse.Namespace) -> int:
         result["steps"] = compute_steps(profile, detail["gpu"]["steps"] if detail else None)
         result["steps"]["gpu_na"] = None if detail else NO_TRACE
         result["gpu_metrics"] = detail["gpu"] if detail else None
+        result["plugin_breakdown"] = detail["breakdown"] if detail else None
         if not args.json:
             render_summary(result, source=args.profile)
-            render_steps(result["steps"], gpu=result["gpu_metrics"])
+            render_steps(result["steps"], gpu=result["gpu_metrics"], breakdown=result["plugin_breakdown"])
             return 0
     return _emit(args, result, render_summary, source=args.profile)
 

@@ -25,7 +25,8 @@ def render_gpu_overall(out: Out, gpu: dict[str, Any] | None, na: str | None = No
         out.note(n)
 
 
-def render_steps(result: dict[str, Any], out: Out | None = None, gpu: dict[str, Any] | None = None) -> None:
+def render_steps(result: dict[str, Any], out: Out | None = None, gpu: dict[str, Any] | None = None,
+                 breakdown: dict[str, Any] | None = None) -> None:
     out = out or Out()
     rows = []
     for r in result["steps"]:
@@ -43,8 +44,15 @@ def render_steps(result: dict[str, Any], out: Out | None = None, gpu: dict[str, 
               title="per step (* = slowest)", right=(1, 2, 3))
     if result.get("gpu_na"):
         out.note(f"SM efficiency and occupancy per step: {NA} ({result['gpu_na']})")
-    else:
-        render_gpu_overall(out, gpu)
+        return
+    if breakdown and breakdown["steps"]:
+        roles = breakdown["roles"]
+        out.table(["step"] + [r.replace("_", " ") for r in roles] + ["total", "comm. hidden"],
+                  [[s["step"]] + [fmt_num(s[f"{r}_ms"]) for r in roles] + [fmt_num(s["total_ms"]),
+                   fmt_pct(s["overlap"]["hidden_pct"])] for s in breakdown["steps"]],
+                  title="per step, ms: torch-tb-profiler's breakdown (each instant to the first role covering it)",
+                  right=tuple(range(1, len(roles) + 3)))
+    render_gpu_overall(out, gpu)
 
 
 def render_launches(result: dict[str, Any], out: Out | None = None) -> None:
