@@ -118,3 +118,12 @@ def test_cpu_trace_has_no_gpu_figures():
     events = [_x("ProfilerStep#1", "cpu_op", 0, 100), _x("aten::add", "cpu_op", 10, 5)]
     out = compute_gpu_metrics(json.dumps({"traceEvents": events}).encode())
     assert out["overall"] == [] and out["kernels"] == [] and out["notes"]
+
+
+def test_a_kernel_name_that_is_not_utf8_keeps_the_args():
+    """The parser repairs such names (U+FFFD); the second pass over the kernels' args must too."""
+    events = [_x("ProfilerStep#1", "cpu_op", 0, 100), _x("kNAME", "kernel", 10, 20, device=0, **{
+        "blocks per SM": 0.5, "est. achieved occupancy %": 50})]
+    data = json.dumps({"traceEvents": events}).encode().replace(b"kNAME", b"k\xff")
+    (dev,) = compute_gpu_metrics(data)["overall"]
+    assert (dev["sm_efficiency_pct"], dev["occupancy_pct"]) == (pytest.approx(10.0), pytest.approx(50.0))

@@ -211,14 +211,16 @@ def device_metrics(ev: Events, ka: KernelArgs, lo: float, hi: float, device: int
         if (inside > 0).any():
             out["sm_efficiency"] = float((inside * sm[:, 2]).sum()) / span
     if out["sm_efficiency"] is None:
-        out["sm_efficiency_na"] = NO_BLOCKS if not pos.any() else "no kernel with 'blocks per SM' inside the steps"
+        out["sm_efficiency_na"] = ka.unreadable or (NO_BLOCKS if not pos.any() else
+                                                    "no kernel with 'blocks per SM' inside the steps")
     ok = occ >= 0
     clip = np.minimum(end[ok], hi) - np.maximum(start[ok], lo)
     took = clip > 0
     if took.any():
         out["occupancy_pct"] = float((occ[ok][took] * clip[took]).sum() / clip[took].sum())
     else:
-        out["occupancy_na"] = NO_OCCUPANCY if not ok.any() else "no kernel with an occupancy inside the steps"
+        out["occupancy_na"] = ka.unreadable or (NO_OCCUPANCY if not ok.any() else
+                                                "no kernel with an occupancy inside the steps")
     return out
 
 

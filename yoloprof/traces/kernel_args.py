@@ -61,6 +61,7 @@ class KernelArgs:
     launch: np.ndarray  # index into `launches` ("grid | block" text), -1 for none
     launches: list[str] = field(default_factory=list)
     legacy_runtime: bool = False  # runtime calls under the 2021 category name "Runtime"
+    unreadable: str | None = None  # why the args could not be read (then every column is absent)
 
 
 def _number(v: Any) -> float:
@@ -79,10 +80,17 @@ def read_kernel_args(data: bytes, ev: Events) -> KernelArgs:
     the typed decode refuses (the parser's loose path) gives all-absent columns."""
     n = len(ev)
     out = KernelArgs(*(np.full(n, np.nan) for _ in range(4)), np.full(n, -1, np.int32))
-    try:
-        doc = _DECODER.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+    doc = None
+    for attempt in (data, None):
+        try:  # the parser's own repair of names that are not UTF-8, then give up
+            doc = _DECODER.decode(attempt if attempt is not None else
+                                  data.decode("utf-8", "replace").encode("utf-8"))
+            break
+        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
+            out.unreadable = f"the kernels' args could not be read from this trace ({exc})"
+    if doc is None:
         return out
+    out.unreadable = None
     xs = [e for e in doc.traceEvents or [] if type(e) is _X and isinstance(e.cat, str)]
     out.legacy_runtime = any(e.cat.lower() == "runtime" for e in xs)
     kern = [e for e in xs if e.cat.lower() == "kernel" and type(e.ts) in (int, float)
