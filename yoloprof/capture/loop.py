@@ -71,9 +71,18 @@ class Profile:
             self._notes.append("modules: no model= given, so no per-module breakdown")
         schedule = TraceSchedule(active=trace_steps) if trace_steps else None
         self._schedule = schedule
+        # Without model= or device=, the device is the batch's (prof.step(x)), seen at the end of
+        # the first iteration: that iteration must be untimed.
+        self._find_device = model is None and device is None
+        if self._find_device and warmup == 0:
+            warmup = 1
+            self._notes.append("warmup: 1 iteration, not 0: without model= or device= the first "
+                               "iteration is untimed, so that prof.step(x) shows the batch's device")
         self._windows: list[tuple[str, int]] = [(name, n) for name, n in (
             ("warmup", warmup), ("timed", steps), ("trace", schedule.total if schedule else 0),
-            ("flops", 1 if flops else 0), ("modules", module_steps if self.options["modules"] else 0),
+            # the module window's first iteration is an unrecorded warm-up with the hooks attached
+            # (a compiled model recompiles for them there, not in a recorded step)
+            ("flops", 1 if flops else 0), ("modules", module_steps + 1 if self.options["modules"] else 0),
             ("hotspots", hotspot_steps if python_hotspots else 0)) if n > 0]
         self.iterations = 0
         self.result: dict[str, Any] | None = None
@@ -125,9 +134,14 @@ class Profile:
         self._flops: float | None = None
         self._nvtx_modules: Any = None
         self._phase: Callable[[str], ContextManager[Any]] = untouched
-        self._setup_nvtx()
+        self._module_warm = False
+        self._mix: Any = None
+        self._scope = contextlib.ExitStack()  # the measured device is the current one in the block
         self._w, self._left = 0, 0
         with contextlib.ExitStack() as stack:
+            stack.callback(self._scope.close)  # left when the block ends (or if entering fails)
+            self._scope.enter_context(self.device.scope())
+            self._setup_nvtx()
             stack.enter_context(frozen_heap())  # the loop's heap as it is now: frozen until the block ends
             self._begin_window()
             self._heap = stack.pop_all()  # kept frozen past __enter__; a failure above unfreezes
@@ -175,13 +189,22 @@ class Profile:
             self._session.step()
         elif name == "modules":
             synchronize(self.device)
-            self._recorder.end_step()
+            if self._module_warm:
+                self._module_warm = False  # the warm-up iteration: nothing recorded
+            else:
+                self._recorder.end_step()
 
     def _begin_warmup(self) -> None:
         self._phase = self._nvtx_wrap(untouched)
 
     def _end_warmup(self) -> None:
-        pass
+        import sys
+
+        torch = sys.modules.get("torch")
+        if (self._find_device and not self.device.is_cuda and torch is not None
+                and torch.cuda.is_available() and torch.cuda.is_initialized()):
+            self._notes.append("device: CUDA is in use, but without model=, device= or a batch given to "
+                               "prof.step(x) the profile measures the CPU: pass one of them")
 
     def _begin_timed(self) -> None:
         fresh_heap()  # every timed window starts from the same heap state, as in the capture
@@ -227,16 +250,17 @@ class Profile:
         self._session = None
 
     def _begin_flops(self) -> None:
-        from torch.utils.flop_counter import FlopCounterMode
+        from yoloprof.capture.flops import FlopCounter
 
         self._phase = self._nvtx_wrap(untouched)
-        self._flop_counter = FlopCounterMode(display=False)
+        self._flop_counter = FlopCounter()
         self._flop_counter.__enter__()
 
     def _end_flops(self) -> None:
         counter, self._flop_counter = self._flop_counter, None
         counter.__exit__(None, None, None)
-        self._flops = float(counter.get_total_flops()) or None
+        self._mix = counter.mix  # the FLOPs by the dtype that ran: MFU's peak (capture/flops.py)
+        self._flops = self._mix.total or None
 
     def _begin_modules(self) -> None:
         from yoloprof.capture.modules import ModuleRecorder
@@ -244,7 +268,7 @@ class Profile:
         self._phase = self._nvtx_wrap(untouched)
         synchronize(self.device)
         self._recorder = ModuleRecorder(self.model, self.device).attach()
-        self._recorder.begin_step()
+        self._module_warm = True  # begin_step at the second iteration (_begin_iteration)
 
     def _end_modules(self) -> None:
         self._recorder.detach()
@@ -305,9 +329,34 @@ class Profile:
         from yoloprof.capture.modules import _tensors
 
         self._batch_bytes = batch_bytes(batch)
+        if self._find_device and not self.device.is_cuda:
+            self._device_from_batch(_tensors(batch))
         if self.batch_size is None:
             shaped = [t for t in _tensors(batch) if t.dim() > 0]
             self.batch_size = int(shaped[0].shape[0]) if shaped else None
+
+    def _device_from_batch(self, tensors: list[Any]) -> None:
+        """A loop without model= or device= measures the device its batch is on (issue: a GPU
+        loop used to be timed as CPU work, without a synchronise)."""
+        from yoloprof.capture.device import DeviceInfo
+
+        dev = next((t.device for t in tensors if t.device.type == "cuda"), None)
+        if dev is None:
+            return
+        if self._w >= len(self._windows) or self._windows[self._w][0] != "warmup":
+            self._notes.append(f"device: the batch is on {dev}, but the timed steps had begun on the CPU; "
+                               "pass device= or model= to yoloprof.profile")
+            return
+        if dev.index is None:
+            dev = type(dev)("cuda", self.device.cuda.current_device())
+        self.device = DeviceInfo(dev, "cuda")
+        self._clock, self._memory = LoopClock(self.device), PeakMemory(self.device)
+        self._scope.enter_context(self.device.scope())
+        if self.options["nvtx"]:
+            from yoloprof.capture.nvtx import NVTX_CPU_NOTE
+
+            self._notes = [n for n in self._notes if n != NVTX_CPU_NOTE]
+            self._setup_nvtx()
 
     def _needed(self) -> int:
         return sum(n for _, n in self._windows)
@@ -349,15 +398,22 @@ class Profile:
         model_section = facts_section(self.model, None)
         model_section["batch_bytes"] = self._batch_bytes
         run = RunResult(samples=samples, phase_order=tuple(self._phase_order), workers=0,
-                        phase_timing=phase_timing_name(self.device.is_cuda), flops=self._flops,
+                        phase_timing=phase_timing_name(self.device.is_cuda), flops=self._flops, flop_mix=self._mix,
                         sections={"model": model_section, **self._sections})
         config = {"source": "yoloprof.profile", "mode": self.kind,
                   "model": type(self.model).__name__ if self.model is not None else None,
                   "device": str(self.device.torch_device), "batch": self.batch_size, "amp": None,
                   **self.options, "phase_timing": run.phase_timing, "iterations_run": self.iterations,
                   "iterations_lacking": lacked, "rank": self._rank, "world_size": self._world}
-        profile = empty_profile(self.kind, config=config, env=collect_env(self.device))
+        from yoloprof.capture.capability import mix_warnings
+        from yoloprof.capture.env import runtime_warnings
+
+        env = collect_env(self.device)
+        profile = empty_profile(self.kind, config=config, env=env)
         trace_path = self._trace_path if self._trace_path is not None and self._trace_path.exists() else None
+        dtypes = {d for _, d in self._mix.by} if self._mix is not None else set()
+        warnings = [*warnings, *runtime_warnings(env), *mix_warnings(dtypes, self.device)]
+        # the compute dtype is the one the FLOPs ran in (capture/flops.py), float32 only without a split
         return fill_profile(profile, run, self.device, "float32", trace_path, warnings)
 
 

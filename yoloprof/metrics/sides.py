@@ -16,6 +16,8 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Callable, Mapping
 
+from yoloprof.defs.envfields import RUNTIME_FIELDS
+
 # Capture times further apart than this flag a verdict (machine state drifts: thermals, other
 # load, driver or library updates); closer ones are listed but do not flag.
 CAPTURE_GAP_FLAG_S = 3600.0
@@ -41,6 +43,8 @@ FIELDS: tuple[tuple[str, str, Getter, bool], ...] = (
     ("torch", "torch version", lambda env, cfg: env.get("torch", env.get("torch_version")), True),
     ("precision", "precision", _precision, True),
     ("batch", "batch", lambda env, cfg: cfg.get("batch"), True),
+    # the runtime settings (defs/envfields.py): each changes speed without changing the code
+    *((key, label, (lambda env, cfg, k=key: env.get(k)), True) for key, label, _ in RUNTIME_FIELDS),
 )
 
 
