@@ -193,9 +193,9 @@ class FakeCuda:
         return dev.total_memory - dev.reserved - dev.other_processes, dev.total_memory
 
     def empty_cache(self) -> None:
-        dev = self.devices[self.current]  # torch empties the current device's cache
-        self.calls.append(f"empty_cache:{dev.index}")
-        dev.reserved = dev.allocated
+        self.calls.append("empty_cache")  # the caching allocator releases its free blocks on every device
+        for dev in self.devices:
+            dev.reserved = dev.allocated
 
     def get_device_properties(self, device: Any = None) -> Any:
         dev = self._dev(device)
