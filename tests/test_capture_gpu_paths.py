@@ -54,45 +54,6 @@ def test_capture_runs_under_the_chosen_device_and_restores_the_callers(monkeypat
     assert cuda.current == 0
 
 
-def test_loop_clock_records_on_the_chosen_devices_stream_and_syncs_it(fake):
-    from yoloprof.capture.loopclock import LoopClock
-
-    clock = LoopClock(DeviceInfo(CUDA1, "cuda"))
-    for _ in range(2):
-        clock.start()
-        for _ in range(40):  # more marks than the pool: it grows
-            begin = clock.now()
-            fake.run(0.5, device=1)
-            clock.add("work", begin, clock.now())
-        total, phases = clock.finish()
-        assert phases == {"work": pytest.approx(20.0)}
-    assert fake.device_syncs == [1, 1]
-
-
-def test_module_recorder_times_and_measures_the_chosen_device(fake):
-    from torch import nn
-
-    from yoloprof.capture.modules import ModuleRecorder
-
-    class Grow(nn.Module):
-        def forward(self, x):
-            fake.alloc(3 * MIB, device=1)  # the call leaves 3 MiB allocated on cuda:1
-            fake.run(4.0, device=1)
-            return x * 2
-
-    model = nn.Sequential(nn.Linear(4, 4), Grow())
-    rec = ModuleRecorder(model, DeviceInfo(CUDA1, "cuda")).attach()
-    for _ in range(2):
-        rec.begin_step()
-        model(torch.randn(2, 4, requires_grad=True)).sum().backward()
-        fake.synchronize(1)
-        rec.end_step()
-    rec.detach()
-    rows = {r["module"]: r for r in rec.section()["rows"]}
-    assert rows["1"]["mem_mb"] == pytest.approx(3.0) and rows[""]["mem_mb"] == pytest.approx(3.0)
-    assert rows["1"]["forward_ms"] == pytest.approx(4.0) and rows[""]["forward_ms"] == pytest.approx(4.0)
-
-
 def _user_loop(fake: FakeCuda, prof, x) -> None:
     while not prof.done:
         with prof.phase("forward"):

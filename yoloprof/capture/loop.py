@@ -195,7 +195,7 @@ class Profile:
                 self._recorder.end_step()
 
     def _begin_warmup(self) -> None:
-        self._phase = self._nvtx_wrap(untouched)
+        self._phase = self._nvtx_wrap(_checked)  # a bad phase name fails at the first iteration
 
     def _end_warmup(self) -> None:
         import sys
@@ -415,6 +415,11 @@ class Profile:
         warnings = [*warnings, *runtime_warnings(env), *mix_warnings(dtypes, self.device)]
         # the compute dtype is the one the FLOPs ran in (capture/flops.py), float32 only without a split
         return fill_profile(profile, run, self.device, "float32", trace_path, warnings)
+
+
+def _checked(name: str) -> ContextManager[Any]:
+    check_phase(name)
+    return contextlib.nullcontext()
 
 
 def profile(out_dir: str | os.PathLike = DEFAULT_OUT, **options: Any) -> Profile:
