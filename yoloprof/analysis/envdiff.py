@@ -1,5 +1,6 @@
 """What differs between the two sides of each comparison besides the swept axes: device model,
-thread count, torch version, precision, batch and capture time (the fields and the rule for a
+thread count, torch version, precision, batch, the runtime settings (defs/envfields.py) and
+capture time (the fields and the rule for a
 "big" difference are `yoloprof.metrics.sides`, shared with `yoloprof compare`).
 
 A side is every ok job of one configuration. A field whose jobs disagree inside a side reads

@@ -1,5 +1,7 @@
 """What differs between two sides of a comparison besides the code: device model, thread count,
-torch version, precision, batch, capture time. Shared by `compare` (readers) and `analyze`.
+torch version, precision, batch, the runtime settings of defs/envfields.py (cuDNN and TF32 flags,
+CUDA_LAUNCH_BLOCKING, allocator settings, driver), capture time. Shared by `compare` (readers) and
+`analyze`.
 
 Why: a ratio of step times between an A100 and a V100, or 2 threads against 1, is a measurement
 of the machines, not of the change; a verdict drawn across such a difference is flagged, and
