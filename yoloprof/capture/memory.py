@@ -1,4 +1,4 @@
-"""Peak memory per trial, and FLOPs per step.
+"""Peak memory per trial, and FLOPs per step (the GPU peak table for MFU is yoloprof/defs/gpus.py).
 
 CUDA: the caching allocator's peaks, reset at the start of every trial so that trials are
 independent samples. CPU: the process's peak resident set (VmHWM), which Linux lets us reset by
@@ -14,9 +14,6 @@ from typing import Any, Callable
 
 from yoloprof.capture.device import DeviceInfo
 from yoloprof.defs.metrics import BYTES_PER_MIB
-
-
-from yoloprof.defs.gpus import peak_tflops  # noqa: F401 - the one peak table (defs/gpus.py), kept importable here
 
 
 def proc_status_mib(field: str) -> float | None:
