@@ -411,8 +411,13 @@ class Profile:
         env = collect_env(self.device)
         profile = empty_profile(self.kind, config=config, env=env)
         trace_path = self._trace_path if self._trace_path is not None and self._trace_path.exists() else None
+        from yoloprof import warn
+
         dtypes = {d for _, d in self._mix.by} if self._mix is not None else set()
-        warnings = [*warnings, *runtime_warnings(env), *mix_warnings(dtypes, self.device)]
+        device_lines = [*runtime_warnings(env), *mix_warnings(dtypes, self.device)]
+        for line in device_lines:  # the device's own limits: printed as well as kept
+            warn.emit(line)
+        warnings = [*warnings, *device_lines]
         # the compute dtype is the one the FLOPs ran in (capture/flops.py), float32 only without a split
         return fill_profile(profile, run, self.device, "float32", trace_path, warnings)
 

@@ -87,10 +87,12 @@ CUPTI_ATTACHED_NOTE = ("{env}={value}: CUPTI stays attached after the trace wind
 
 def cupti_teardown(device: DeviceInfo, environ: Any = None) -> str | None:
     """Have Kineto detach CUPTI when the trace window stops. Kineto tears CUPTI down at the end
-    of a trace only when TEARDOWN_CUPTI is "1" (libkineto's CuptiActivityApi: `cuptiTearDown_()`
-    reads the variable; unset = stay attached), so on a CUDA trace we set it, unless it is set
-    already: the user's choice, or torch's own "0" (it sets that around CUDA graphs, whose re-init
-    after a teardown crashes). Returns the warning for a kept "0" (also raised as a Python warning)."""
+    of a trace only when TEARDOWN_CUPTI is set: "1" in current libkineto (CuptiActivityApi.cpp,
+    `cuptiTearDown_()`), any value in older builds (`getenv(...) != nullptr`); unset, CUPTI stays
+    attached for the rest of the process. "1" means teardown in both, so on a CUDA trace we set it,
+    unless it is set already: the user's choice, or torch's own "0" (torch.profiler and
+    torch.compile set that around CUDA graphs, whose CUPTI re-init after a teardown crashes).
+    Returns the warning for a kept other value (also raised as a Python warning)."""
     if not device.is_cuda:
         return None
     environ = os.environ if environ is None else environ
