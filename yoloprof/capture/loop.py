@@ -31,8 +31,9 @@ from typing import Any, Callable, ContextManager, Iterator
 
 from yoloprof.capture.device import synchronize
 from yoloprof.capture.heap import fresh_heap, frozen_heap
-from yoloprof.capture.loop_support import (DEFAULT_OUT, blocks, check_counts, check_phase, current_job, device_of,
-                                           dist_rank, job_output, output_names, traced_phase, untouched)
+from yoloprof.capture.loop_device import LoopDevice, planned_warmup
+from yoloprof.capture.loop_support import (DEFAULT_OUT, blocks, check_counts, check_phase, checked, current_job,
+                                           device_of, dist_rank, job_output, output_names, traced_phase, untouched)
 from yoloprof.capture.loopclock import LoopClock
 from yoloprof.capture.memory import PeakMemory
 from yoloprof.capture.run_result import RunResult, phase_timing_name
@@ -43,7 +44,7 @@ from yoloprof.errors import DataTooSmallError, UsageError
 __all__ = ["DEFAULT_OUT", "Profile", "dist_rank", "job_output", "output_names", "profile"]
 
 
-class Profile:
+class Profile(LoopDevice):
     """The context manager behind `yoloprof.profile(...)` (see the module docstring)."""
 
     def __init__(self, out_dir: str | os.PathLike = DEFAULT_OUT, *, model: Any = None, warmup: int = 5,
@@ -74,10 +75,7 @@ class Profile:
         # Without model= or device=, the device is the batch's (prof.step(x)), seen at the end of
         # the first iteration: that iteration must be untimed.
         self._find_device = model is None and device is None
-        if self._find_device and warmup == 0:
-            warmup = 1
-            self._notes.append("warmup: 1 iteration, not 0: without model= or device= the first "
-                               "iteration is untimed, so that prof.step(x) shows the batch's device")
+        warmup = planned_warmup(model, device, warmup, self._notes)
         self._windows: list[tuple[str, int]] = [(name, n) for name, n in (
             ("warmup", warmup), ("timed", steps), ("trace", schedule.total if schedule else 0),
             # the module window's first iteration is an unrecorded warm-up with the hooks attached
@@ -195,16 +193,10 @@ class Profile:
                 self._recorder.end_step()
 
     def _begin_warmup(self) -> None:
-        self._phase = self._nvtx_wrap(_checked)  # a bad phase name fails at the first iteration
+        self._phase = self._nvtx_wrap(checked)  # a bad phase name fails at the first iteration
 
     def _end_warmup(self) -> None:
-        import sys
-
-        torch = sys.modules.get("torch")
-        if (self._find_device and not self.device.is_cuda and torch is not None
-                and torch.cuda.is_available() and torch.cuda.is_initialized()):
-            self._notes.append("device: CUDA is in use, but without model=, device= or a batch given to "
-                               "prof.step(x) the profile measures the CPU: pass one of them")
+        self._note_cuda_unseen()
 
     def _begin_timed(self) -> None:
         fresh_heap()  # every timed window starts from the same heap state, as in the capture
@@ -335,29 +327,6 @@ class Profile:
             shaped = [t for t in _tensors(batch) if t.dim() > 0]
             self.batch_size = int(shaped[0].shape[0]) if shaped else None
 
-    def _device_from_batch(self, tensors: list[Any]) -> None:
-        """A loop without model= or device= measures the device its batch is on (issue: a GPU
-        loop used to be timed as CPU work, without a synchronise)."""
-        from yoloprof.capture.device import DeviceInfo
-
-        dev = next((t.device for t in tensors if t.device.type == "cuda"), None)
-        if dev is None:
-            return
-        if self._w >= len(self._windows) or self._windows[self._w][0] != "warmup":
-            self._notes.append(f"device: the batch is on {dev}, but the timed steps had begun on the CPU; "
-                               "pass device= or model= to yoloprof.profile")
-            return
-        if dev.index is None:
-            dev = type(dev)("cuda", self.device.cuda.current_device())
-        self.device = DeviceInfo(dev, "cuda")
-        self._clock, self._memory = LoopClock(self.device), PeakMemory(self.device)
-        self._scope.enter_context(self.device.scope())
-        if self.options["nvtx"]:
-            from yoloprof.capture.nvtx import NVTX_CPU_NOTE
-
-            self._notes = [n for n in self._notes if n != NVTX_CPU_NOTE]
-            self._setup_nvtx()
-
     def _needed(self) -> int:
         return sum(n for _, n in self._windows)
 
@@ -405,26 +374,14 @@ class Profile:
                   "device": str(self.device.torch_device), "batch": self.batch_size, "amp": None,
                   **self.options, "phase_timing": run.phase_timing, "iterations_run": self.iterations,
                   "iterations_lacking": lacked, "rank": self._rank, "world_size": self._world}
-        from yoloprof.capture.capability import mix_warnings
-        from yoloprof.capture.env import runtime_warnings
+        from yoloprof.capture.loop_device import device_lines
 
         env = collect_env(self.device)
         profile = empty_profile(self.kind, config=config, env=env)
         trace_path = self._trace_path if self._trace_path is not None and self._trace_path.exists() else None
-        from yoloprof import warn
-
-        dtypes = {d for _, d in self._mix.by} if self._mix is not None else set()
-        device_lines = [*runtime_warnings(env), *mix_warnings(dtypes, self.device)]
-        for line in device_lines:  # the device's own limits: printed as well as kept
-            warn.emit(line)
-        warnings = [*warnings, *device_lines]
+        warnings = [*warnings, *device_lines(env, self._mix, self.device)]
         # the compute dtype is the one the FLOPs ran in (capture/flops.py), float32 only without a split
         return fill_profile(profile, run, self.device, "float32", trace_path, warnings)
-
-
-def _checked(name: str) -> ContextManager[Any]:
-    check_phase(name)
-    return contextlib.nullcontext()
 
 
 def profile(out_dir: str | os.PathLike = DEFAULT_OUT, **options: Any) -> Profile:
