@@ -19,7 +19,7 @@ The probes, the budget and the choice are one warning line and `config.autobatch
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from yoloprof.capture.device import DeviceInfo
@@ -48,7 +48,6 @@ class Plan:
     why: str = ""
     fit: tuple[float, float] | None = None  # (a bytes, b bytes per image)
     target: float = TARGET_FRACTION
-    notes: list[str] = field(default_factory=list)
 
     def line(self) -> str:
         probes = ", ".join(f"{p.batch}: {'out of memory' if p.peak is None else f'{p.peak / BYTES_PER_MIB:.0f} MiB'}"
