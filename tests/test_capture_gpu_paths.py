@@ -201,3 +201,23 @@ def test_capability_warnings(name, cap, precision, expected):
         assert lines == []
     else:
         assert len(lines) == 1 and expected in lines[0] and name in lines[0] and "\n" not in lines[0]
+
+
+def test_a_cuda_trace_session_asks_kineto_to_detach_cupti(monkeypatch):
+    import os
+
+    from yoloprof.capture import tracing
+
+    class StubProfiler:  # the real one needs a CUDA build for a CUDA activity
+        def __init__(self, **kwargs):
+            self.started = False
+
+        def start(self):
+            self.started = True
+
+    env: dict[str, str] = {}
+    monkeypatch.setattr(os, "environ", env)
+    monkeypatch.setattr(torch.profiler, "profile", StubProfiler)
+    session = tracing.TraceSession(DeviceInfo(CUDA1, "cuda", api=FakeCuda()))
+    session.start()
+    assert session._prof.started and env == {"TEARDOWN_CUPTI": "1"}
