@@ -1,7 +1,8 @@
 """The step clock against independent timings (CPU: sleeps measured by an outer perf_counter), and
 the CUDA branches of the capture run on CPU through a fake CUDA API (tests/helpers/fake_cuda.py):
 the CUDA-event phase clock, the allocator peak reset per trial, the GradScaler path and the
-`--batch -1` linear fit. Expected figures come from the durations and sizes the tests state."""
+`--batch -1` linear fit, on the second fake device (cuda:1), as `--device cuda:1` runs them.
+Expected figures come from the durations and sizes the tests state."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from yoloprof.capture.timing import _timed_loop
 
 def fake_device() -> tuple[DeviceInfo, FakeCuda]:
     cuda = FakeCuda()
-    return DeviceInfo(torch.device("cpu"), "cuda", api=cuda), cuda
+    return DeviceInfo(torch.device("cuda", 1), "cuda", api=cuda), cuda
 
 
 def test_cpu_clock_against_an_outer_perf_counter():
@@ -43,24 +44,26 @@ def test_cpu_clock_against_an_outer_perf_counter():
 def test_event_clock_times_device_work_not_host_time_and_syncs_once_per_step():
     device, cuda = fake_device()
     clock = StepClock(device)
+    cuda.run(50.0, device=0)  # someone else's work on cuda:0 must not show up
     for _ in range(2):  # the event pool is reused step after step
         clock.start()
-        cuda.run(3.0)
+        cuda.run(3.0, device=1)
         clock.mark("forward")
-        cuda.run(1.5)
+        cuda.run(1.5, device=1)
         clock.mark("loss")
-        cuda.run(5.0)
+        cuda.run(5.0, device=1)
         clock.mark("forward")  # a phase seen twice in one step adds up
         total, phases = clock.finish()
         assert phases == {"forward": 8.0, "loss": 1.5}
         assert total == 9.5
-    assert cuda.event_syncs == 2 and cuda.device_syncs == 0  # only the step's last event waits
+    assert cuda.event_syncs == 2 and cuda.device_syncs == []  # only the step's last event waits
+    assert {d for e in clock._pool for d in e.records} == {1}  # every event on cuda:1's stream
 
 
 def _trial(device: DeviceInfo, cuda: FakeCuda, warmup_alloc: int, step_alloc: int) -> dict:
     def step(phase):
         with phase("forward"):
-            cuda.run(2.0, alloc=step_alloc if not warming[0] else warmup_alloc)
+            cuda.run(2.0, alloc=step_alloc if not warming[0] else warmup_alloc, device=1)
 
     warming = [True]
 
@@ -72,14 +75,15 @@ def _trial(device: DeviceInfo, cuda: FakeCuda, warmup_alloc: int, step_alloc: in
 
 def test_allocator_peak_is_reset_after_warmup_and_for_every_trial():
     device, cuda = fake_device()
-    cuda.alloc(100 * MIB)  # weights and optimizer state stay allocated throughout
+    cuda.alloc(100 * MIB, device=1)  # weights and optimizer state stay allocated throughout
     first = _trial(device, cuda, warmup_alloc=900 * MIB, step_alloc=50 * MIB)
     second = _trial(device, cuda, warmup_alloc=0, step_alloc=10 * MIB)
     # the warm-up's 900 MiB spike is not the trial's peak; the second trial does not inherit 150
     assert first.memory["peak_mem_mb"] == 150.0
     assert second.memory["peak_mem_mb"] == 110.0
     assert first.step_ms == [2.0, 2.0, 2.0] and first.phase_ms == {"forward": [2.0, 2.0, 2.0]}
-    assert cuda.calls.count("reset_peak") == 2
+    assert cuda.calls.count("reset_peak:1") == 2 and "reset_peak:0" not in cuda.calls
+    assert cuda.device_syncs == [1, 1]  # the warm-up/measure boundary of each trial, on cuda:1
 
 
 @pytest.mark.parametrize("amp, device_type, dtype, expected", [
@@ -123,28 +127,72 @@ def test_grad_scaler_skips_the_step_and_halves_the_scale_on_overflow():
     assert scaler.get_scale() == 2.0 ** 15  # GradScaler's documented backoff factor 0.5
 
 
-def test_batch_probe_stops_at_the_first_oom_and_fit_solves_for_70_percent():
-    def measure(batch: int) -> float:  # 500 MiB fixed + 300 MiB per image; 16 does not fit
-        if batch > 8:
-            raise FakeOutOfMemoryError("out of memory")
-        return float((500 + 300 * batch) * MIB)
+def _measure(batch: int) -> float:  # 500 MiB fixed + 300 MiB per image; 16 does not fit
+    if batch > 8:
+        raise FakeOutOfMemoryError("out of memory")
+    return float((500 + 300 * batch) * MIB)
 
-    sizes, peaks = autobatch.probe_peaks(measure, FakeOutOfMemoryError)
-    assert sizes == [1, 2, 4, 8]
-    total = 16 * 1024 * MIB
-    # by hand: (0.7 * 16384 MiB - 500 MiB) / 300 MiB = 36.56 -> 36
-    assert autobatch.fit_batch(sizes, peaks, total) == math.floor((0.7 * 16384 - 500) / 300) == 36
-    assert autobatch.fit_batch([1], peaks[:1], total) == 1
-    assert autobatch.fit_batch([1, 2], [5.0 * MIB, 5.0 * MIB], total) == 2  # flat: largest probe
+
+def test_batch_probe_stops_at_the_first_oom_and_never_chooses_past_it():
+    probes = autobatch.probe_peaks(_measure, FakeOutOfMemoryError)
+    assert [(p.batch, p.peak) for p in probes] == [(1, 800 * MIB), (2, 1100 * MIB), (4, 1700 * MIB),
+                                                   (8, 2900 * MIB), (16, None)]
+    budget = 16 * 1024 * MIB
+    # the fit alone says (0.7 * 16384 - 500) / 300 = 36.6, past batch 16, which ran out of memory:
+    # the choice is the last batch that fitted (Ultralytics' rule too)
+    plan = autobatch.choose(probes, budget)
+    assert plan.chosen == 8 and "batch 16 ran out of memory" in plan.why
+    assert plan.fit == pytest.approx((500 * MIB, 300 * MIB))
+    # without the out-of-memory probe, the fit's own answer, solved by hand
+    plan = autobatch.choose(probes[:4], budget)
+    assert plan.chosen == math.floor((0.7 * 16384 - 500) / 300) == 36
+    assert autobatch.choose(probes[:1], budget).chosen == 1
+    flat = [autobatch.Probe(1, 5.0 * MIB), autobatch.Probe(2, 5.0 * MIB)]
+    assert autobatch.choose(flat, budget).chosen == 2  # flat: largest probe
     with pytest.raises(Exception, match="even a batch of 1"):
-        autobatch.fit_batch([], [], total)
+        autobatch.choose([autobatch.Probe(1, None)], budget)
 
 
-def test_largest_batch_reads_the_device_memory_and_empties_the_cache(monkeypatch):
+def test_autobatch_is_bounded_and_never_below_one():
+    tiny = [autobatch.Probe(1, 1.0 * MIB), autobatch.Probe(2, 1.001 * MIB)]  # 1 KiB per image
+    plan = autobatch.choose(tiny, 80 * 1024 * MIB)
+    assert plan.chosen == autobatch.MAX_BATCH == 1024 and "bounded" in plan.why
+    huge = [autobatch.Probe(1, 900 * MIB), autobatch.Probe(2, 1000 * MIB)]
+    plan = autobatch.choose(huge, 1000 * MIB)  # 70% of the budget is below batch 1's peak
+    assert plan.chosen == 1 and "even batch 1" in plan.why
+
+
+def test_largest_batch_plans_on_free_plus_reserved_memory_and_confirms_its_choice(monkeypatch):
     device, cuda = fake_device()
     cuda.total_memory = 8 * 1024 * MIB
-    monkeypatch.setattr(autobatch, "_peak_of_one_step",
-                        lambda settings, dev, batch: float((200 + 100 * batch) * MIB))
-    got = autobatch.largest_batch(settings=None, device=device)
-    assert got == math.floor((0.7 * 8192 - 200) / 100) == 55
+    cuda.devices[1].other_processes = 2048 * MIB  # another process holds 2 GiB of cuda:1
+    asked = []
+
+    def peak(settings, dev, batch):
+        asked.append(batch)
+        assert dev.torch_device == torch.device("cuda", 1)
+        return float((200 + 100 * batch) * MIB)
+
+    monkeypatch.setattr(autobatch, "_peak_of_one_step", peak)
+    plan = autobatch.largest_batch(settings=None, device=device)
+    # budget = free (8192 - 2048 held by the other process) MiB: (0.7 * 6144 - 200) / 100 = 41.0
+    assert plan.budget == 6144 * MIB
+    assert plan.chosen == math.floor((0.7 * 6144 - 200) / 100) == 41
+    assert asked == [1, 2, 4, 8, 16, 41]  # past every probe: one confirming step at the choice
     assert cuda.calls[-1] == "empty_cache"
+    line = plan.line()
+    assert "chose 41" in line and "16: 1800 MiB" in line and "6144 MiB" in line
+
+
+def test_largest_batch_falls_back_when_the_confirming_step_runs_out_of_memory(monkeypatch):
+    device, cuda = fake_device()
+
+    def peak(settings, dev, batch):
+        if batch > 16:
+            raise FakeOutOfMemoryError("out of memory")
+        return float((200 + 100 * batch) * MIB)
+
+    monkeypatch.setattr(autobatch, "_peak_of_one_step", peak)
+    plan = autobatch.largest_batch(settings=None, device=device)
+    assert plan.chosen == 16 and "ran out of memory when confirmed" in plan.why
+    assert plan.as_dict()["probes"][-1]["peak_reserved_mb"] is None

@@ -1,87 +1,61 @@
 """The CUDA branches of the user-loop clock and the module recorder: on a GPU for real (skipped
-here), and their logic through a CPU fake of torch.cuda's events, synchronise and allocator."""
+here), and their logic on the second device of the CPU fake of torch.cuda (tests/helpers/fake_cuda.py:
+events tied to a device's stream, unreadable before they complete, allocator figures per device)."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
+import torch
 
 from gpu import requires_cuda
+from helpers.fake_cuda import MIB, FakeCuda
+from yoloprof.capture.device import DeviceInfo
 
-
-class FakeEvent:
-    """A CUDA event that stamps perf_counter when recorded (the stream is the host here)."""
-
-    def __init__(self, enable_timing: bool = False) -> None:
-        self.t = None
-
-    def record(self) -> None:
-        self.t = time.perf_counter()
-
-    def elapsed_time(self, end: "FakeEvent") -> float:
-        return (end.t - self.t) * 1e3
-
-    def synchronize(self) -> None:
-        pass
+CUDA1 = torch.device("cuda", 1)
 
 
 @pytest.fixture
-def fake_cuda(monkeypatch):
-    import torch
-
-    allocated = {"bytes": 0}
-    syncs = []
-    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: syncs.append(device))
-    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: allocated["bytes"])
-    from yoloprof.capture.device import DeviceInfo
-
-    return DeviceInfo(torch.device("cpu"), "cuda"), allocated, syncs
+def fake(monkeypatch) -> FakeCuda:
+    return FakeCuda().install(monkeypatch)
 
 
-def test_loop_clock_times_phases_with_events_and_syncs_once_per_step(fake_cuda):
+def test_loop_clock_records_on_the_chosen_devices_stream_and_syncs_it(fake):
     from yoloprof.capture.loopclock import LoopClock
 
-    device, _, syncs = fake_cuda
-    clock = LoopClock(device)
-    clock.start()
-    for _ in range(40):  # more marks than the pool: it grows
-        begin = clock.now()
-        time.sleep(0.0005)
-        clock.add("work", begin, clock.now())
-    total, phases = clock.finish()
-    assert len(syncs) == 1
-    assert phases["work"] >= 40 * 0.5 and total >= phases["work"]
+    clock = LoopClock(DeviceInfo(CUDA1, "cuda"))
+    for _ in range(2):
+        clock.start()
+        for _ in range(40):  # more marks than the pool: it grows
+            begin = clock.now()
+            fake.run(0.5, device=1)
+            clock.add("work", begin, clock.now())
+        total, phases = clock.finish()
+        assert phases == {"work": pytest.approx(20.0)}
+    assert fake.device_syncs == [1, 1]
 
 
-def test_module_recorder_uses_events_and_allocator_deltas(fake_cuda):
-    import torch
+def test_module_recorder_times_and_measures_the_chosen_device(fake):
     from torch import nn
 
     from yoloprof.capture.modules import ModuleRecorder
 
-    device, allocated, _ = fake_cuda
-
     class Grow(nn.Module):
         def forward(self, x):
-            allocated["bytes"] += 3 * 2**20  # the call leaves 3 MiB allocated
-            time.sleep(0.004)
+            fake.alloc(3 * MIB, device=1)  # the call leaves 3 MiB allocated on cuda:1
+            fake.run(4.0, device=1)
             return x * 2
 
     model = nn.Sequential(nn.Linear(4, 4), Grow())
-    rec = ModuleRecorder(model, device).attach()
+    rec = ModuleRecorder(model, DeviceInfo(CUDA1, "cuda")).attach()
     for _ in range(2):
         rec.begin_step()
         model(torch.randn(2, 4, requires_grad=True)).sum().backward()
+        fake.synchronize(1)
         rec.end_step()
     rec.detach()
-    section = rec.section()
-    rows = {r["module"]: r for r in section["rows"]}
-    assert section["timing"] == "cuda_events"
+    rows = {r["module"]: r for r in rec.section()["rows"]}
     assert rows["1"]["mem_mb"] == pytest.approx(3.0) and rows[""]["mem_mb"] == pytest.approx(3.0)
-    assert rows["1"]["forward_ms"] >= 4.0 and rows[""]["forward_ms"] >= rows["1"]["forward_ms"]
-    assert rows["0"]["backward_ms"] > 0
+    assert rows["1"]["forward_ms"] == pytest.approx(4.0) and rows[""]["forward_ms"] == pytest.approx(4.0)
 
 
 @requires_cuda

@@ -1,5 +1,6 @@
 """What differs between the two sides of each comparison besides the swept axes: device model,
-thread count, torch version, precision, batch and capture time (the fields and the rule for a
+thread count, torch version, precision, batch, the runtime settings (defs/envfields.py) and
+capture time (the fields and the rule for a
 "big" difference are `yoloprof.metrics.sides`, shared with `yoloprof compare`).
 
 A side is every ok job of one configuration. A field whose jobs disagree inside a side reads
@@ -18,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from yoloprof.analysis.configs import Configs, fmt_value
+from yoloprof.defs.envfields import RUNTIME_KEYS
 from yoloprof.metrics.sides import differences, side_facts
 
 # A sides field -> the axes that, when the pair differs in them, make that field differ on purpose.
@@ -29,7 +31,8 @@ DIFF_COLUMNS = ["config", "baseline_config", "field", "label", "before", "after"
 
 
 def _job_facts(row: dict[str, Any]) -> dict[str, Any]:
-    env = {"device_name": row.get("device_name"), "torch": row.get("torch_version")}
+    env = {"device_name": row.get("device_name"), "torch": row.get("torch_version"),
+           **{k: row.get(k) for k in RUNTIME_KEYS if _known(row.get(k))}}
     cfg = {k: row.get(k) for k in ("precision", "amp", "amp_dtype", "batch", "threads") if _known(row.get(k))}
     if "amp" in cfg:
         cfg["amp"] = bool(cfg["amp"])
@@ -47,7 +50,7 @@ def _merge(values: list[Any]) -> Any:
     return seen[0] if len(seen) == 1 else "mixed: " + ", ".join(seen)
 
 
-FACT_COLUMNS = ("device_name", "torch_version", "amp", "amp_dtype", "batch", "threads")
+FACT_COLUMNS = ("device_name", "torch_version", "amp", "amp_dtype", "batch", "threads", *RUNTIME_KEYS)
 
 
 def side_table(ok: pd.DataFrame) -> dict[str, dict[str, Any]]:

@@ -49,15 +49,25 @@ def intra_op_threads(threads: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def _resolve_batch(settings: CaptureSettings, device: DeviceInfo) -> CaptureSettings:
+def _resolve_batch(settings: CaptureSettings, device: DeviceInfo) -> tuple[CaptureSettings, Any]:
+    """The settings with `--batch -1` resolved, and the autobatch Plan (None for a given batch)."""
     if settings.batch != -1:
-        return settings
+        return settings, None
     if not device.is_cuda:
         raise UsageError("--batch -1 (largest batch that fits) needs a CUDA device; give a batch size "
                          "on CPU, e.g. --batch 16")
     from yoloprof.capture.autobatch import largest_batch
 
-    return dataclasses.replace(settings, batch=largest_batch(settings, device))
+    plan = largest_batch(settings, device)
+    return dataclasses.replace(settings, batch=plan.chosen), plan
+
+
+def device_warnings(settings: CaptureSettings, device: DeviceInfo) -> list[str]:
+    """What the device cannot do natively at this precision (capture/capability.py)."""
+    from yoloprof.capture.capability import capability_warnings
+    from yoloprof.capture.compat import tf32_flags
+
+    return capability_warnings(settings.precision, device, tf32_flags())
 
 
 def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = False,
@@ -73,16 +83,25 @@ def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = 
     settings = settings.validate().resolved()  # canonical device, effective precision and threads
     device = resolve_device(settings.device)
     check_model_inputs(settings)
-    amp, warnings = settings.autocast, precision_warnings(settings, device)
+    amp = settings.autocast
+    warnings = precision_warnings(settings, device) + device_warnings(settings, device)
     check_memory(settings, device, amp)  # --batch -1: estimated at batch 1, the least it can be
     out_dir = check_output_dir(out_dir)  # after the flags: a refused flag leaves no new folder
-    with intra_op_threads(settings.threads), frozen_heap():
-        settings = _resolve_batch(settings, device)  # --batch -1 runs trial steps: after every check
-        return _capture(settings, device, amp, warnings, out_dir, progress, echo_warnings)
+    # the chosen GPU is the current device for the whole capture (capture/device.py)
+    from yoloprof.workloads.models import offloaded
+
+    with device.scope(), offloaded(settings.model if device.is_cuda else None) as moved, \
+            intra_op_threads(settings.threads), frozen_heap():
+        if moved:
+            warnings.append(moved)
+        settings, plan = _resolve_batch(settings, device)  # --batch -1 runs trial steps: after every check
+        if plan is not None:
+            warnings.append(plan.line())
+        return _capture(settings, device, amp, warnings, out_dir, progress, echo_warnings, plan)
 
 
 def _capture(settings: CaptureSettings, device: DeviceInfo, amp: bool, warnings: list[str], out_dir: Path,
-             progress: bool, echo_warnings: bool) -> dict[str, Any]:
+             progress: bool, echo_warnings: bool, plan: Any = None) -> dict[str, Any]:
     from yoloprof.capture import infer as infer_mod, train as train_mod
 
     runner = train_mod if settings.mode == "train" else infer_mod
@@ -104,6 +123,8 @@ def _capture(settings: CaptureSettings, device: DeviceInfo, amp: bool, warnings:
                 warnings.append(nvtx_note(device))
             interrupt.checkpoint()
             profile = assemble(settings, device, amp, run, staged, warnings + input_notes)
+            if plan is not None:
+                profile["config"]["autobatch"] = plan.as_dict()
             notes.extend(profile["warnings"])  # one channel: each printed once, all kept
             profile["warnings"] = list(notes.messages)
             interrupt.stage("write")
@@ -153,8 +174,11 @@ def assemble(settings: CaptureSettings, device: DeviceInfo, amp: bool, run: Any,
     # precision is the effective dtype (settings arrive resolved); amp says whether autocast ran
     config.update(device=str(device.torch_device), amp=amp, batch=settings.batch,
                   workers_effective=run.workers, phase_timing=run.phase_timing)
-    profile = empty_profile(settings.mode, config=config, env=collect_env(device))
-    return fill_profile(profile, run, device, settings.precision, trace_path, warnings,
+    from yoloprof.capture.env import runtime_warnings
+
+    env = collect_env(device)
+    profile = empty_profile(settings.mode, config=config, env=env)
+    return fill_profile(profile, run, device, settings.precision, trace_path, [*warnings, *runtime_warnings(env)],
                         trace_name=_final_trace_name(trace_path) if trace_path is not None else None)
 
 
@@ -167,7 +191,7 @@ def fill_profile(profile: dict[str, Any], run: Any, device: DeviceInfo, compute_
 
     profile["warnings"] = [*warnings, *run.warnings]
     profile["metrics"] = metrics_from_samples(run.samples)
-    add_flops(profile, run.flops, device, compute_dtype)
+    add_flops(profile, run.flops, device, compute_dtype, run.flop_mix)
     profile["phases"] = phases_from_run(run)
     if run.latency is not None:
         profile["latency"] = run.latency

@@ -10,6 +10,7 @@ import contextlib
 import os
 from typing import Any, Callable, ContextManager
 
+from yoloprof.capture.compat import grad_scaler
 from yoloprof.capture.device import DeviceInfo
 from yoloprof.config.settings import CaptureSettings
 from yoloprof.capture.steps import InferContext, TrainContext
@@ -109,7 +110,7 @@ def build_train_context(settings: CaptureSettings, device: DeviceInfo, dataset: 
     loss_fn = build_loss(settings.loss, settings.model, settings.num_classes)
     loader = make_loader(dataset, batch=settings.batch, workers=effective_workers(settings),
                          shuffle=False, seed=settings.seed, pin_memory=device.is_cuda)
-    scaler = torch.amp.GradScaler("cuda") if needs_grad_scaler(amp, device, settings.precision) else None
+    scaler = grad_scaler() if needs_grad_scaler(amp, device, settings.precision) else None
     return TrainContext(model=model, optimizer=optimizer, loss_fn=loss_fn, loader=loader,
                         device=device.torch_device, autocast=autocast_factory(settings, device, amp),
                         scaler=scaler, nvtx=settings.nvtx and _nvtx_usable(device))

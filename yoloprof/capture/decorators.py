@@ -49,15 +49,36 @@ class Timing:
         return text
 
 
-def _sync() -> Callable[[], None]:
-    """A synchronise of every CUDA device in use, or nothing when CUDA was never initialised."""
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is a dependency
-        return lambda: None
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        return torch.cuda.synchronize
-    return lambda: None
+def _cuda_indices(objs: Any) -> set[int]:
+    """Indices of the CUDA devices of the tensors in `objs` (nested lists, tuples, dicts)."""
+    torch = sys.modules.get("torch")
+    if torch is None:  # torch never loaded: no tensor can be on a GPU
+        return set()
+    out, stack = set(), [objs]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, torch.Tensor):
+            if item.device.type == "cuda" and item.device.index is not None:
+                out.add(item.device.index)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return out
+
+
+def _sync(seen: set[int]) -> None:
+    """Synchronise the devices the function ran on, decided now, at each sample boundary (a
+    function that is first to touch CUDA is synchronised from its first sample on): the current
+    device, those of the tensors it took and returned (`seen`), and every device whose caching
+    allocator holds memory. Nothing when CUDA was never initialised (nothing can be queued)."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available() or not torch.cuda.is_initialized():
+        return
+    devices = {torch.cuda.current_device(), *seen}
+    devices.update(d for d in range(torch.cuda.device_count()) if torch.cuda.memory_reserved(d) > 0)
+    for index in sorted(devices):
+        torch.cuda.synchronize(index)
 
 
 def timeit(fn: Callable[..., Any] | None = None, *, repeat: int = 5, number: int = 1, warmup: int = 1,
@@ -74,17 +95,18 @@ def timeit(fn: Callable[..., Any] | None = None, *, repeat: int = 5, number: int
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             from yoloprof.metrics.stats import mean_ci
 
-            sync = _sync()
             out = None
             for _ in range(warmup):
                 out = func(*args, **kwargs)
+            seen = _cuda_indices((args, kwargs, out))
             samples = []
             for _ in range(repeat):
-                sync()
+                _sync(seen)
                 t0 = time.perf_counter_ns()
                 for _ in range(number):
                     out = func(*args, **kwargs)
-                sync()
+                seen |= _cuda_indices(out)
+                _sync(seen)
                 samples.append((time.perf_counter_ns() - t0) / 1e6 / number)
             wrapper.last = Timing(name, samples, number, warmup, mean_ci(samples))  # type: ignore[attr-defined]
             if log:

@@ -5,13 +5,20 @@ exact because nothing runs asynchronously. On CUDA, host timestamps at phase bou
 measure how long it took to *enqueue* the work, and synchronising at each boundary would change the
 step being measured; so phase boundaries are CUDA events recorded on the stream (no sync), and the
 only synchronise is at the step boundary, where `finish()` waits for the last event.
+
+Every CUDA call names the chosen device (issue: `--device cuda:1` used to time cuda:0's idle
+stream): the capture runs inside `device.scope()` (`torch.cuda.device(index)`: the chosen device is
+the current one for the capture, the DataLoader's pin-memory thread included, and the caller's
+current device is restored after), events are recorded on `device.stream()` (that device's
+current stream, `torch.cuda.current_stream(device)`) and `synchronize` passes the device.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ContextManager
 
 from yoloprof.config.device import parse_device
 from yoloprof.errors import UsageError
@@ -36,6 +43,23 @@ class DeviceInfo:
         import torch
 
         return torch.cuda
+
+    @property
+    def index(self) -> int | None:
+        return self.torch_device.index if self.is_cuda else None
+
+    def stream(self) -> Any:
+        """The chosen device's current stream: where the capture's work and its events go."""
+        return self.cuda.current_stream(self.torch_device)
+
+    def scope(self) -> ContextManager[Any]:
+        """The chosen CUDA device as the current one inside the block (nothing on CPU)."""
+        if not self.is_cuda:
+            return contextlib.nullcontext()
+        return self.cuda.device(self.torch_device)
+
+    def new_event(self) -> Any:
+        return self.cuda.Event(enable_timing=True)
 
 
 def resolve_device(spec: str | int) -> DeviceInfo:
@@ -73,9 +97,11 @@ class StepClock:
         self._marks: list[Any] = []
         if device.is_cuda:
             # Events are created once and reused: creating them inside the step would cost time.
-            self._pool = [device.cuda.Event(enable_timing=True) for _ in range(16)]
+            self._pool = [device.new_event() for _ in range(16)]
+        self._stream: Any = None
 
     def start(self) -> None:
+        self._stream = self.device.stream() if self.device.is_cuda else None
         self._names.clear()
         self._marks.clear()
         self._marks.append(self._now())
@@ -86,8 +112,10 @@ class StepClock:
 
     def _now(self) -> Any:
         if self.device.is_cuda:
+            if len(self._marks) == len(self._pool):
+                self._pool.append(self.device.new_event())
             event = self._pool[len(self._marks)]
-            event.record()
+            event.record(self._stream)
             return event
         return time.perf_counter_ns()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import socket
 import subprocess
 import sys
@@ -68,6 +69,51 @@ def launcher_name() -> str:
     return os.environ.get("YOLOPROF_LAUNCHER", "cli")
 
 
+def driver_version(device: DeviceInfo) -> str | None:
+    """The NVIDIA driver of a CUDA capture (see defs/envfields.py); None on CPU or where unknown."""
+    if not device.is_cuda:
+        return None
+    try:
+        with open("/proc/driver/nvidia/version", encoding="ascii", errors="replace") as fh:
+            match = re.search(r"Kernel Module\s+(?:for \S+\s+)?(\d[\w.]*)", fh.read())
+            if match:
+                return match.group(1)
+    except OSError:
+        pass
+    try:
+        import torch
+
+        api = int(torch._C._cuda_getDriverVersion())  # e.g. 12040
+    except (AttributeError, RuntimeError, TypeError, ValueError):
+        return None
+    return f"CUDA driver API {api // 1000}.{api % 1000 // 10}" if api > 0 else None
+
+
+def runtime_env(device: DeviceInfo, environ: Any = None) -> dict[str, Any]:
+    """The runtime settings of defs/envfields.py as they are now (CPU captures too: the flags are
+    torch's process-wide state)."""
+    import torch
+
+    from yoloprof.capture.compat import tf32_flags
+
+    environ = os.environ if environ is None else environ
+    return {"cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
+            "cudnn_deterministic": bool(torch.backends.cudnn.deterministic), **tf32_flags(),
+            "float32_matmul_precision": torch.get_float32_matmul_precision(),
+            "cuda_launch_blocking": environ.get("CUDA_LAUNCH_BLOCKING"),
+            "pytorch_cuda_alloc_conf": environ.get("PYTORCH_CUDA_ALLOC_CONF", environ.get("PYTORCH_ALLOC_CONF")),
+            "driver_version": driver_version(device)}
+
+
+def runtime_warnings(env: dict[str, Any]) -> list[str]:
+    """A CUDA capture under CUDA_LAUNCH_BLOCKING measures a synchronous run: say so."""
+    blocking = str(env.get("cuda_launch_blocking") or "").strip()
+    if env.get("device_type") == "cuda" and blocking not in ("", "0"):
+        return [f"CUDA_LAUNCH_BLOCKING={blocking}: every kernel launch waits for the kernel, so step "
+                "times measure a synchronous run, not the asynchronous one training sees"]
+    return []
+
+
 def collect_env(device: DeviceInfo) -> dict[str, Any]:
     import torch
 
@@ -90,11 +136,14 @@ def collect_env(device: DeviceInfo) -> dict[str, Any]:
         "git_sha": _git_sha(os.getcwd()),
         "argv": sys.argv[1:],
     }
+    env.update(runtime_env(device))
     if device.is_cuda:
-        props = torch.cuda.get_device_properties(device.torch_device)
-        env.update(device_name=props.name, device_count=torch.cuda.device_count(),
+        cuda = device.cuda
+        props = cuda.get_device_properties(device.torch_device)
+        env.update(device_name=props.name, device_count=cuda.device_count(), device_index=device.index,
                    device_memory_mb=round(props.total_memory / BYTES_PER_MIB),
-                   compute_capability=f"{props.major}.{props.minor}")
+                   compute_capability=f"{props.major}.{props.minor}",
+                   sm_count=getattr(props, "multi_processor_count", None))
     else:
         env["device_name"] = env["cpu_model"]
     return env

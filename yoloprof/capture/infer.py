@@ -9,7 +9,7 @@ from typing import Any
 
 from yoloprof.capture.build import build_infer_context, load_infer_sources
 from yoloprof.capture.device import DeviceInfo
-from yoloprof.capture.memory import count_flops
+from yoloprof.capture.flops import FlopMix, count_flop_mix
 from yoloprof.capture.progress import CaptureProgress
 from yoloprof.capture.run_result import RunResult, phase_timing_name
 from yoloprof.config.settings import CaptureSettings
@@ -40,17 +40,18 @@ prepare = load_infer_sources
 
 
 def _flops_of_one_call(settings: CaptureSettings, device: DeviceInfo, sources: list[Any], amp: bool
-                       ) -> float | None:
+                       ) -> FlopMix | None:
     """FLOPs of one call (the forward holds every matmul/conv), outside the timed calls, on a
     throwaway context built before the counter starts (initialisation counts nothing, and under
     FlopCounterMode it would run through its Python dispatch) and gone before the trials."""
     ictx = build_infer_context(settings, device, sources, amp)
-    return count_flops(lambda: infer_call(ictx, no_phases()))
+    return count_flop_mix(lambda: infer_call(ictx, no_phases()))
 
 
 def measure(settings: CaptureSettings, device: DeviceInfo, amp: bool, bar: CaptureProgress,
             sources: list[Any]) -> RunResult:
-    flops = _flops_of_one_call(settings, device, sources, amp)
+    mix = _flops_of_one_call(settings, device, sources, amp)
+    flops = mix.total if mix is not None else None
     trials = run_trials(settings, device, lambda: build_infer_context(settings, device, sources, amp),
                         time_infer_trial, bar)
     samples = trial_metrics(trials, settings.batch)
@@ -62,7 +63,7 @@ def measure(settings: CaptureSettings, device: DeviceInfo, amp: bool, bar: Captu
             samples.setdefault(f"p{q}_ms", []).append(per_trial[f"p{q}_ms"])
     all_calls = [ms for trial in trials for ms in trial.step_ms]
     return RunResult(samples=samples, phase_order=INFER_STAGES, workers=0,
-                     phase_timing=phase_timing_name(device.is_cuda), flops=flops,
+                     phase_timing=phase_timing_name(device.is_cuda), flops=flops, flop_mix=mix,
                      latency=latency_table(all_calls), stages=stage_split(trials))
 
 

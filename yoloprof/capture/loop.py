@@ -31,8 +31,9 @@ from typing import Any, Callable, ContextManager, Iterator
 
 from yoloprof.capture.device import synchronize
 from yoloprof.capture.heap import fresh_heap, frozen_heap
-from yoloprof.capture.loop_support import (DEFAULT_OUT, blocks, check_counts, check_phase, current_job, device_of,
-                                           dist_rank, job_output, output_names, traced_phase, untouched)
+from yoloprof.capture.loop_device import LoopDevice, planned_warmup
+from yoloprof.capture.loop_support import (DEFAULT_OUT, blocks, check_counts, check_phase, checked, current_job,
+                                           device_of, dist_rank, job_output, output_names, traced_phase, untouched)
 from yoloprof.capture.loopclock import LoopClock
 from yoloprof.capture.memory import PeakMemory
 from yoloprof.capture.run_result import RunResult, phase_timing_name
@@ -43,7 +44,7 @@ from yoloprof.errors import DataTooSmallError, UsageError
 __all__ = ["DEFAULT_OUT", "Profile", "dist_rank", "job_output", "output_names", "profile"]
 
 
-class Profile:
+class Profile(LoopDevice):
     """The context manager behind `yoloprof.profile(...)` (see the module docstring)."""
 
     def __init__(self, out_dir: str | os.PathLike = DEFAULT_OUT, *, model: Any = None, warmup: int = 5,
@@ -71,9 +72,15 @@ class Profile:
             self._notes.append("modules: no model= given, so no per-module breakdown")
         schedule = TraceSchedule(active=trace_steps) if trace_steps else None
         self._schedule = schedule
+        # Without model= or device=, the device is the batch's (prof.step(x)), seen at the end of
+        # the first iteration: that iteration must be untimed.
+        self._find_device = model is None and device is None
+        warmup = planned_warmup(model, device, warmup, self._notes)
         self._windows: list[tuple[str, int]] = [(name, n) for name, n in (
             ("warmup", warmup), ("timed", steps), ("trace", schedule.total if schedule else 0),
-            ("flops", 1 if flops else 0), ("modules", module_steps if self.options["modules"] else 0),
+            # the module window's first iteration is an unrecorded warm-up with the hooks attached
+            # (a compiled model recompiles for them there, not in a recorded step)
+            ("flops", 1 if flops else 0), ("modules", module_steps + 1 if self.options["modules"] else 0),
             ("hotspots", hotspot_steps if python_hotspots else 0)) if n > 0]
         self.iterations = 0
         self.result: dict[str, Any] | None = None
@@ -125,9 +132,14 @@ class Profile:
         self._flops: float | None = None
         self._nvtx_modules: Any = None
         self._phase: Callable[[str], ContextManager[Any]] = untouched
-        self._setup_nvtx()
+        self._module_warm = False
+        self._mix: Any = None
+        self._scope = contextlib.ExitStack()  # the measured device is the current one in the block
         self._w, self._left = 0, 0
         with contextlib.ExitStack() as stack:
+            stack.callback(self._scope.close)  # left when the block ends (or if entering fails)
+            self._scope.enter_context(self.device.scope())
+            self._setup_nvtx()
             stack.enter_context(frozen_heap())  # the loop's heap as it is now: frozen until the block ends
             self._begin_window()
             self._heap = stack.pop_all()  # kept frozen past __enter__; a failure above unfreezes
@@ -175,13 +187,16 @@ class Profile:
             self._session.step()
         elif name == "modules":
             synchronize(self.device)
-            self._recorder.end_step()
+            if self._module_warm:
+                self._module_warm = False  # the warm-up iteration: nothing recorded
+            else:
+                self._recorder.end_step()
 
     def _begin_warmup(self) -> None:
-        self._phase = self._nvtx_wrap(untouched)
+        self._phase = self._nvtx_wrap(checked)  # a bad phase name fails at the first iteration
 
     def _end_warmup(self) -> None:
-        pass
+        self._note_cuda_unseen()
 
     def _begin_timed(self) -> None:
         fresh_heap()  # every timed window starts from the same heap state, as in the capture
@@ -227,16 +242,17 @@ class Profile:
         self._session = None
 
     def _begin_flops(self) -> None:
-        from torch.utils.flop_counter import FlopCounterMode
+        from yoloprof.capture.flops import FlopCounter
 
         self._phase = self._nvtx_wrap(untouched)
-        self._flop_counter = FlopCounterMode(display=False)
+        self._flop_counter = FlopCounter()
         self._flop_counter.__enter__()
 
     def _end_flops(self) -> None:
         counter, self._flop_counter = self._flop_counter, None
         counter.__exit__(None, None, None)
-        self._flops = float(counter.get_total_flops()) or None
+        self._mix = counter.mix  # the FLOPs by the dtype that ran: MFU's peak (capture/flops.py)
+        self._flops = self._mix.total or None
 
     def _begin_modules(self) -> None:
         from yoloprof.capture.modules import ModuleRecorder
@@ -244,7 +260,7 @@ class Profile:
         self._phase = self._nvtx_wrap(untouched)
         synchronize(self.device)
         self._recorder = ModuleRecorder(self.model, self.device).attach()
-        self._recorder.begin_step()
+        self._module_warm = True  # begin_step at the second iteration (_begin_iteration)
 
     def _end_modules(self) -> None:
         self._recorder.detach()
@@ -305,6 +321,8 @@ class Profile:
         from yoloprof.capture.modules import _tensors
 
         self._batch_bytes = batch_bytes(batch)
+        if self._find_device and not self.device.is_cuda:
+            self._device_from_batch(_tensors(batch))
         if self.batch_size is None:
             shaped = [t for t in _tensors(batch) if t.dim() > 0]
             self.batch_size = int(shaped[0].shape[0]) if shaped else None
@@ -349,15 +367,20 @@ class Profile:
         model_section = facts_section(self.model, None)
         model_section["batch_bytes"] = self._batch_bytes
         run = RunResult(samples=samples, phase_order=tuple(self._phase_order), workers=0,
-                        phase_timing=phase_timing_name(self.device.is_cuda), flops=self._flops,
+                        phase_timing=phase_timing_name(self.device.is_cuda), flops=self._flops, flop_mix=self._mix,
                         sections={"model": model_section, **self._sections})
         config = {"source": "yoloprof.profile", "mode": self.kind,
                   "model": type(self.model).__name__ if self.model is not None else None,
                   "device": str(self.device.torch_device), "batch": self.batch_size, "amp": None,
                   **self.options, "phase_timing": run.phase_timing, "iterations_run": self.iterations,
                   "iterations_lacking": lacked, "rank": self._rank, "world_size": self._world}
-        profile = empty_profile(self.kind, config=config, env=collect_env(self.device))
+        from yoloprof.capture.loop_device import device_lines
+
+        env = collect_env(self.device)
+        profile = empty_profile(self.kind, config=config, env=env)
         trace_path = self._trace_path if self._trace_path is not None and self._trace_path.exists() else None
+        warnings = [*warnings, *device_lines(env, self._mix, self.device)]
+        # the compute dtype is the one the FLOPs ran in (capture/flops.py), float32 only without a split
         return fill_profile(profile, run, self.device, "float32", trace_path, warnings)
 
 

@@ -82,6 +82,12 @@ def blocks(steps: int, repeat: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(repeat)]
 
 
+def checked(name: str) -> ContextManager[Any]:
+    """The warm-up's phase: nothing recorded, but a bad name fails at the first iteration."""
+    check_phase(name)
+    return contextlib.nullcontext()
+
+
 def untouched(name: str) -> ContextManager[Any]:
     return contextlib.nullcontext()
 

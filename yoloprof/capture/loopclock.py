@@ -26,27 +26,26 @@ class LoopClock:
         self._marks: list[tuple[str, Any, Any]] = []
         self._pool: list[Any] = []
         self._used = 0
+        self._stream: Any = None
         if device.is_cuda:
-            import torch
-
-            self._pool = [torch.cuda.Event(enable_timing=True) for _ in range(_POOL)]
+            self._pool = [device.new_event() for _ in range(_POOL)]
 
     def start(self) -> None:
         """The step starts now (right after the previous boundary's synchronise)."""
         self._marks.clear()
         self._used = 0
+        # the chosen device's current stream, read per step (the user may switch streams)
+        self._stream = self.device.stream() if self._cuda else None
         self._t0 = time.perf_counter_ns()
 
     def now(self) -> Any:
         if not self._cuda:
             return time.perf_counter_ns()
         if self._used == len(self._pool):
-            import torch
-
-            self._pool.append(torch.cuda.Event(enable_timing=True))
+            self._pool.append(self.device.new_event())
         event = self._pool[self._used]
         self._used += 1
-        event.record()
+        event.record(self._stream)
         return event
 
     def add(self, name: str, begin: Any, end: Any) -> None:

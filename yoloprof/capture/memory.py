@@ -1,4 +1,4 @@
-"""Peak memory per trial, and FLOPs per step.
+"""Peak memory per trial, and FLOPs per step (the GPU peak table for MFU is yoloprof/defs/gpus.py).
 
 CUDA: the caching allocator's peaks, reset at the start of every trial so that trials are
 independent samples. CPU: the process's peak resident set (VmHWM), which Linux lets us reset by
@@ -14,28 +14,6 @@ from typing import Any, Callable
 
 from yoloprof.capture.device import DeviceInfo
 from yoloprof.defs.metrics import BYTES_PER_MIB
-
-
-# Dense peak throughput (TFLOP/s) by device-name substring and compute dtype, for MFU. Dense tensor
-# core figures from the vendors' data sheets; SXM parts (the PCIe variants are a little lower).
-PEAK_TFLOPS: tuple[tuple[str, dict[str, float]], ...] = (
-    ("H200", {"float16": 989.0, "bfloat16": 989.0, "float32": 67.0}),
-    ("H100", {"float16": 989.0, "bfloat16": 989.0, "float32": 67.0}),
-    ("A100", {"float16": 312.0, "bfloat16": 312.0, "float32": 19.5}),
-    ("L4", {"float16": 121.0, "bfloat16": 121.0, "float32": 30.3}),
-    ("A10", {"float16": 125.0, "bfloat16": 125.0, "float32": 31.2}),
-    ("V100", {"float16": 125.0, "float32": 15.7}),
-    ("T4", {"float16": 65.0, "float32": 8.1}),
-    ("MI300X", {"float16": 1307.0, "bfloat16": 1307.0, "float32": 163.4}),
-    ("MI250", {"float16": 362.0, "bfloat16": 362.0, "float32": 47.9}),
-)
-
-
-def peak_tflops(device_name: str, dtype: str) -> float | None:
-    for token, table in PEAK_TFLOPS:
-        if token.lower() in device_name.lower():
-            return table.get(dtype)
-    return None
 
 
 def proc_status_mib(field: str) -> float | None:
@@ -91,16 +69,8 @@ class PeakMemory:
 
 
 def count_flops(fn: Callable[[], Any]) -> float | None:
-    """FLOPs of one call of `fn` (a forward, or forward+loss+backward), counted by torch's
-    FlopCounterMode outside the timed steps. None when the counter cannot run the model."""
-    try:
-        from torch.utils.flop_counter import FlopCounterMode
-    except ImportError:
-        return None
-    counter = FlopCounterMode(display=False)
-    try:
-        with counter:
-            fn()
-    except Exception:  # noqa: BLE001 - a model the counter cannot trace still gets profiled
-        return None
-    return float(counter.get_total_flops())
+    """FLOPs of one call of `fn` (see capture/flops.py, which also splits them by dtype)."""
+    from yoloprof.capture.flops import count_flop_mix
+
+    mix = count_flop_mix(fn)
+    return mix.total if mix is not None else None

@@ -53,14 +53,13 @@ class _Clock:
     """Marks: perf_counter_ns on CPU, recorded CUDA events on a GPU (resolved after the sync)."""
 
     def __init__(self, device: DeviceInfo) -> None:
+        self.device = device
         self.cuda = device.is_cuda
 
     def mark(self) -> Any:
         if self.cuda:
-            import torch
-
-            event = torch.cuda.Event(enable_timing=True)
-            event.record()
+            event = self.device.new_event()
+            event.record(self.device.stream())  # the chosen device's stream, not the current device's
             return event
         return time.perf_counter_ns()
 
@@ -135,9 +134,7 @@ class ModuleRecorder:
     def _memory(self) -> float | None:
         if not self.device.is_cuda:
             return None
-        import torch
-
-        return torch.cuda.memory_allocated(self.device.torch_device) / BYTES_PER_MIB
+        return self.device.cuda.memory_allocated(self.device.torch_device) / BYTES_PER_MIB
 
     def _pre(self, module: Any, args: Any) -> None:
         if not self._active:

@@ -15,18 +15,32 @@ from yoloprof.capture.device import DeviceInfo
 
 NVTX_CPU_NOTE = "nvtx: NVTX ranges need a CUDA device (for Nsight Systems); none were emitted on this CPU run"
 NVTX_ON_NOTE = "nvtx: NVTX ranges were on around phases and modules (about 1 us of host time per range)"
+NVTX_BROKEN_NOTE = "nvtx: this torch build cannot emit NVTX ranges ({error}); none were emitted"
+
+
+def nvtx_error() -> str | None:
+    """Why a range cannot be pushed, or None when it can: one push/pop tried here, outside any
+    timed step (`torch.cuda.nvtx` always exists, but builds without `_nvtx` raise on the first
+    push, which would otherwise happen inside the timed step)."""
+    import torch
+
+    try:
+        torch.cuda.nvtx.range_push("yoloprof/nvtx-check")
+        torch.cuda.nvtx.range_pop()
+    except Exception as exc:  # noqa: BLE001 - RuntimeError, AttributeError, ...: any failure means no NVTX
+        return f"{type(exc).__name__}: {exc}"
+    return None
 
 
 def nvtx_usable(device: DeviceInfo) -> bool:
-    if not device.is_cuda:
-        return False
-    import torch
-
-    return hasattr(torch.cuda, "nvtx")
+    return device.is_cuda and nvtx_error() is None
 
 
 def nvtx_note(device: DeviceInfo) -> str:
-    return NVTX_ON_NOTE if nvtx_usable(device) else NVTX_CPU_NOTE
+    if not device.is_cuda:
+        return NVTX_CPU_NOTE
+    error = nvtx_error()
+    return NVTX_ON_NOTE if error is None else NVTX_BROKEN_NOTE.format(error=" ".join(error.split()))
 
 
 @contextlib.contextmanager

@@ -113,9 +113,7 @@ def estimate_bytes(settings: CaptureSettings, amp: bool) -> float:
 def available_bytes(device: DeviceInfo) -> float | None:
     """Memory the device can give now: CUDA free memory, or the host's MemAvailable (None if unknown)."""
     if device.is_cuda:
-        import torch
-
-        free, _total = torch.cuda.mem_get_info(device.torch_device)
+        free, _total = device.cuda.mem_get_info(device.torch_device)
         return float(free)
     try:
         with open("/proc/meminfo", encoding="ascii") as fh:

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from yoloprof.capture.device import DeviceInfo
-from yoloprof.capture.memory import peak_tflops
 from yoloprof.capture.run_result import RunResult
 from yoloprof.defs.metrics import TRACE_PREFIX
 from yoloprof.profiles.model import measured
@@ -31,8 +30,10 @@ def metrics_from_samples(samples: dict[str, list[float]]) -> dict[str, dict[str,
     return {name: measured(name, values) for name, values in samples.items()}
 
 
-def add_flops(profile: dict[str, Any], flops: float | None, device: DeviceInfo, compute_dtype: str) -> None:
-    """FLOPs per step (counted once), achieved TFLOP/s per trial, and MFU where the peak is known."""
+def add_flops(profile: dict[str, Any], flops: float | None, device: DeviceInfo, compute_dtype: str,
+              mix: Any = None) -> None:
+    """FLOPs per step (counted once), achieved TFLOP/s per trial, and MFU against the peak of the
+    dtypes that ran (capture/flops.py); `config.mfu_basis` says which peak, or why there is none."""
     if not flops:
         return
     metrics = profile["metrics"]
@@ -41,9 +42,31 @@ def add_flops(profile: dict[str, Any], flops: float | None, device: DeviceInfo, 
     step_samples = metrics["step_ms"]["samples"]
     achieved = [flops / (ms / 1e3) / 1e12 for ms in step_samples]
     metrics["achieved_tflops"] = measured("achieved_tflops", achieved)
-    peak = peak_tflops(profile["env"].get("device_name", ""), compute_dtype) if device.is_cuda else None
+    if not device.is_cuda:
+        return
+    peak, basis = mfu_peak(profile["env"], flops, compute_dtype, mix)
+    profile["config"]["mfu_basis"] = basis
     if peak:
         metrics["mfu_pct"] = measured("mfu_pct", [100.0 * a / peak for a in achieved])
+    else:
+        profile["warnings"].append(f"mfu_pct: n/a: {basis['why']}")
+
+
+def mfu_peak(env: dict[str, Any], flops: float, compute_dtype: str, mix: Any) -> tuple[float | None, dict[str, Any]]:
+    """The effective peak of this step's FLOPs on the recorded device, and how it was found."""
+    from yoloprof.capture.flops import FlopMix, effective_peak
+    from yoloprof.defs.gpus import find_gpu
+
+    if mix is None or not mix.by:  # no split: every FLOP at the capture's dtype
+        mix = FlopMix(flops, {("conv", compute_dtype): flops})
+    cap = env.get("compute_capability")
+    capability = tuple(int(x) for x in str(cap).split(".")) if cap else None
+    gpu = find_gpu(env.get("device_name", ""), capability, env.get("sm_count"))  # type: ignore[arg-type]
+    tf32 = {k: bool(env.get(k)) for k in ("cudnn_allow_tf32", "matmul_allow_tf32")}
+    peak, parts, why = effective_peak(mix, gpu, tf32)
+    basis = {"gpu": gpu.entry.key if gpu else None, "mig": gpu.mig if gpu else None,
+             "peak_tflops": peak, "parts": parts, "why": why}
+    return peak, basis
 
 
 def phases_from_run(run: RunResult) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ class RunResult:
     workers: int
     phase_timing: str  # how phase wall times were measured (said in the profile)
     flops: float | None = None  # per step (train: fwd+loss+bwd) or per call (infer: forward)
+    flop_mix: Any = None  # capture/flops.FlopMix: the same FLOPs by (kind, dtype that ran), for MFU
     latency: dict[str, Any] | None = None
     stages: list[dict[str, Any]] | None = None
     warnings: list[str] = field(default_factory=list)

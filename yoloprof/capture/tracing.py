@@ -80,6 +80,32 @@ def _kineto_chatter_filtered() -> Iterator[None]:
                 sys.stderr.flush()
 
 
+CUPTI_TEARDOWN_ENV = "TEARDOWN_CUPTI"
+CUPTI_ATTACHED_NOTE = ("{env}={value}: CUPTI stays attached after the trace window, so later work in this "
+                       "process (the following windows, your own training) can run 10-20% slower")
+
+
+def cupti_teardown(device: DeviceInfo, environ: Any = None) -> str | None:
+    """Have Kineto detach CUPTI when the trace window stops. Kineto tears CUPTI down at the end
+    of a trace only when TEARDOWN_CUPTI is set: "1" in current libkineto (CuptiActivityApi.cpp,
+    `cuptiTearDown_()`), any value in older builds (`getenv(...) != nullptr`); unset, CUPTI stays
+    attached for the rest of the process. "1" means teardown in both, so on a CUDA trace we set it,
+    unless it is set already: the user's choice, or torch's own "0" (torch.profiler and
+    torch.compile set that around CUDA graphs, whose CUPTI re-init after a teardown crashes).
+    Returns the warning for a kept other value (also raised as a Python warning)."""
+    if not device.is_cuda:
+        return None
+    environ = os.environ if environ is None else environ
+    value = environ.setdefault(CUPTI_TEARDOWN_ENV, "1")
+    if value == "1":
+        return None
+    import warnings
+
+    text = CUPTI_ATTACHED_NOTE.format(env=CUPTI_TEARDOWN_ENV, value=value)
+    warnings.warn(text, RuntimeWarning, stacklevel=3)
+    return text
+
+
 def activities(device: DeviceInfo) -> list[Any]:
     import torch
 
@@ -117,6 +143,7 @@ class TraceSession:
         return self.steps_done >= self.schedule.total
 
     def start(self) -> None:
+        cupti_teardown(self.device)
         with _kineto_chatter_filtered():
             self._prof.start()
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from yoloprof.capture.build import build_train_context, effective_workers, prepare_dataset
 from yoloprof.capture.device import DeviceInfo
-from yoloprof.capture.memory import count_flops
+from yoloprof.capture.flops import FlopMix, count_flop_mix
 from yoloprof.capture.progress import CaptureProgress
 from yoloprof.capture.run_result import RunResult, phase_timing_name
 from yoloprof.config.settings import CaptureSettings
@@ -24,23 +24,24 @@ def measure(settings: CaptureSettings, device: DeviceInfo, amp: bool, bar: Captu
     workers = effective_workers(settings)
     if workers < settings.workers:
         warnings.append(f"--workers {settings.workers} capped at {workers} (CPU cores on this machine)")
-    flops = _flops_of_one_step(settings, device, dataset, amp)
+    mix = _flops_of_one_step(settings, device, dataset, amp)
+    flops = mix.total if mix is not None else None
     trials = run_trials(settings, device, lambda: build_train_context(settings, device, dataset, amp),
                         time_train_trial, bar)
     return RunResult(samples=trial_metrics(trials, settings.batch), phase_order=TRAIN_PHASES,
                      workers=workers, phase_timing=phase_timing_name(device.is_cuda), flops=flops,
-                     warnings=warnings)
+                     flop_mix=mix, warnings=warnings)
 
 
 def _flops_of_one_step(settings: CaptureSettings, device: DeviceInfo, dataset: Any, amp: bool
-                       ) -> float | None:
+                       ) -> FlopMix | None:
     """FLOPs of one whole step (forward + loss + backward; the optimizer adds no matmul/conv) on a
     throwaway context, outside the timed steps. The context is built outside the counter: under
     FlopCounterMode every op of the model's initialisation goes through its Python dispatch
     (about 0.7 s for the small detector) and counts nothing."""
     ctx = build_train_context(settings, device, dataset, amp)
     try:
-        return count_flops(lambda: train_step(ctx, no_phases()))
+        return count_flop_mix(lambda: train_step(ctx, no_phases()))
     finally:
         ctx.close()
 

@@ -1,5 +1,7 @@
 """What differs between two sides of a comparison besides the code: device model, thread count,
-torch version, precision, batch, capture time. Shared by `compare` (readers) and `analyze`.
+torch version, precision, batch, the runtime settings of defs/envfields.py (cuDNN and TF32 flags,
+CUDA_LAUNCH_BLOCKING, allocator settings, driver), capture time. Shared by `compare` (readers) and
+`analyze`.
 
 Why: a ratio of step times between an A100 and a V100, or 2 threads against 1, is a measurement
 of the machines, not of the change; a verdict drawn across such a difference is flagged, and
@@ -15,6 +17,8 @@ from __future__ import annotations
 
 import datetime as _dt
 from typing import Any, Callable, Mapping
+
+from yoloprof.defs.envfields import RUNTIME_FIELDS
 
 # Capture times further apart than this flag a verdict (machine state drifts: thermals, other
 # load, driver or library updates); closer ones are listed but do not flag.
@@ -41,6 +45,8 @@ FIELDS: tuple[tuple[str, str, Getter, bool], ...] = (
     ("torch", "torch version", lambda env, cfg: env.get("torch", env.get("torch_version")), True),
     ("precision", "precision", _precision, True),
     ("batch", "batch", lambda env, cfg: cfg.get("batch"), True),
+    # the runtime settings (defs/envfields.py): each changes speed without changing the code
+    *((key, label, (lambda env, cfg, k=key: env.get(k)), True) for key, label, _ in RUNTIME_FIELDS),
 )
 
 

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from yoloprof.defs import files
 from yoloprof.defs import metrics as registry
+from yoloprof.defs.envfields import RUNTIME_FIELDS
 from yoloprof.profiles.io import write_bytes_atomic
 
 ROW_NAME = files.ROW
@@ -40,6 +41,10 @@ ENV_STR = ("torch_version", "python_version", "device_name", "hostname", "launch
 # Model and data facts (profile `model` section, capture/facts.py): counted, not measured.
 FACTS_INT = ("params_total", "params_trainable", "batch_bytes")
 FACTS_FLOAT = ("model_mb",)
+# The runtime settings of the capture's env (defs/envfields.py): cuDNN/TF32 flags, launch blocking,
+# allocator settings, driver.
+_ARROW = {"bool": pa.bool_(), "str": pa.string()}
+ENV_RUNTIME = tuple((key, _ARROW[kind]) for key, _, kind in RUNTIME_FIELDS)
 
 ROW_SCHEMA = pa.schema(
     [("sweep_name", pa.string()), ("sweep_id", pa.string()), ("job_num", pa.int32()),
@@ -58,6 +63,7 @@ ROW_SCHEMA = pa.schema(
     + [(name, pa.float64()) for name in EXEC_FLOAT]
     + [(name, pa.int32()) for name in EXEC_INT]
     + [(name, pa.int64()) for name in FACTS_INT] + [(name, pa.float64()) for name in FACTS_FLOAT]
+    + list(ENV_RUNTIME)
 )
 
 
@@ -100,6 +106,9 @@ def row_from_profile(profile: dict[str, Any], base: dict[str, Any]) -> dict[str,
     facts = profile.get("model") if isinstance(profile.get("model"), dict) else {}
     for name in (*FACTS_INT, *FACTS_FLOAT):
         row[name] = facts.get(name)
+    for name, kind in ENV_RUNTIME:
+        value = env.get(name)
+        row[name] = None if value is None else (bool(value) if kind == pa.bool_() else str(value))
     return row
 
 

@@ -10,10 +10,12 @@ parts)`, so the capture's training step does not care which model it is timing.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import itertools
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +68,46 @@ def _call_factory(target: str, kwargs: Mapping[str, Any]) -> Any:
         raise UsageError(f"calling {target}(**{dict(kwargs)!r}) failed: {type(exc).__name__}: {exc}") from None
 
 
+def host_copy(module: nn.Module) -> nn.Module:
+    """A copy of a user's module with every parameter and buffer on the CPU, made one tensor at a
+    time: a plain deepcopy would make the second copy on the module's own device (twice the
+    weights there, out of memory for a large model, and on the wrong GPU for `--device cuda:1`).
+    The capture then moves the copy to its device. Tied tensors stay tied (each is copied once,
+    through deepcopy's memo); gradients are not copied."""
+    import copy
+
+    memo: dict[int, Any] = {}
+    for tensor in itertools.chain(module.parameters(), module.buffers()):
+        if id(tensor) in memo:
+            continue
+        on_host = tensor.detach().to("cpu", copy=True)
+        memo[id(tensor)] = nn.Parameter(on_host, requires_grad=tensor.requires_grad) \
+            if isinstance(tensor, nn.Parameter) else on_host
+    return copy.deepcopy(module, memo)
+
+
+@contextlib.contextmanager
+def offloaded(model: Any) -> Iterator[str | None]:
+    """A user's module that sits on one GPU waits on the CPU while the capture runs, so the device
+    holds only the capture's copy; it is moved back afterwards, also after an error or Ctrl-C
+    (`Module.to` moves each tensor's data in place: parameters keep their identity, an optimizer
+    built over them still holds them). Yields the note for the profile, None when nothing moved."""
+    if not isinstance(model, nn.Module):
+        yield None
+        return
+    devices = {t.device for t in itertools.chain(model.parameters(), model.buffers())}
+    if len(devices) != 1 or next(iter(devices)).type != "cuda":
+        yield None  # on the CPU already, or spread over devices (left as it is)
+        return
+    home = next(iter(devices))
+    model.to("cpu")
+    try:
+        yield (f"the model passed in sat on {home}: it waited on the CPU during the capture (so the device "
+               "held only the capture's copy of its weights) and is back on it")
+    finally:
+        model.to(home)
+
+
 def build_model(name: Any = BUILTIN, size: str = "n", num_classes: int = 80, seed: int = 0, weights: str = "none",
                 kwargs: Mapping[str, Any] | None = None) -> nn.Module:
     """The built-in detector of `size`, the user factory `name` (a dotted path or a callable)
@@ -76,9 +118,7 @@ def build_model(name: Any = BUILTIN, size: str = "n", num_classes: int = 80, see
     identical weights; `weights` other than "none" then loads a state dict over them.
     """
     if isinstance(name, nn.Module):
-        import copy
-
-        model = copy.deepcopy(name)
+        model = host_copy(name)
     elif callable(name):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
