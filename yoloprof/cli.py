@@ -41,8 +41,14 @@ def _run_capture(args: argparse.Namespace, mode: str) -> int:
     settings = settings_from_args(args, mode)
     out_dir = Path(args.project) / mode
     # registered (not locked) so that sweep jobs timing at the same time record it (other_captures)
-    with timed_slot(settings.device, "shared", label=f"yoloprof {'run' if mode == 'train' else 'infer'}"):
+    from yoloprof.capture.record import record_capture
+    from yoloprof.profiles.rows import utc_now
+
+    started, command = utc_now(), "run" if mode == "train" else "infer"
+    with timed_slot(settings.device, "shared", label=f"yoloprof {command}"):
         profile = capture(settings, out_dir, progress=not args.json)
+    record_capture(profile, settings, out_dir, source=command, project=args.project, started_at=started,
+                   wall_s=(utc_now() - started).total_seconds())  # the project's results store
     if args.json:
         from yoloprof.render.jsonout import emit_json
 

@@ -16,3 +16,4 @@ COMPARISON_MD = "comparison.md"
 COMPARISON_CSV = "comparison.csv"
 REPORT_HTML = "report.html"
 ANALYSIS_SETTINGS = "settings.json"  # an analysis' recorded settings, beside its files
+RESULTS_DIR = "results"  # a project's results store: every capture's row (profiles/store.py)
