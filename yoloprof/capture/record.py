@@ -67,16 +67,28 @@ def _loop_columns(profile: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def profile_machine(profile: dict[str, Any]) -> dict[str, Any]:
+    """The machine fingerprint (store.FINGERPRINT) of a profile: CPU and device model, torch and
+    CUDA (or HIP) versions, and the intra-op threads the capture ran with."""
+    env, config = profile.get("env") or {}, profile.get("config") or {}
+    cuda = env.get("cuda") or (f"hip {env['hip']}" if env.get("hip") else None)
+    threads = config.get("threads")
+    if not (isinstance(threads, int) and threads > 0):
+        threads = env.get("threads") if isinstance(env.get("threads"), int) else None
+    return {"cpu_model": env.get("cpu_model"), "device_name": env.get("device_name"),
+            "torch_version": env.get("torch"), "cuda_version": cuda or "none", "threads": threads}
+
+
 def store_columns(profile: dict[str, Any], row: dict[str, Any], source: str) -> dict[str, Any]:
     """The columns the store adds: the machine (CPU model, CUDA/HIP version), the configuration
     key, the capture's identity (its profile's created_at) and where it came from."""
-    env, config = profile.get("env") or {}, profile.get("config") or {}
-    cuda = env.get("cuda") or (f"hip {env['hip']}" if env.get("hip") else None)
-    extra = {"source": source, "cpu_model": env.get("cpu_model"), "cuda_version": cuda or "none",
-             "profile_created_at": profile.get("created_at")}
-    if row.get("threads") is None and isinstance(env.get("threads"), int):
-        extra["threads"] = env["threads"]
-    extra["config_key"] = store.config_key(row, config)
+    machine = profile_machine(profile) if profile else {}
+    extra = {"source": source, "cpu_model": machine.get("cpu_model"),
+             "cuda_version": machine.get("cuda_version"), "profile_created_at": profile.get("created_at")}
+    for name in ("device_name", "torch_version", "threads"):  # the row's own value unless it lacks one
+        if row.get(name) is None and machine.get(name) is not None:
+            extra[name] = machine[name]
+    extra["config_key"] = store.config_key(row, profile.get("config") or {})
     return extra
 
 
