@@ -151,14 +151,16 @@ def _ordered(df: Any, positions: dict[str, int] | None) -> Any:
     return df.sort_values([*keys, "_pos", "_commit", "_time"], kind="stable")
 
 
+def _absent(v: Any) -> bool:
+    import pandas as pd
+
+    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v))
+
+
 def _label(row: dict[str, Any]) -> str:
-    parts = []
-    for name in LABEL_COLUMNS:
-        v = row.get(name)
-        if v is None or (isinstance(v, float) and math.isnan(v)) or v is getattr(__import__("pandas"), "NA"):
-            continue
-        parts.append(str(v) if name in ("mode", "model", "precision", "device", "source") else f"{name}={v}")
-    return " ".join(parts)
+    """The configuration in words: its non-null axes, names bare and numbers as key=value."""
+    bare = ("mode", "model", "precision", "device", "source")
+    return " ".join(str(row[n]) if n in bare else f"{n}={row[n]}" for n in LABEL_COLUMNS if not _absent(row.get(n)))
 
 
 def _seed(key: str) -> int:
@@ -235,8 +237,7 @@ def compute_history(q: HistoryQuery) -> dict[str, Any]:
         if entry is None:
             entry = machines[s["machine"]] = {
                 "machine": s["machine"], "fingerprint": {n: _plain(first.get(n)) for n in store.FINGERPRINT},
-                "hostnames": sorted(str(h) for h in hosts.get(first["machine"], []) if h is not None
-                                    and h is not getattr(__import__("pandas"), "NA")),
+                "hostnames": sorted(str(h) for h in hosts.get(first["machine"], []) if not _absent(h)),
                 "series": []}
         entry["series"].append(s)
     notes = []
@@ -249,13 +250,6 @@ def compute_history(q: HistoryQuery) -> dict[str, Any]:
 
 
 def _plain(v: Any) -> Any:
-    if v is None:
+    if _absent(v):
         return None
-    try:
-        import pandas as pd
-
-        if v is pd.NA:
-            return None
-    except ImportError:  # pragma: no cover
-        pass
     return v.item() if hasattr(v, "item") else v
