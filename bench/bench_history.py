@@ -10,14 +10,18 @@
    possible exact-hit rate) and the same case with 3 captures per commit; and Otava's shortcut
    (E-Divisive split tested by a t-test of the chosen split) at p < 0.05 and p < 0.001.
 2. Speed: a store of `--rows` rows (many series on 4 machines, written as compacted files as
-   the store's writers leave them), then `compute_history` timed end to end, and the per-append
-   cost of the store (`store.append`, with its compaction) on a fresh project.
+   the store's writers leave them), then `compute_history` timed in this process and the whole
+   `yoloprof history PROJECT` command (a new process: start-up and imports included, and that
+   start-up alone), and the per-append cost of the store (`store.append`, with its compaction,
+   fsync included) on a fresh project.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -127,6 +131,14 @@ def speed(rows: int) -> dict[str, float]:
         res = compute_history(HistoryQuery(Path(tmp), repo=Path(tmp)))
         took = time.perf_counter() - t0
         found = sum(len(s["change_points"]) for m in res["machines"] for s in m["series"])
+        t0 = time.perf_counter()
+        cli = subprocess.run([sys.executable, "-m", "yoloprof", "history", tmp, "--repo", tmp],
+                             capture_output=True, text=True)
+        cli_s = time.perf_counter() - t0
+        assert cli.returncode == 0, cli.stderr
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import yoloprof.analysis.history, yoloprof.render.history"], check=True)
+        imports_s = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as tmp:
         row = {"status": "ok", "config_key": "x", "step_ms": 1.0, "cpu_model": "c", "threads": 1}
         t1 = time.perf_counter()
@@ -135,7 +147,8 @@ def speed(rows: int) -> dict[str, float]:
         per_append = (time.perf_counter() - t1) / 200
         files = len(list(store.store_dir(tmp).rglob("*.parquet")))
         stored = store.rows_count(tmp)
-    return {"rows": rows, "series": n_series, "history_s": took, "change_points": found,
+    return {"rows": rows, "series": n_series, "history_s": took, "cli_history_s": cli_s,
+            "cli_start_and_imports_s": imports_s, "change_points": found,
             "append_ms": 1000 * per_append, "files_after_200_appends": files, "rows_after_200_appends": stored}
 
 

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from yoloprof.analysis.history import HistoryQuery, _ordered, git_positions, read_frame
+from yoloprof.analysis.history import HistoryQuery, _groups, _ordered, git_positions, read_frame
 from yoloprof.capture.record import profile_machine
 from yoloprof.config.stats import ALPHA, NOISE
 from yoloprof.defs import metrics as registry
@@ -83,7 +83,7 @@ def _baseline(series: Any, q: HistoryQuery, metric: str, window: int, exclude_co
     series = _ordered(series, git_positions(q.repo))
     y = np.log(series[metric].to_numpy(dtype=float))
     codes = series["_commit"].to_numpy()
-    groups = np.cumsum(np.concatenate(([True], codes[1:] != codes[:-1]))) - 1
+    groups = _groups(codes)
     splits = find_splits(y, groups, alpha=q.alpha)
     start = splits[-1].cut if splits else 0
     since = str(codes[start]) if splits else None

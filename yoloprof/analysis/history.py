@@ -10,7 +10,6 @@ process-to-process noise the change-point test and the gate use; trials are neve
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ import numpy as np
 
 from yoloprof.defs import metrics as registry
 from yoloprof.errors import UsageError
-from yoloprof.metrics.changepoints import ALPHA, find_splits, step_effects
+from yoloprof.metrics.changepoints import ALPHA, find_splits, screen, step_effects
 from yoloprof.profiles import store
 
 DEFAULT_METRIC = "step_ms"
@@ -163,8 +162,9 @@ def _label(row: dict[str, Any]) -> str:
     return " ".join(str(row[n]) if n in bare else f"{n}={row[n]}" for n in LABEL_COLUMNS if not _absent(row.get(n)))
 
 
-def _seed(key: str) -> int:
-    return int(hashlib.sha256(key.encode()).hexdigest()[:8], 16)
+def _groups(commit_codes: np.ndarray) -> np.ndarray:
+    """Each row's commit number in its series (rows sorted by commit)."""
+    return np.cumsum(np.concatenate(([True], commit_codes[1:] != commit_codes[:-1]))) - 1
 
 
 def _attribution(commits: list[str], cut_group: int, repo: Path | None, git_ok: bool) -> dict[str, Any]:
@@ -177,15 +177,13 @@ def _attribution(commits: list[str], cut_group: int, repo: Path | None, git_ok: 
 
 
 def series_result(first: dict[str, Any], y: np.ndarray, commit_codes: np.ndarray, metric: str, q: HistoryQuery,
-                  how: str) -> dict[str, Any]:
+                  how: str, search: bool = True) -> dict[str, Any]:
     """One series (rows in commit order, `y` the log values): its points (one per commit) and the
     change points with size, interval and the commit (or range) each came in with."""
-    change = np.concatenate(([True], commit_codes[1:] != commit_codes[:-1]))
-    groups = np.cumsum(change) - 1
-    starts = np.flatnonzero(change)
+    groups = _groups(commit_codes)
+    starts = np.flatnonzero(np.concatenate(([True], groups[1:] != groups[:-1])))
     commits = [str(c) for c in commit_codes[starts]]
-    key = f"{first['machine']}/{first['config_key']}"
-    splits = find_splits(y, groups, alpha=q.alpha, seed=_seed(key))
+    splits = find_splits(y, groups, alpha=q.alpha) if search else []
     bounds = [0, *(s.cut for s in splits), len(y)]
     better = registry.better(metric)
     cps = []
@@ -231,8 +229,10 @@ def compute_history(q: HistoryQuery) -> dict[str, Any]:
     firsts = df.iloc[edges[:-1]].to_dict("records") if len(key) else []
     hosts = df.groupby("machine")["hostname"].unique().to_dict() if len(key) else {}
     machines: dict[str, dict[str, Any]] = {}
-    for first, a, b in zip(firsts, edges[:-1], edges[1:]):
-        s = series_result(first, y[a:b], commit_codes[a:b], q.metric, q, str(hows[a]))
+    spans = list(zip(edges[:-1], edges[1:]))
+    searched = screen([(y[a:b], _groups(commit_codes[a:b])) for a, b in spans], alpha=q.alpha)
+    for first, (a, b), search in zip(firsts, spans, searched):
+        s = series_result(first, y[a:b], commit_codes[a:b], q.metric, q, str(hows[a]), search)
         entry = machines.get(s["machine"])
         if entry is None:
             entry = machines[s["machine"]] = {

@@ -69,6 +69,12 @@ def _q(Y: np.ndarray, cuts: np.ndarray) -> np.ndarray:
     return diff * diff * (nl * nr / n)
 
 
+def _shuffles(rng: np.random.Generator, size: int, n: int) -> np.ndarray:
+    """`size` random orders of n positions (drawn from the positions, not the values, so that every
+    series of one length sees the same orders: see `screen`)."""
+    return rng.permuted(np.broadcast_to(np.arange(n), (size, n)), axis=1)
+
+
 def _permutation_p(y: np.ndarray, cuts: np.ndarray, observed: float, alpha: float, permutations: int,
                    rng: np.random.Generator) -> float:
     """(1 + exceedances) / (1 + permutations); stops early once p can no longer reach alpha."""
@@ -77,7 +83,7 @@ def _permutation_p(y: np.ndarray, cuts: np.ndarray, observed: float, alpha: floa
     tol = observed * (1 - 1e-9)
     while done < permutations:  # a small first batch: a flat segment is usually settled there
         size = min(_FIRST if done == 0 else _BATCH, permutations - done)
-        Y = rng.permuted(np.broadcast_to(y, (size, y.size)), axis=1)
+        Y = y[_shuffles(rng, size, y.size)]
         exceed += int((_q(Y, cuts).max(axis=1) >= tol).sum())
         done += size
         if exceed > limit:  # not significant whatever the rest give: the estimate so far
@@ -107,6 +113,35 @@ def _location(q: np.ndarray, cuts: np.ndarray, n: int, ss_total: float, level: f
             b += 1
             mass += right
     return int(cuts[a]), int(cuts[b])
+
+
+def screen(series: Sequence[tuple[np.ndarray, np.ndarray]], *, alpha: float = ALPHA,
+           permutations: int = PERMUTATIONS, min_size: int = MIN_SIZE, seed: int = 0) -> list[bool]:
+    """For many series at once, which may hold a change: False where `find_splits` (same alpha,
+    shuffles and seed) would stop at its first test after the first batch of shuffles, which is
+    decided here for all series of one length and grouping together (the shuffles depend only on
+    the segment, so the answer is the same as series by series). True = search it."""
+    out = [True] * len(series)
+    buckets: dict[tuple[int, bytes], list[int]] = {}
+    for i, (y, g) in enumerate(series):
+        buckets.setdefault((len(y), np.flatnonzero(np.diff(g)).tobytes()), []).append(i)
+    limit = alpha * (permutations + 1) - 1
+    for (n, _), members in buckets.items():
+        cuts = _cuts(np.asarray(series[members[0]][1]), 0, n, min_size)
+        if cuts.size == 0:
+            for i in members:
+                out[i] = False
+            continue
+        Y = np.stack([series[i][0] for i in members]).astype(float)
+        Y -= Y.mean(axis=1, keepdims=True)
+        observed = _q(Y, cuts).max(axis=1)
+        idx = _shuffles(np.random.default_rng([seed, 0, n]), min(_FIRST, permutations), n)
+        shuffled = _q(Y[:, idx].reshape(-1, n), cuts).max(axis=1).reshape(len(members), -1)
+        exceed = (shuffled >= (observed * (1 - 1e-9))[:, None]).sum(axis=1)
+        flat = (exceed > limit) | ((Y * Y).sum(axis=1) <= 0)
+        for i, f in zip(members, flat):
+            out[i] = not bool(f)
+    return out
 
 
 def find_splits(values: Sequence[float], groups: Sequence[int] | None = None, *, alpha: float = ALPHA,
