@@ -20,7 +20,7 @@ from scipy import stats as sps
 from helpers.paths import run_main
 from yoloprof.analysis.gate import judge
 from yoloprof.capture.record import record_capture
-from yoloprof.metrics.changepoints import find_splits, step_effects
+from yoloprof.metrics.changepoints import find_splits, screen, step_effects
 from yoloprof.profiles import store
 
 
@@ -106,6 +106,17 @@ def test_a_six_percent_step_in_three_percent_noise_is_found(per_commit, exact_mi
     assert exact / n >= exact_min and exact >= oracle - 0.1 * n
     assert covered / n >= 0.85
     assert flagged / n <= 0.05
+
+
+def test_the_batched_first_test_drops_only_series_the_full_search_would_not_flag():
+    rng = np.random.default_rng(2)
+    many = []
+    for i in range(90):
+        y, g = _series(rng, 1 + i % 2, 25 if i % 3 == 0 else None)
+        many.append((y, g))
+    kept = screen(many)
+    flagged = [bool(find_splits(y, g)) for y, g in many]
+    assert all(k for k, f in zip(kept, flagged) if f) and sum(kept) < len(many)
 
 
 def test_step_size_and_interval_match_scipy_welch():
@@ -219,3 +230,54 @@ def test_the_html_page_plots_each_series_and_fetches_nothing(tmp_path):
     page = render_history_html(result)
     assert page.count("<svg") == 1 and "<script" not in page
     assert "src=" not in page and "href=" not in page.replace('href="#', "")
+
+
+def test_a_cli_capture_appends_its_row_and_a_short_history_gates_inconclusive(tmp_path):
+    from yoloprof.capture.record import profile_machine
+    from yoloprof.profiles.io import read_profile
+
+    proc = run_main("infer", "--device", "cpu", "--imgsz", "32", "--warmup", "1", "--runs", "2", "--no-trace",
+                    "--project", str(tmp_path), "--json")
+    assert proc.returncode == 0, proc.stderr
+    profile = read_profile(tmp_path / "infer" / "profile.json")
+    (row,) = store.read_store(tmp_path).to_pylist()
+    assert row["source"] == "infer" and row["profile_path"] == "infer/profile.json" and row["status"] == "ok"
+    assert row["config_key"] == row["group_hash"] and row["imgsz"] == 32 and row["runs"] == 2
+    assert row["step_ms"] == pytest.approx(profile["metrics"]["step_ms"]["value"])
+    assert row["profile_created_at"] == profile["created_at"]
+    assert row["machine"] == store.machine_key(profile_machine(profile))
+    gate = run_main("gate", str(tmp_path), str(tmp_path / "infer" / "profile.json"), "--dirty", "--json")
+    assert gate.returncode == 0 and json.loads(gate.stdout)["judgements"][0]["verdict_code"] == "inconclusive"
+
+
+@pytest.mark.parametrize("args, code, text", [
+    (("history", "{p}/nowhere"), 2, "no results store"),
+    (("history", "{p}", "--metric", "bogus_ms"), 2, "not a stored metric"),
+    (("history", "{p}", "--where", "batch"), 2, "give key=value"),
+    (("history", "{p}", "--where", "nosuch=1"), 2, "not a results column"),
+    (("gate", "{p}", "{p}/missing.json"), 2, "missing.json"),
+    (("gate", "{p}", "{p}/notes.txt"), 1, "notes.txt"),
+])
+def test_bad_history_and_gate_input_is_one_line_and_its_exit_code(tmp_path, args, code, text):
+    store.append(tmp_path, _row(1))
+    (tmp_path / "notes.txt").write_text("not a profile")
+    proc = run_main(*(a.format(p=tmp_path) for a in args))
+    assert proc.returncode == code and text in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_step_between_captured_commits_with_uncaptured_ones_between_is_a_range(tmp_path):
+    from yoloprof.analysis.history import _attribution
+    from yoloprof.render.history import attribution
+
+    _git(tmp_path, "init", "-q")
+    commits = []
+    for i in range(3):
+        (tmp_path / "f.txt").write_text(str(i))
+        _git(tmp_path, "add", "-A")
+        _git(tmp_path, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "-m", str(i))
+        commits.append(_git(tmp_path, "rev-parse", "HEAD"))
+    gap = _attribution([commits[0], commits[2]], 1, tmp_path, True)
+    assert not gap["exact"] and gap["commits_in_range"] == 2
+    assert attribution(gap) == f"{commits[0][:10]}..{commits[2][:10]} (2 commits)"
+    assert _attribution([commits[1], commits[2]], 1, tmp_path, True)["exact"]

@@ -219,15 +219,17 @@ def _noise(y: np.ndarray, bounds: list[int]) -> float | None:
 
 def compute_history(q: HistoryQuery) -> dict[str, Any]:
     """Every series of the project's store for one metric, grouped by machine."""
-    df, gone = read_frame(q)
-    df = _ordered(df, git_positions(q.repo))
+    full, gone = read_frame(q)
+    # sort only the columns the series need; the label columns are read for each series' first row
+    df = _ordered(full[["machine", "config_key", "git_commit", "started_at", "recorded_at", q.metric]],
+                  git_positions(q.repo))
     y = np.log(df[q.metric].to_numpy(dtype=float))
     commit_codes = df["_commit"].to_numpy()
     hows = df["_how"].to_numpy()
     key = (df["machine"].astype("string") + "/" + df["config_key"].astype("string")).to_numpy()
     edges = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1], [True]))) if len(key) else np.array([0])
-    firsts = df.iloc[edges[:-1]].to_dict("records") if len(key) else []
-    hosts = df.groupby("machine")["hostname"].unique().to_dict() if len(key) else {}
+    firsts = full.loc[df.index[edges[:-1]]].to_dict("records") if len(key) else []
+    hosts = full.groupby("machine")["hostname"].unique().to_dict() if len(key) else {}
     machines: dict[str, dict[str, Any]] = {}
     spans = list(zip(edges[:-1], edges[1:]))
     searched = screen([(y[a:b], _groups(commit_codes[a:b])) for a, b in spans], alpha=q.alpha)

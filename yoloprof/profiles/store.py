@@ -211,28 +211,43 @@ def _dedup(table: pa.Table) -> pa.Table:
 
 def read_store(project: str | os.PathLike, columns: Iterable[str] | None = None) -> pa.Table:
     """Every stored row (ids unique) with the `machine` partition column; only `columns` (plus
-    `row_id` and `machine`) when given. An absent store is an empty table."""
-    import pyarrow.dataset as ds
+    `row_id` and `machine`) when given. An absent store is an empty table.
 
-    root = store_dir(project)
-    wanted = None if columns is None else list(dict.fromkeys(["row_id", *columns]))
-    unknown = [c for c in wanted or [] if c not in STORE_SCHEMA.names and c != PARTITION]
+    Read file by file (pyarrow.parquet, not pyarrow.dataset, whose import alone costs a command's
+    start-up more than reading 100,000 rows): a column a file lacks (written by an older version)
+    is null, and a file a compactor removed between listing and reading makes it list again."""
+    wanted = list(STORE_SCHEMA.names) if columns is None else list(dict.fromkeys(["row_id", *columns]))
+    wanted = [c for c in wanted if c != PARTITION]
+    unknown = [c for c in wanted if c not in STORE_SCHEMA.names]
     if unknown:
         raise ValueError(f"not a results-store column: {', '.join(unknown)}")
-    schema = pa.schema(list(STORE_SCHEMA) + [pa.field(PARTITION, pa.string())])
-    if not root.is_dir():
-        return schema.empty_table().select(wanted + [PARTITION] if wanted else schema.names)
-    part = ds.partitioning(pa.schema([(PARTITION, pa.string())]), flavor="hive")
-    cols = None if wanted is None else [c for c in wanted if c != PARTITION] + [PARTITION]
-    for attempt in range(5):  # a compactor may remove a file between listing and reading
+    schema = pa.schema([STORE_SCHEMA.field(c) for c in wanted] + [pa.field(PARTITION, pa.string())])
+    for attempt in range(5):
         try:
-            dataset = ds.dataset(root, format="parquet", partitioning=part, schema=schema)
-            return _dedup(dataset.to_table(columns=cols))
-        except (FileNotFoundError, OSError) as exc:
-            if attempt == 4 or "No such file" not in str(exc) and not isinstance(exc, FileNotFoundError):
+            tables = [_read_part(path, wanted, schema) for path in _all_files(store_dir(project))]
+            break
+        except FileNotFoundError:
+            if attempt == 4:
                 raise
             time.sleep(0.05)
-    raise AssertionError("unreachable")
+    return _dedup(pa.concat_tables(tables)) if tables else schema.empty_table()
+
+
+def _all_files(root: Path) -> list[Path]:
+    if not root.is_dir():
+        return []
+    return [p for d in sorted(root.iterdir()) if d.is_dir() and d.name.startswith(f"{PARTITION}=")
+            for p in sorted(d.iterdir()) if p.suffix == ".parquet" and not p.name.startswith((".", "_"))]
+
+
+def _read_part(path: Path, wanted: list[str], schema: pa.Schema) -> pa.Table:
+    present = set(pq.read_schema(path).names)
+    table = pq.read_table(path, columns=[c for c in wanted if c in present])
+    cols = [table.column(c).cast(schema.field(c).type) if c in present else pa.nulls(table.num_rows, schema.field(c).type)
+            for c in wanted]
+    machine = path.parent.name.split("=", 1)[1]
+    cols.append(pa.array([machine] * table.num_rows, pa.string()))
+    return pa.Table.from_arrays(cols, schema=schema)
 
 
 def rows_count(project: str | os.PathLike) -> int:
