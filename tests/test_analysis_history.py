@@ -281,3 +281,30 @@ def test_a_step_between_captured_commits_with_uncaptured_ones_between_is_a_range
     assert not gap["exact"] and gap["commits_in_range"] == 2
     assert attribution(gap) == f"{commits[0][:10]}..{commits[2][:10]} (2 commits)"
     assert _attribution([commits[1], commits[2]], 1, tmp_path, True)["exact"]
+
+
+def test_two_machines_are_never_mixed_in_history_or_in_the_gate(tmp_path):
+    import datetime as dt
+
+    from helpers.profiles import cpu_train_profile
+    from yoloprof.analysis.history import HistoryQuery, compute_history
+    from yoloprof.profiles.io import write_profile
+
+    rng = np.random.default_rng(4)
+    t0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    for i, (cpu, ms) in enumerate([("A", 10.0)] * 8 + [("B", 20.0)] * 8):  # B's captures all come later
+        store.append(tmp_path, {**_row(0), "cpu_model": cpu, "device_name": cpu, "torch_version": "2.5",
+                                "cuda_version": "none", "mode": "train", "batch": 2, "imgsz": 128, "device": "cpu",
+                                "started_at": t0 + dt.timedelta(minutes=i),
+                                "step_ms": ms * float(np.exp(rng.normal(0, 0.01)))})
+    result = compute_history(HistoryQuery(tmp_path, repo=tmp_path))
+    assert len(result["machines"]) == 2 and "never mixed" in result["notes"][0]
+    assert all(len(m["series"]) == 1 and not m["series"][0]["change_points"] for m in result["machines"])
+    new = cpu_train_profile(step_ms=13.0)  # 30% slower than machine A's history, faster than B's
+    new["env"].update(cpu_model="A", device_name="A", torch="2.5", threads=1)
+    write_profile(tmp_path / "new.json", new)
+    proc = run_main("gate", str(tmp_path), str(tmp_path / "new.json"), "--json")
+    assert proc.returncode == 4, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["judgements"][0]["baseline_n"] == 8 and out["judgements"][0]["baseline_mean"] == pytest.approx(10, rel=0.02)
+    assert "other machines" in out["notes"][0]

@@ -242,10 +242,8 @@ def compute_history(q: HistoryQuery) -> dict[str, Any]:
                 "hostnames": sorted(str(h) for h in hosts.get(first["machine"], []) if not _absent(h)),
                 "series": []}
         entry["series"].append(s)
-    notes = []
-    if len(machines) > 1:
-        notes.append(f"{len(machines)} machines (fingerprints differ): each machine's series are shown "
-                     "apart and never mixed")
+    notes = [f"{len(machines)} machine(s): a series is one configuration on one machine fingerprint "
+             f"({', '.join(store.FINGERPRINT)}); captures of different machines are never mixed"]
     return {"project": str(q.project), "metric": q.metric, "unit": registry.unit(q.metric),
             "better": registry.better(q.metric), "alpha": q.alpha, "where": list(q.where),
             "rows": int(len(df)), "excluded": gone.counts, "machines": list(machines.values()), "notes": notes}
