@@ -61,11 +61,12 @@ def render_history(result: dict[str, Any], out: Out | None = None) -> None:
     for m in result["machines"]:
         out.line(f"machine {m['machine']}: {_fingerprint(m)}; hosts: {', '.join(m['hostnames']) or NA}")
         series = sorted(m["series"], key=lambda s: (-len(s["change_points"]), s["config"]))
-        rows = [[cut(s["config"], 56), s["captures"], s["commits"], s["order"], fmt_num(s["points"]["mean"][-1]),
+        rows = [[cut(s["config"], 56), s["config_key"][:8], s["captures"], s["commits"], s["order"],
+                 fmt_num(s["points"]["mean"][-1]),
                  f"{100 * s['noise_cv']:.1f}%" if s.get("noise_cv") is not None else NA, len(s["change_points"])]
                 for s in series[:MAX_SERIES_ROWS]]
-        out.table(["configuration", "captures", "commits", "order", "last", "noise", "changes"], rows,
-                  title="series", right=(1, 2, 4, 5, 6), shrink=0)
+        out.table(["configuration", "key", "captures", "commits", "order", "last", "noise", "changes"], rows,
+                  title="series", right=(2, 3, 5, 6, 7), shrink=0)
         if len(series) > MAX_SERIES_ROWS:
             out.note(f"{len(series) - MAX_SERIES_ROWS} more series (--json lists them all)")
         cps = [(s, cp) for s in series for cp in s["change_points"]]
