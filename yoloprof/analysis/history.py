@@ -28,7 +28,9 @@ DEFAULT_METRIC = "step_ms"
 LABEL_COLUMNS = ("source", "mode", "model", "size", "precision", "device", "batch", "imgsz", "workers",
                  "warmup", "steps", "runs", "repeat", "sweep_name", "swept")
 READ_COLUMNS = ("status", "config_key", "git_commit", "git_dirty", "started_at", "recorded_at",
-                "profile_created_at", "profile_path", "hostname", *store.FINGERPRINT, *LABEL_COLUMNS)
+                "profile_created_at", "hostname")
+# Read for every row but kept in Arrow: only each series' first row becomes Python values.
+FIRST_ROW_COLUMNS = (*store.FINGERPRINT, *LABEL_COLUMNS)
 
 
 @dataclass
@@ -80,6 +82,13 @@ def _matches(series: Any, value: str) -> Any:
 
 def read_frame(q: HistoryQuery, extra: Sequence[str] = ()) -> tuple[Any, Excluded]:
     """The ok rows with a positive value of the metric, filtered; what was left out, counted."""
+    df, gone, _ = read_rows(q, extra)
+    return df, gone
+
+
+def read_rows(q: HistoryQuery, extra: Sequence[str] = ()) -> tuple[Any, Excluded, Any]:
+    """read_frame's frame and counts, and the Arrow table the frame's index points into, which
+    also holds FIRST_ROW_COLUMNS (converted only for the rows `first_rows` asks for)."""
     from yoloprof.profiles.rows import to_pandas
 
     if q.metric not in store.STORE_SCHEMA.names or q.metric.endswith("_samples"):
@@ -90,22 +99,33 @@ def read_frame(q: HistoryQuery, extra: Sequence[str] = ()) -> tuple[Any, Exclude
                          "captures with --project PROJECT and sweeps with project=PROJECT add to it")
     filters = parse_where(q.where, [*store.STORE_SCHEMA.names, store.PARTITION])
     cols = list(dict.fromkeys([*READ_COLUMNS, q.metric, *extra, *(k for k, _ in filters)]))
-    df = to_pandas(store.read_store(q.project, [c for c in cols if c != store.PARTITION]))
+    table = store.read_store(q.project, [c for c in dict.fromkeys([*cols, *FIRST_ROW_COLUMNS]) if c != store.PARTITION])
+    df = to_pandas(table.select([*(c for c in cols if c != store.PARTITION), store.PARTITION]))
     gone = Excluded()
+    keep = np.ones(len(df), bool)
     for key, value in filters:
-        df = df[_matches(df[key], value).fillna(False).astype(bool)]
-    keep = (df["status"] == "ok").fillna(False).astype(bool)
-    gone.add("not ok", (~keep).sum())
-    df = df[keep]
-    value = df[q.metric]
-    keep = (value > 0).fillna(False).astype(bool) & df["config_key"].notna()
-    gone.add(f"no {q.metric}", (~keep).sum())
-    df = df[keep]
+        keep &= _matches(df[key], value).fillna(False).to_numpy(bool)
+    ok = (df["status"] == "ok").fillna(False).to_numpy(bool)
+    gone.add("not ok", (keep & ~ok).sum())
+    keep &= ok
+    has = ((df[q.metric] > 0).fillna(False) & df["config_key"].notna()).to_numpy(bool)
+    gone.add(f"no {q.metric}", (keep & ~has).sum())
+    keep &= has
     if not q.dirty:
-        dirty = df["git_dirty"].fillna(False).astype(bool)
-        gone.add("dirty working tree (--dirty keeps them)", dirty.sum())
-        df = df[~dirty]
-    return df, gone
+        dirty = df["git_dirty"].fillna(False).to_numpy(bool)
+        gone.add("dirty working tree (--dirty keeps them)", (keep & dirty).sum())
+        keep &= ~dirty
+    return df[keep], gone, table
+
+
+def first_rows(df: Any, table: Any, index: Sequence[int]) -> list[dict[str, Any]]:
+    """The rows at these frame index labels, every column (FIRST_ROW_COLUMNS from the Arrow table)."""
+    import pyarrow as pa
+
+    idx = pa.array(np.asarray(index, dtype=np.int64))
+    rows = table.select(list(FIRST_ROW_COLUMNS)).take(idx).to_pylist()
+    light = df.loc[list(index)].to_dict("records")
+    return [{**a, **b} for a, b in zip(light, rows)]
 
 
 def git_positions(repo: Path | None) -> dict[str, int] | None:
@@ -219,7 +239,7 @@ def _noise(y: np.ndarray, bounds: list[int]) -> float | None:
 
 def compute_history(q: HistoryQuery) -> dict[str, Any]:
     """Every series of the project's store for one metric, grouped by machine."""
-    full, gone = read_frame(q)
+    full, gone, table = read_rows(q)
     # sort only the columns the series need; the label columns are read for each series' first row
     df = _ordered(full[["machine", "config_key", "git_commit", "started_at", "recorded_at", q.metric]],
                   git_positions(q.repo))
@@ -228,7 +248,7 @@ def compute_history(q: HistoryQuery) -> dict[str, Any]:
     hows = df["_how"].to_numpy()
     key = (df["machine"].astype("string") + "/" + df["config_key"].astype("string")).to_numpy()
     edges = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1], [True]))) if len(key) else np.array([0])
-    firsts = full.loc[df.index[edges[:-1]]].to_dict("records") if len(key) else []
+    firsts = first_rows(full, table, df.index[edges[:-1]]) if len(key) else []
     hosts = full.groupby("machine")["hostname"].unique().to_dict() if len(key) else {}
     machines: dict[str, dict[str, Any]] = {}
     spans = list(zip(edges[:-1], edges[1:]))
