@@ -49,10 +49,11 @@ def _callable_capture_package() -> None:
     import yoloprof.capture as package
 
     class CapturePackage(types.ModuleType):
-        def __call__(self, settings: Any, out_dir: Any = "runs/profile/api", *, progress: bool = False) -> Any:
+        def __call__(self, settings: Any, out_dir: Any = "runs/profile/api", *, progress: bool = False,
+                     project: Any = None) -> Any:
             from yoloprof.api import capture
 
-            return capture(settings, out_dir, progress=progress)
+            return capture(settings, out_dir, progress=progress, project=project)
 
     package.__class__ = CapturePackage
 

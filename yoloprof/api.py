@@ -120,14 +120,22 @@ def compare(before: Profile | PathLike, after: Profile | PathLike, **opts: Any) 
     return compute_compare(sides[0], sides[1], **opts)
 
 
-def capture(settings: Any, out_dir: PathLike = "runs/profile/api", *, progress: bool = False) -> Profile:
+def capture(settings: Any, out_dir: PathLike = "runs/profile/api", *, progress: bool = False,
+            project: PathLike | None = None) -> Profile:
     """Run a capture (timing trials, then the trace pass) and write `out_dir/profile.json`;
     `settings` is a CaptureSettings (its `model` may be "yolo", a dotted factory path, a factory
-    callable or an nn.Module instance, which is copied, never modified)."""
+    callable or an nn.Module instance, which is copied, never modified). Its row is added to the
+    results store of `project` (default: out_dir's parent; docs/history.md)."""
     from yoloprof.capture.api import capture as _capture
     from yoloprof.defs.files import PROFILE
 
+    from yoloprof.capture.record import record_capture
+    from yoloprof.profiles.rows import utc_now
+
+    started = utc_now()
     data = _capture(settings, Path(out_dir), progress=progress)
+    record_capture(data, settings, out_dir, source="api", project=project, started_at=started,
+                   wall_s=(utc_now() - started).total_seconds())
     return Profile(data, str(Path(out_dir) / PROFILE))
 
 

@@ -41,8 +41,14 @@ def _run_capture(args: argparse.Namespace, mode: str) -> int:
     settings = settings_from_args(args, mode)
     out_dir = Path(args.project) / mode
     # registered (not locked) so that sweep jobs timing at the same time record it (other_captures)
-    with timed_slot(settings.device, "shared", label=f"yoloprof {'run' if mode == 'train' else 'infer'}"):
+    from yoloprof.capture.record import record_capture
+    from yoloprof.profiles.rows import utc_now
+
+    started, command = utc_now(), "run" if mode == "train" else "infer"
+    with timed_slot(settings.device, "shared", label=f"yoloprof {command}"):
         profile = capture(settings, out_dir, progress=not args.json)
+    record_capture(profile, settings, out_dir, source=command, project=args.project, started_at=started,
+                   wall_s=(utc_now() - started).total_seconds())  # the project's results store
     if args.json:
         from yoloprof.render.jsonout import emit_json
 
@@ -330,6 +336,69 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------------------------
+# history and gate: the project's results store over commits (docs/history.md)
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from yoloprof.analysis.history import HistoryQuery, compute_history
+
+    result = compute_history(HistoryQuery(Path(args.project), metric=args.metric, where=args.where or (),
+                                          repo=Path(args.repo) if args.repo else None, dirty=args.dirty))
+    if args.html:
+        from yoloprof.profiles.io import write_bytes_atomic
+        from yoloprof.render.history import render_history_html
+
+        write_bytes_atomic(args.html, render_history_html(result).encode())
+    from yoloprof.render.history import render_history
+
+    return _emit(args, result, render_history)
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from yoloprof.analysis.gate import compute_gate
+    from yoloprof.render.history import render_gate
+
+    result = compute_gate(Path(args.project), args.new, metrics=args.metric, window=args.window, alpha=args.alpha,
+                          noise=args.noise, repo=Path(args.repo) if args.repo else None, dirty=args.dirty,
+                          where=args.where or ())
+    _emit(args, result, render_gate)
+    if result["regressions"]:
+        raise RegressionError(f"significant regression beyond the {args.noise:.0%} noise threshold against the "
+                              f"history in {args.project}: " + ", ".join(result["regressions"]))
+    return 0
+
+
+def _add_history_commands(add: Callable[..., argparse.ArgumentParser]) -> None:
+    common = (("--repo", dict(default=None, help="the git repository that orders commits (default: the current "
+                                                "directory's)")),
+              ("--where", dict(action="append", default=None, metavar="KEY=VALUE",
+                               help="keep rows whose column equals the value (repeatable)")),
+              ("--dirty", dict(action="store_true", help="keep captures of dirty working trees")),
+              ("--json", dict(action="store_true", help="machine output on stdout")))
+    p = add("history", "each configuration's series over commits from the project's results store, change "
+            "points attributed to commits", cmd_history)
+    p.add_argument("project", help="the project folder (--project of run/infer, project= of sweep)")
+    p.add_argument("--metric", default="step_ms")
+    p.add_argument("--html", default=None, metavar="FILE", help="also write a self-contained HTML page with plots")
+    for flag, kw in common:
+        p.add_argument(flag, **kw)
+    p = add("gate", "judge a new capture against its configuration's recent history on this machine "
+            "(exit 4 on a regression)", cmd_gate)
+    p.add_argument("project")
+    p.add_argument("new", nargs="+", help="the new capture's profile.json (several: one per process)")
+    p.add_argument("--metric", action="append", default=None, help="repeatable; default: step_ms")
+    p.add_argument("--window", type=int, default=None, help="most recent baseline captures used (default 30)")
+    p.add_argument("--alpha", type=float, default=ALPHA)
+    p.add_argument("--noise", type=float, default=NOISE)
+    for flag, kw in common:
+        p.add_argument(flag, **kw)
+
+
+# --------------------------------------------------------------------------------------------
 # parser
 
 
@@ -454,6 +523,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--html", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--fail-on-regression", action="store_true")
     p.add_argument("--json", action="store_true")
+
+    _add_history_commands(add)
 
     p = add("completion", "print the shell completion script: eval \"$(yoloprof completion bash)\"",
             cmd_completion)

@@ -352,6 +352,10 @@ class Profile(LoopDevice):
         self.path = write_profile(self.out_dir / profile_name, profile)
         if self._job is not None:
             self._job["written"].append(profile)
+        elif self._rank in (None, 0):  # a sweep job records its own row; one row per distributed run
+            from yoloprof.capture.record import record_capture
+
+            record_capture(profile, None, self.out_dir, source="profile")
         return profile
 
     def _assemble(self, warnings: list[str], lacked: int) -> dict[str, Any]:

@@ -17,3 +17,4 @@ COMPARISON_CSV = "comparison.csv"
 REPORT_HTML = "report.html"
 CAPTURE_REPORT_HTML = "capture_report.html"  # `yoloprof report`: one capture's views
 ANALYSIS_SETTINGS = "settings.json"  # an analysis' recorded settings, beside its files
+RESULTS_DIR = "results"  # a project's results store: every capture's row (profiles/store.py)

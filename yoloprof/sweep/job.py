@@ -11,8 +11,6 @@ from __future__ import annotations
 import gc
 import logging
 import os
-import platform
-import socket
 import time
 import traceback
 from dataclasses import asdict
@@ -21,6 +19,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from yoloprof.capture.record import environment_columns, record_sweep_row, settings_columns
 from yoloprof.config.settings import CaptureSettings
 from yoloprof.defs.files import PROFILE as PROFILE_NAME
 from yoloprof.config.translate import job_values
@@ -41,37 +40,13 @@ def _job_num(hydra_cfg: Any) -> int:
 
 
 def identity_columns(settings: CaptureSettings, task: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Hashes and axes of the row, from the exact settings the capture receives, resolved as the
-    capture resolves them (canonical device, effective precision and thread count), and, for a
-    user-task job, the task's target and arguments, which then decide what runs."""
-    from yoloprof.config.translate import config_hash, group_hash
-
-    builtin = settings.model == "yolo"
-    settings = settings.resolved()
-    columns = {
-        "config_hash": config_hash(settings, task), "group_hash": group_hash(settings, task),
-        "mode": settings.mode, "model": settings.model, "size": settings.size if builtin else None,
-        "data": settings.data, "precision": settings.precision, "device": settings.device,
-        "batch": settings.batch, "imgsz": settings.imgsz, "workers": settings.workers,
-        "warmup": settings.warmup, "steps": settings.steps, "runs": settings.runs,
-        "repeat": settings.repeat, "trial": settings.trial, "seed": settings.seed,
-        "threads": settings.threads,
-    }
+    """Hashes and axes of the row (capture/record.py), and a user task's target as its model."""
+    columns = settings_columns(settings, task)
     if task is not None:
         from yoloprof.sweep.usertask import task_identity
 
         columns.update(task_identity(task))
     return columns
-
-
-def environment_columns(launcher: str) -> dict[str, Any]:
-    from yoloprof.defs.version import __version__
-    from yoloprof.capture.env import git_state, torch_version
-
-    commit, dirty = git_state(os.getcwd())
-    return {"torch_version": torch_version(), "python_version": platform.python_version(),
-            "hostname": socket.gethostname(), "launcher": launcher,
-            "yoloprof_version": __version__, "git_commit": commit, "git_dirty": dirty}
 
 
 # Override keys that are not settings of the capture: Hydra's own, how the sweep launches and
@@ -207,6 +182,7 @@ def run_job(cfg: DictConfig) -> str | float:
         _state(job_dir, num, "interrupted" if isinstance(exc, KeyboardInterrupt) else "preempted", base)
         raise
     write_row(job_dir / ROW_NAME, row)
+    record_sweep_row(str(cfg.project), row, job_dir)  # the project's results store (history)
     _state(job_dir, num, "done" if row["status"] == "ok" else "failed", base)
     progress.notify_done(num, row["status"])
     return _returned(cfg, row, str(row["status"]))
