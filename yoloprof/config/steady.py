@@ -1,0 +1,30 @@
+"""The steady-state warm-up's thresholds, one home (README "Capture: how the numbers are measured",
+docs/capture.md "Steady state"). Used by the detector (metrics/steady.py), the timing pass
+(capture/timing.py), the user loop (capture/loop.py) and the settings' help; imports nothing.
+
+A trial's warm-up ends at the first step k >= `--warmup` from which WINDOW step times pass the
+two-half test: the older and the newer half agree (medians within REL_TOL of the newer one, or
+within NOISE_Z standard errors of their difference, whichever is wider) and the first step of the
+window is not an outlier above the rest (Tukey's fence, OUTLIER_IQR interquartile ranges above the
+upper quartile). The window's steps are the first measured steps, so a workload that is steady
+from `--warmup` on costs no extra step.
+"""
+
+WINDOW = 10  # step times tested at each candidate start: two halves of 5
+MIN_WINDOW = 4  # fewer steps than this (two halves of 2) are not tested: steady state unknown
+REL_TOL = 0.02  # halves' medians may differ by 2% of the newer one...
+NOISE_Z = 2.5  # ...or by 2.5 standard errors of the difference (a noisy but flat series)
+MEDIAN_SE = 1.2533  # SE of a median = MEDIAN_SE * sigma / sqrt(n) (normal data, large n)
+MAD_SIGMA = 1.4826  # sigma = MAD_SIGMA * median absolute deviation (normal data)
+OUTLIER_IQR = 1.5  # the window's first step is an outlier above Q3 + 1.5 IQR of the others
+CAP_EXTRA = 20  # auto cap: `--warmup` + max(measured steps, CAP_EXTRA) warm-up steps at most
+AUTO = -1  # `--warmup-max -1`: the auto cap
+
+
+def warmup_cap(warmup: int, measured: int, warmup_max: int | None = AUTO) -> int:
+    """The most warm-up steps a trial may take: `warmup_max` as given (never below `warmup`; equal
+    = a fixed warm-up, as before steady-state detection), or the auto cap, which at most doubles
+    a trial's timed steps (plus CAP_EXTRA for short trials) so a never-steady workload still ends."""
+    if warmup_max is None or warmup_max == AUTO:
+        return int(warmup) + max(int(measured), CAP_EXTRA)
+    return max(int(warmup), int(warmup_max))
