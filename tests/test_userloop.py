@@ -63,7 +63,9 @@ def test_user_script_writes_a_valid_profile(two_runs):
     for ms, ips in zip(step["samples"], profile["metrics"]["img_per_s"]["samples"]):
         assert ips == pytest.approx(8 * 1000.0 / ms)
     assert profile["metrics"]["gflops_per_step"]["value"] > 0
-    assert profile["config"]["iterations_run"] == 1 + 6 + 3 + 1 + 2 + 1
+    # the windows' iterations, plus the timed steps the steady-state check turned into warm-up
+    extra = profile["config"]["warmup_used"]["steps"][0] - 1
+    assert profile["config"]["iterations_run"] == 1 + extra + 6 + 3 + 1 + 2 + 1
     assert profile["config"]["iterations_lacking"] == 0
 
 
@@ -113,11 +115,14 @@ def test_module_times_match_known_work(two_runs, user_loop):
     hooks' figures for it must hold that time and little more."""
     import statistics
 
-    rows = {r["module"]: r for r in json.loads(two_runs[1].read_text())["modules"]["rows"]}
+    profile = json.loads(two_runs[1].read_text())
+    rows = {r["module"]: r for r in profile["modules"]["rows"]}
     slow_mod = user_loop.train.last_model.slow
-    # iterations before the module window: 1 warm-up + 6 timed + 3 trace + 1 FLOPs; then 2 recorded
-    fwd_ms = statistics.fmean(slow_mod.fwd_ms[11:13])
-    bwd_ms = statistics.fmean(slow_mod.bwd_ms[11:13])
+    # iterations before the module window: 1 warm-up (+ any the steady-state check added) + 6 timed
+    # + 3 trace + 1 FLOPs; then 2 recorded
+    first = 11 + profile["config"]["warmup_used"]["steps"][0] - 1
+    fwd_ms = statistics.fmean(slow_mod.fwd_ms[first:first + 2])
+    bwd_ms = statistics.fmean(slow_mod.bwd_ms[first:first + 2])
     slow = rows["slow"]
     assert fwd_ms >= 1e3 * user_loop.SLEEP_FWD_S and bwd_ms >= 1e3 * user_loop.SLEEP_BWD_S
     assert fwd_ms <= slow["forward_ms"] < fwd_ms * 1.25 + 3

@@ -153,7 +153,7 @@ def assemble(settings: CaptureSettings, device: DeviceInfo, amp: bool, run: Any,
     # precision is the effective dtype (settings arrive resolved); amp says whether autocast ran
     config.update(device=str(device.torch_device), amp=amp, batch=settings.batch,
                   workers_effective=run.workers, phase_timing=run.phase_timing)
-    if run.warmup is not None:  # the warm-up each trial used (docs/capture.md "Steady state")
+    if run.warmup is not None:  # the warm-up each trial used (docs/steady-state.md)
         config["warmup_used"] = run.warmup
     profile = empty_profile(settings.mode, config=config, env=collect_env(device))
     return fill_profile(profile, run, device, settings.precision, trace_path, warnings,

@@ -65,14 +65,15 @@ class SteadySteps:
 
 
 def warmup_section(minimum: int, cap: int, records: list[dict[str, Any]]) -> dict[str, Any]:
-    """`config.warmup_used` of a profile (docs/capture.md "Steady state"): the warm-up each trial
+    """`config.warmup_used` of a profile (docs/steady-state.md): the warm-up each trial
     used, whether it reached steady state, and the bounds it ran between."""
     return {"steps": [r["steps"] for r in records], "steady": [r["steady"] for r in records],
             "min": int(minimum), "max": int(cap), "window": conf.WINDOW}
 
 
-def cap_warnings(section: dict[str, Any], what: str = "trial") -> list[str]:
+def cap_warnings(section: dict[str, Any], what: str = "trial", knob: str = "--warmup-max") -> list[str]:
     """One warning per trial that reached the cap without steady step times."""
-    return [f"{what} {i + 1}: step times not steady after {steps} warm-up steps (the cap, "
-            f"--warmup-max {section['max']}); its measured steps may still include warm-up"
+    many = len(section["steps"]) > 1
+    return [f"{what}{f' {i + 1}' if many else ''}: step times not steady after {steps} warm-up steps "
+            f"(the cap, {knob} {section['max']}); its measured steps may still include warm-up"
             for i, (steps, steady) in enumerate(zip(section["steps"], section["steady"])) if steady is False]

@@ -66,9 +66,9 @@ class SteadyTracker:
     `minimum` = the user's warm-up, `cap` = the most warm-up steps (>= minimum), `measured` = the
     steps a trial measures. `start` is the candidate start of the measured steps (the warm-up
     length) until `decided`; `steady` is True when the test passed, False when the cap was reached
-    without it passing, None when there were too few steps to test (a fixed warm-up, cap ==
-    minimum, with fewer than MIN_WINDOW measured steps). At the cap the window is at most the
-    measured steps, so a fixed warm-up is tested but never costs an extra step."""
+    without it passing, None when there are too few measured steps to test (fewer than
+    MIN_WINDOW). The window is at most the measured steps, so the detector never runs a step
+    beyond the measured ones other than the warm-up steps it adds."""
 
     minimum: int
     cap: int
@@ -84,7 +84,7 @@ class SteadyTracker:
         self.start = self.minimum
 
     def _width(self) -> int:
-        return self.window if self.start < self.cap else min(self.window, self.measured)
+        return min(self.window, self.measured)
 
     def add(self, ms: float) -> None:
         self.times.append(float(ms))
@@ -102,9 +102,7 @@ class SteadyTracker:
     @property
     def needed(self) -> int:
         """Steps this trial must run, as far as is known now (grows while the warm-up extends)."""
-        if self.decided:
-            return self.start + self.measured
-        return self.start + max(self.measured, self._width())
+        return self.start + self.measured
 
     @property
     def done(self) -> bool:
