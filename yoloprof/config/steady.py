@@ -28,3 +28,13 @@ def warmup_cap(warmup: int, measured: int, warmup_max: int | None = AUTO) -> int
     if warmup_max is None or warmup_max == AUTO:
         return int(warmup) + max(int(measured), CAP_EXTRA)
     return max(int(warmup), int(warmup_max))
+
+
+def summarize(section: dict) -> tuple[int | None, bool | None]:
+    """A profile's `config.warmup_used` in two values, as the sweep row and `summary` show it:
+    (the most warm-up steps of any trial, True when every trial reached steady state / False
+    when any reached the cap without it / None otherwise: not tested or not recorded)."""
+    steps = [n for n in section.get("steps") or [] if isinstance(n, int) and not isinstance(n, bool)]
+    flags = list(section.get("steady") or [])
+    steady = False if False in flags else (True if flags and all(f is True for f in flags) else None)
+    return (max(steps) if steps else None), steady

@@ -130,10 +130,3 @@ def detect(times: Sequence[float], minimum: int, cap: int, measured: int) -> Ste
         tracker.add(ms)
     return tracker
 
-
-def summarize(records: Sequence[dict[str, int | bool | None]]) -> tuple[int | None, bool | None]:
-    """(most warm-up steps of any trial, every trial steady: True / any not: False / else None)."""
-    steps = [r["steps"] for r in records if isinstance(r.get("steps"), int)]
-    flags = [r.get("steady") for r in records]
-    steady = False if False in flags else (True if flags and all(f is True for f in flags) else None)
-    return (max(steps) if steps else None), steady

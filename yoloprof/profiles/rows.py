@@ -58,6 +58,7 @@ ROW_SCHEMA = pa.schema(
     + [(name, pa.float64()) for name in EXEC_FLOAT]
     + [(name, pa.int32()) for name in EXEC_INT]
     + [(name, pa.int64()) for name in FACTS_INT] + [(name, pa.float64()) for name in FACTS_FLOAT]
+    + [("warmup_used", pa.int32()), ("warmup_steady", pa.bool_())]  # config.warmup_used, summarised
 )
 
 
@@ -100,6 +101,11 @@ def row_from_profile(profile: dict[str, Any], base: dict[str, Any]) -> dict[str,
     facts = profile.get("model") if isinstance(profile.get("model"), dict) else {}
     for name in (*FACTS_INT, *FACTS_FLOAT):
         row[name] = facts.get(name)
+    used = config.get("warmup_used")
+    if isinstance(used, dict):  # the most warm-up steps of a trial; every trial steady
+        from yoloprof.config.steady import summarize
+
+        row["warmup_used"], row["warmup_steady"] = summarize(used)
     return row
 
 
