@@ -21,9 +21,22 @@ def test_window_test_by_hand():
     # one descheduled step in each half moves neither median
     assert window_steady([5.0, 9.0, 5.0, 5.0, 5.0, 5.0, 5.0, 9.0, 5.0, 5.0])
     # a slow first step (20 ms before a 5 ms steady state) says the slow phase is not over
-    assert first_is_outlier([20.0] + [5.0] * 9, 5.0) and not window_steady([20.0] + [5.0] * 9)
+    assert first_is_outlier(20.0, [5.0] * 5, 5.0) and not window_steady([20.0] + [5.0] * 9)
+    # three slow steps left at the start: the older half's median is the steady one, but the first
+    # step is judged against the newer half only, whose fence the slow steps do not widen
+    assert not window_steady([20.0, 20.0, 20.0] + [5.0, 5.1, 4.9] * 3)
     with pytest.raises(ValueError):
         window_steady([1.0, 2.0, 3.0])
+
+
+def test_a_period_2_pattern_is_steady():
+    """A loaded 2-core machine gave a 3 ms busy-wait model steps of 3.0, 4.9, 3.0, 4.9 ... ms (the
+    scheduler's time slices against the step period): stationary. Halves of odd length had medians
+    3.0 and 4.9 and a spread of 0 about them, and the trial ran to its cap; even halves do not."""
+    alternating = [3.02, 4.89] * 6
+    assert window_steady(alternating) and window_steady(alternating[1:] + [3.02])
+    assert window_steady(alternating + [3.02])  # an odd last step is left out
+    assert detect([33.0] * 6 + alternating * 3, minimum=1, cap=21, measured=12).start == 6
 
 
 def test_noise_widens_the_tolerance():

@@ -5,18 +5,18 @@ docs/steady-state.md). Used by the detector (metrics/steady.py), the timing pass
 A trial's warm-up ends at the first step k >= `--warmup` from which WINDOW step times (at most the
 measured steps; fewer than MIN_WINDOW measured steps are not tested) pass the two-half test: the older and the newer half agree (medians within REL_TOL of the newer one, or
 within NOISE_Z standard errors of their difference, whichever is wider) and the first step of the
-window is not an outlier above the rest (Tukey's fence, OUTLIER_IQR interquartile ranges above the
-upper quartile). The window's steps are the first measured steps, so a workload that is steady
+window is not an outlier above the newer half (Tukey's fence, OUTLIER_IQR interquartile ranges above
+its upper quartile). The window's steps are the first measured steps, so a workload that is steady
 from `--warmup` on costs no extra step.
 """
 
-WINDOW = 10  # step times tested at each candidate start: two halves of 5 (or the measured steps)
+WINDOW = 12  # step times tested at each candidate start: two halves of 6 (or the measured steps)
 MIN_WINDOW = 4  # fewer measured steps than this (two halves of 2) are not tested: steady unknown
 REL_TOL = 0.02  # halves' medians may differ by 2% of the newer one...
 NOISE_Z = 2.5  # ...or by 2.5 standard errors of the difference (a noisy but flat series)
 MEDIAN_SE = 1.2533  # SE of a median = MEDIAN_SE * sigma / sqrt(n) (normal data, large n)
 MAD_SIGMA = 1.4826  # sigma = MAD_SIGMA * median absolute deviation (normal data)
-OUTLIER_IQR = 1.5  # the window's first step is an outlier above Q3 + 1.5 IQR of the others
+OUTLIER_IQR = 1.5  # the window's first step is an outlier above Q3 + 1.5 IQR of the newer half
 CAP_EXTRA = 20  # auto cap: `--warmup` + max(measured steps, CAP_EXTRA) warm-up steps at most
 AUTO = -1  # `--warmup-max -1`: the auto cap
 

@@ -14,9 +14,14 @@ split into an older and a newer half, and k is steady when
      errors of the difference); the standard error comes from the pooled median absolute
      deviation of each half about its own median, so a noisy but flat series passes and a trend
      or a level shift fails (medians: a descheduled step does not move them), and
-  2. the window's first step is not an outlier above the others (Tukey's fence Q3 + OUTLIER_IQR x
-     IQR, and above the newer median by more than REL_TOL): the steps just before it were slow, so
-     a slow first step says the slow phase is not over.
+  2. the window's first step is not an outlier above the newer half (Tukey's fence Q3 +
+     OUTLIER_IQR x IQR, and above the newer median by more than REL_TOL), as pyperf checks the
+     first value against the others: the steps before it
+     were slow, so a slow first step says the slow phase is not over (the medians would overlook
+     a minority of slow steps left at the start).
+Halves are of even length, so that a period-2 (or, with WINDOW 12, period-3) pattern that a busy
+machine's scheduler can impose on short steps (3.0, 4.9, 3.0, 4.9 ms ...) gives both halves the same
+median instead of looking like a level shift.
 Otherwise k moves one step on. The window's steps are the first measured steps when k passes: a
 trial that is steady from `--warmup` on costs no extra step (the test looks back, it does not wait).
 Why not a change-point method (PELT, CUSUM) on the whole series: it needs the whole series first
@@ -37,26 +42,33 @@ from yoloprof.config import steady as conf
 
 
 def window_steady(times: Sequence[float]) -> bool:
-    """The two-half test on one window of step times (oldest first), at least MIN_WINDOW long."""
-    n = len(times)
+    """The two-half test on one window of step times (oldest first), at least MIN_WINDOW long; an
+    odd last step is left out, so that both halves see every phase of a period-2 pattern."""
+    n = len(times) - len(times) % 2
     if n < conf.MIN_WINDOW:
-        raise ValueError(f"a steady-state window needs at least {conf.MIN_WINDOW} step times (got {n})")
-    older, newer = list(times[: n // 2]), list(times[n // 2:])
+        raise ValueError(f"a steady-state window needs at least {conf.MIN_WINDOW} step times (got {len(times)})")
+    older, newer = list(times[: n // 2]), list(times[n // 2:n])
     m_old, m_new = statistics.median(older), statistics.median(newer)
     spread = [abs(t - m_old) for t in older] + [abs(t - m_new) for t in newer]
     sigma = conf.MAD_SIGMA * statistics.median(spread)
     se_diff = conf.MEDIAN_SE * sigma * math.sqrt(1.0 / len(older) + 1.0 / len(newer))
     if abs(m_old - m_new) > max(conf.REL_TOL * abs(m_new), conf.NOISE_Z * se_diff):
         return False
-    return not first_is_outlier(times, m_new)
+    return not first_is_outlier(times[0], newer, m_new)
 
 
-def first_is_outlier(times: Sequence[float], reference: float) -> bool:
-    """The first step time is above Tukey's upper fence of the others, and practically above the
-    reference (a perfectly flat series has IQR 0, where any jitter would cross the fence)."""
-    q1, _, q3 = statistics.quantiles(times[1:], n=4, method="inclusive")
+def first_is_outlier(first: float, newer: Sequence[float], reference: float) -> bool:
+    """The window's first step time is above Tukey's upper fence of the newer half (Q3 +
+    OUTLIER_IQR x IQR) and practically above the reference (by more than REL_TOL: a quiet series
+    has IQR 0, where any jitter would cross the fence). The newer half, not the whole rest of the
+    window as pyperf has it: the older half may still hold more of the warm-up's slow steps, which
+    would widen the fence. Only the first step: the candidate start moves one step at a time, so a
+    warm-up's run of slow steps is met at its end, as the window's first step; testing every step
+    would also hold back the random slow steps of the steady state (a descheduled step) and bias
+    the measured ones fast."""
+    q1, _, q3 = statistics.quantiles(newer, n=4, method="inclusive")
     fence = q3 + conf.OUTLIER_IQR * (q3 - q1)
-    return times[0] > fence and times[0] > reference * (1.0 + conf.REL_TOL)
+    return first > fence and first > reference * (1.0 + conf.REL_TOL)
 
 
 @dataclass
@@ -84,7 +96,8 @@ class SteadyTracker:
         self.start = self.minimum
 
     def _width(self) -> int:
-        return min(self.window, self.measured)
+        width = min(self.window, self.measured)
+        return width - width % 2  # even: two equal halves
 
     def add(self, ms: float) -> None:
         self.times.append(float(ms))
