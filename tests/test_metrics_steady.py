@@ -94,7 +94,7 @@ def test_a_decay_is_waited_out(tau):
 def test_a_workload_that_never_settles_stops_at_the_cap():
     ramp = [3.0 + 0.1 * i for i in range(100)]  # 3% slower every step
     t = detect(ramp, minimum=2, cap=12, measured=10)
-    assert (t.start, t.steady) == (12, False) and len(t.times) == 22
+    assert (t.start, t.steady) == (12, False) and len(t.times) == 22 and t.record()["steady"] is False
 
 
 def test_the_cap_equal_to_the_minimum_is_a_fixed_warmup_still_tested():
@@ -104,9 +104,16 @@ def test_the_cap_equal_to_the_minimum_is_a_fixed_warmup_still_tested():
     assert (flat.start, flat.steady) == (1, True)
 
 
-def test_too_few_measured_steps_are_not_tested():
-    t = detect([33.0, 3.0, 3.0, 3.0, 3.0], minimum=1, cap=21, measured=conf.MIN_WINDOW - 1)
-    assert (t.start, t.steady, len(t.times)) == (1, None, 1 + conf.MIN_WINDOW - 1)
+def test_few_measured_steps_are_tested_on_a_minimal_window():
+    """3 measured steps: the window is MIN_WINDOW (one more step, discarded) where the warm-up may
+    extend; a fixed warm-up of 3 steps runs no extra step and is not tested."""
+    slow = [33.0] * 3 + [3.0] * 10
+    t = detect(slow, minimum=1, cap=21, measured=3)
+    assert (t.start, t.steady, len(t.times)) == (3, True, 3 + conf.MIN_WINDOW)
+    assert t.times[t.measured_slice()] == [3.0] * 3
+    fixed = detect(slow, minimum=1, cap=1, measured=3)
+    assert (fixed.start, fixed.steady, len(fixed.times)) == (1, None, 1 + 3)
+    assert conf.trial_steps(21, 3) == 21 + conf.MIN_WINDOW and conf.trial_steps(21, 30) == 51
 
 
 def test_the_online_tracker_asks_for_one_more_step_per_failed_start():

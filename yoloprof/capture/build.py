@@ -72,9 +72,9 @@ def _steps_with_room(settings: CaptureSettings) -> int:
     """Batches the synthetic data is made for: the most warm-up steps (config/steady.py) and the
     measured ones, so that an extended warm-up never runs the loader dry (its images are made
     lazily, per index: a longer dataset costs nothing until it is read)."""
-    from yoloprof.config.steady import warmup_cap
+    from yoloprof.config.steady import trial_steps, warmup_cap
 
-    return warmup_cap(settings.warmup, settings.measured, settings.warmup_max) + settings.measured
+    return trial_steps(warmup_cap(settings.warmup, settings.measured, settings.warmup_max), settings.measured)
 
 
 def check_data_fills(dataset: Any, settings: CaptureSettings) -> None:

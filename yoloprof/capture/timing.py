@@ -95,13 +95,13 @@ def run_trials(settings: Any, device: DeviceInfo, build: Callable[[], Any],
 
 def warmup_cap_of(settings: Any, data_steps: int | None = None) -> int:
     """The most warm-up steps of a trial: `--warmup-max` (auto: config/steady.py), and where the
-    data is finite (training) no more than leaves room for the measured steps, so that no measured
-    step restarts the loader."""
-    from yoloprof.config.steady import warmup_cap
+    data is finite (training) no more than leaves room for the test window and the measured steps,
+    so that no timed step restarts the loader."""
+    from yoloprof.config.steady import test_width, warmup_cap
 
     cap = warmup_cap(settings.warmup, settings.measured, getattr(settings, "warmup_max", None))
     if data_steps is not None:
-        cap = min(cap, data_steps - settings.measured)
+        cap = min(cap, data_steps - max(settings.measured, test_width(settings.measured)))
     return max(settings.warmup, cap)
 
 

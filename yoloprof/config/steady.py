@@ -3,7 +3,7 @@ docs/steady-state.md). Used by the detector (metrics/steady.py), the timing pass
 (capture/timing.py), the user loop (capture/loop.py) and the settings' help; imports nothing.
 
 A trial's warm-up ends at the first step k >= `--warmup` from which WINDOW step times (at most the
-measured steps; fewer than MIN_WINDOW measured steps are not tested) pass the two-half test: the older and the newer half agree (medians within REL_TOL of the newer one, or
+measured steps, at least MIN_WINDOW: `test_width`) pass the two-half test: the older and the newer half agree (medians within REL_TOL of the newer one, or
 within NOISE_Z standard errors of their difference, whichever is wider) and the first step of the
 window is not an outlier above the newer half (Tukey's fence, OUTLIER_IQR interquartile ranges above
 its upper quartile). The window's steps are the first measured steps, so a workload that is steady
@@ -19,6 +19,22 @@ MAD_SIGMA = 1.4826  # sigma = MAD_SIGMA * median absolute deviation (normal data
 OUTLIER_IQR = 1.5  # the window's first step is an outlier above Q3 + 1.5 IQR of the newer half
 CAP_EXTRA = 20  # auto cap: `--warmup` + max(measured steps, CAP_EXTRA) warm-up steps at most
 AUTO = -1  # `--warmup-max -1`: the auto cap
+
+
+def test_width(measured: int, extendable: bool = True) -> int:
+    """Steps the two-half test looks at: WINDOW, at most the measured steps (so a steady workload
+    costs no extra step), but at least MIN_WINDOW where the warm-up may extend (a trial of 2 or 3
+    measured steps runs up to 2 more, discarded, so that its warm-up is tested too); even, for two
+    equal halves. Below MIN_WINDOW (a fixed warm-up with few steps) nothing is tested."""
+    width = min(WINDOW, int(measured))
+    if extendable:
+        width = max(width, MIN_WINDOW)
+    return width - width % 2
+
+
+def trial_steps(cap: int, measured: int) -> int:
+    """The most steps a trial can run: the capped warm-up, then its test window or measured steps."""
+    return int(cap) + max(int(measured), test_width(measured))
 
 
 def warmup_cap(warmup: int, measured: int, warmup_max: int | None = AUTO) -> int:

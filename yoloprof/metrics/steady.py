@@ -78,14 +78,15 @@ class SteadyTracker:
     `minimum` = the user's warm-up, `cap` = the most warm-up steps (>= minimum), `measured` = the
     steps a trial measures. `start` is the candidate start of the measured steps (the warm-up
     length) until `decided`; `steady` is True when the test passed, False when the cap was reached
-    without it passing, None when there are too few measured steps to test (fewer than
-    MIN_WINDOW). The window is at most the measured steps, so the detector never runs a step
-    beyond the measured ones other than the warm-up steps it adds."""
+    without it passing, None when nothing was tested (a fixed warm-up, cap == minimum, with fewer
+    than MIN_WINDOW measured steps). The window (config.steady.test_width) is at most the measured
+    steps, so the detector runs no step beyond the measured ones other than the warm-up steps it
+    adds, except that a trial of fewer than MIN_WINDOW measured steps whose warm-up may extend
+    runs up to MIN_WINDOW, the extra ones discarded."""
 
     minimum: int
     cap: int
     measured: int
-    window: int = conf.WINDOW
     times: list[float] = field(default_factory=list)
     start: int = -1
     steady: bool | None = None
@@ -96,8 +97,7 @@ class SteadyTracker:
         self.start = self.minimum
 
     def _width(self) -> int:
-        width = min(self.window, self.measured)
-        return width - width % 2  # even: two equal halves
+        return conf.test_width(self.measured, extendable=self.cap > self.minimum)
 
     def add(self, ms: float) -> None:
         self.times.append(float(ms))
@@ -115,7 +115,7 @@ class SteadyTracker:
     @property
     def needed(self) -> int:
         """Steps this trial must run, as far as is known now (grows while the warm-up extends)."""
-        return self.start + self.measured
+        return self.start + (self.measured if self.decided else max(self.measured, self._width()))
 
     @property
     def done(self) -> bool:
