@@ -10,9 +10,9 @@
                 break
 
 The loop's iterations go through windows, one after the other, each as long as asked:
-warm-up (untouched) -> timed steps (its first ones become warm-up too while the step times are not
-yet steady: capture/steady.py, at most `warmup_max` warm-up steps in all) (no profiler, one synchronise per step boundary, CUDA events
-for phases) -> trace (torch.profiler, `record_function` per phase) -> FLOPs (one step under
+warm-up (untouched) -> timed steps (no profiler, one synchronise per step boundary, CUDA events
+for phases; the first ones become warm-up too while the step times are not yet steady, at most
+`warmup_max` warm-up steps in all: docs/steady-state.md) -> trace (torch.profiler, `record_function` per phase) -> FLOPs (one step under
 FlopCounterMode) -> modules (hooks) -> Python hotspots (cProfile, if asked). Iterations after the
 last window run untouched; `prof.done` says the loop may stop. profile.json (and the trace) are
 written, atomically, when the block exits; a block that ends with an exception writes nothing.
@@ -68,7 +68,8 @@ class Profile:
         from yoloprof.config.steady import warmup_cap
 
         self._cap = warmup_cap(warmup, steps, warmup_max)
-        self.options = {"warmup": warmup, "warmup_max": warmup_max, "steps": steps, "trace_steps": trace_steps, "repeat": repeat,
+        self.options = {"warmup": warmup, "warmup_max": warmup_max, "steps": steps, "trace_steps": trace_steps,
+                        "repeat": repeat,
                         "modules": bool(modules and model is not None), "module_steps": module_steps,
                         "python_hotspots": bool(python_hotspots), "hotspot_steps": hotspot_steps,
                         "flops": bool(flops), "nvtx": bool(nvtx)}
@@ -323,8 +324,8 @@ class Profile:
     def _warmup_used(self) -> dict[str, Any]:
         """`config.warmup_used`: the user's untouched warm-up plus the timed steps it extended to."""
         record = self._steady.record() if self._steady is not None else {"steps": 0, "steady": None}
-        return warmup_section(self.options["warmup"], self._cap,
-                              [{"steps": self.options["warmup"] + record["steps"], "steady": record["steady"]}])
+        total = {"steps": self.options["warmup"] + record["steps"], "steady": record["steady"]}
+        return warmup_section(self.options["warmup"], self._cap, [total])
 
     def _write(self, completed: bool, window: str | None) -> dict[str, Any]:
         warnings = list(self._notes)
@@ -370,7 +371,8 @@ class Profile:
         config = {"source": "yoloprof.profile", "mode": self.kind,
                   "model": type(self.model).__name__ if self.model is not None else None,
                   "device": str(self.device.torch_device), "batch": self.batch_size, "amp": None,
-                  **self.options, "warmup_used": warmup, "phase_timing": run.phase_timing, "iterations_run": self.iterations,
+                  **self.options, "warmup_used": warmup, "phase_timing": run.phase_timing,
+                  "iterations_run": self.iterations,
                   "iterations_lacking": lacked, "rank": self._rank, "world_size": self._world}
         profile = empty_profile(self.kind, config=config, env=collect_env(self.device))
         trace_path = self._trace_path if self._trace_path is not None and self._trace_path.exists() else None

@@ -3,15 +3,15 @@ docs/steady-state.md). Used by the detector (metrics/steady.py), the timing pass
 (capture/timing.py), the user loop (capture/loop.py) and the settings' help; imports nothing.
 
 A trial's warm-up ends at the first step k >= `--warmup` from which WINDOW step times (at most the
-measured steps, at least MIN_WINDOW: `test_width`) pass the two-half test: the older and the newer half agree (medians within REL_TOL of the newer one, or
-within NOISE_Z standard errors of their difference, whichever is wider) and the first step of the
-window is not an outlier above the newer half (Tukey's fence, OUTLIER_IQR interquartile ranges above
-its upper quartile). The window's steps are the first measured steps, so a workload that is steady
-from `--warmup` on costs no extra step.
+measured steps, at least MIN_WINDOW: `test_width`) pass the two-half test: the older and the newer
+half agree (medians within REL_TOL of the newer one, or within NOISE_Z standard errors of their
+difference, whichever is wider) and the first step of the window is not an outlier above the newer
+half (Tukey's fence, OUTLIER_IQR interquartile ranges above its upper quartile). The window's steps
+are the first measured steps, so a workload that is steady from `--warmup` on costs no extra step.
 """
 
 WINDOW = 12  # step times tested at each candidate start: two halves of 6 (or the measured steps)
-MIN_WINDOW = 4  # fewer measured steps than this (two halves of 2) are not tested: steady unknown
+MIN_WINDOW = 4  # the smallest window (two halves of 2); a fixed warm-up with fewer steps is untested
 REL_TOL = 0.02  # halves' medians may differ by 2% of the newer one...
 NOISE_Z = 2.5  # ...or by 2.5 standard errors of the difference (a noisy but flat series)
 MEDIAN_SE = 1.2533  # SE of a median = MEDIAN_SE * sigma / sqrt(n) (normal data, large n)

@@ -80,7 +80,8 @@ def _render_warmup(out: Out, warmup: dict[str, Any] | None) -> None:
     steps = ", ".join(str(n) for n in warmup["steps"])
     state = WARMUP_STATES.get(warmup["state"]) or "not steady at the cap in trial(s) " + ", ".join(
         str(i + 1) for i, f in enumerate(warmup["steady"]) if f is False)
-    out.line(f"warm-up: {steps} step(s) per trial (at least {warmup['min']}, at most {warmup['max']}): {state}")
+    bounds = f"at least {warmup['min']}, at most {warmup['max']}"
+    out.line(f"warm-up: {steps} step(s) per trial ({bounds}): {state}")
 
 
 def _render_latency(out: Out, result: dict[str, Any]) -> None:
