@@ -7,6 +7,8 @@
 2. A model slow on its first 6 calls per process (tests/assets/slow_start.py) with `--warmup 1`:
    each trial's step time over the same model's steady state (a capture in the same process after
    the slow calls were spent), fixed warm-up against steady-state warm-up.
+3. The demo sweep's point (3 steps, `--warmup 1`, 3 trials): step time per trial, fixed against
+   steady-state warm-up (the issue saw a first trial of 88 ms against 77-79 ms).
 
     python bench/bench_steady.py [--repeat 3] [--train-steps 20] [--infer-runs 50]
 """
@@ -81,6 +83,20 @@ def slow_start_model(args: argparse.Namespace, tmp: Path) -> None:
         print(f"  {label:24s} ratios {ratios}  warm-up {used['steps']} steady {used['steady']}  {wall:.2f} s")
 
 
+def demo_workload(args: argparse.Namespace, tmp: Path) -> None:
+    """The demo sweep's point (sweeps/demo.yaml: training, 128 px, 3 steps, --warmup 1, 3 trials),
+    at batch 4 in bfloat16 as the issue quotes it: step time per trial, fixed against steady-state."""
+    base = CaptureSettings.for_mode("train", device="cpu", batch=4, imgsz=128, workers=0, steps=3, warmup=1,
+                                    repeat=3, precision="bfloat16", trace=False, modules=False)
+    print("\ndemo point (train 128 px b4 bfloat16, 3 steps, --warmup 1, 3 trials): step ms per trial")
+    for label, warmup_max in (("fixed (--warmup-max 1)", 1), ("steady-state warm-up", -1)):
+        s = base.__class__(**{**base.__dict__, "warmup_max": warmup_max})
+        profile, wall = capture(s, tmp / f"demo-{warmup_max}")
+        used = profile["config"]["warmup_used"]
+        step = ", ".join(f"{ms:.1f}" for ms in profile["metrics"]["step_ms"]["samples"])
+        print(f"  {label:24s} {step}  warm-up {used['steps']} steady {used['steady']}  {wall:.2f} s")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
@@ -91,6 +107,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tiny_workloads(args, Path(tmp))
         slow_start_model(args, Path(tmp))
+        demo_workload(args, Path(tmp))
 
 
 if __name__ == "__main__":

@@ -12,10 +12,11 @@
 The loop's iterations go through windows, one after the other, each as long as asked:
 warm-up (untouched) -> timed steps (no profiler, one synchronise per step boundary, CUDA events
 for phases; the first ones become warm-up too while the step times are not yet steady, at most
-`warmup_max` warm-up steps in all: docs/steady-state.md) -> trace (torch.profiler, `record_function` per phase) -> FLOPs (one step under
-FlopCounterMode) -> modules (hooks) -> Python hotspots (cProfile, if asked). Iterations after the
-last window run untouched; `prof.done` says the loop may stop. profile.json (and the trace) are
-written, atomically, when the block exits; a block that ends with an exception writes nothing.
+`warmup_max` warm-up steps in all: docs/steady-state.md) -> trace (torch.profiler,
+`record_function` per phase) -> FLOPs (one step under FlopCounterMode) -> modules (hooks) ->
+Python hotspots (cProfile, if asked). Iterations after the last window run untouched; `prof.done`
+says the loop may stop. profile.json (and the trace) are written, atomically, when the block
+exits; a block that ends with an exception writes nothing.
 
 A loop that ends early: the profile is still written from what was measured, with a warning (also
 a Python `RuntimeWarning`) that names how many iterations it lacked, and `config.iterations_lacking`
