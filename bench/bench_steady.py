@@ -44,21 +44,31 @@ def workloads(args: argparse.Namespace) -> dict[str, CaptureSettings]:
     }
 
 
+def first_over_rest(samples: list[float]) -> float:
+    """A capture's first trial over the mean of its others: 1.0 when the first trial is not slow
+    (within one capture, so the machine's drift between captures cancels)."""
+    return samples[0] / statistics.fmean(samples[1:]) if len(samples) > 1 else float("nan")
+
+
 def tiny_workloads(args: argparse.Namespace, tmp: Path) -> None:
-    print("built-in tiny CPU workloads: warm-up steps per trial, auto cap vs fixed")
-    print(f"{'workload':18s} {'--warmup':>8s} {'cap':>5s} {'steps per trial':>18s} {'steady':>18s} "
-          f"{'extra s':>8s} {'capture s':>9s} {'fixed s':>8s}")
+    print("built-in tiny CPU workloads: warm-up steps per trial, auto cap vs fixed (fixed first,"
+          " then auto; one throwaway capture first)")
+    print(f"{'workload':18s} {'--warmup':>8s} {'cap':>4s} {'steps per trial':>16s} {'all steady':>10s} "
+          f"{'extra s':>8s} {'auto s':>7s} {'fixed s':>7s} {'1st/rest auto':>13s} {'fixed':>6s}")
     for name, base in workloads(args).items():
+        capture(base.__class__(**{**base.__dict__, "repeat": 1}), tmp / "throwaway")
         for warmup in (1, 5):
             auto = base.__class__(**{**base.__dict__, "warmup": warmup})
             fixed = base.__class__(**{**auto.__dict__, "warmup_max": warmup})
+            fixed_profile, wall_fixed = capture(fixed, tmp / f"{name}-{warmup}-fixed".replace(" ", "_"))
             profile, wall = capture(auto, tmp / f"{name}-{warmup}-auto".replace(" ", "_"))
-            _, wall_fixed = capture(fixed, tmp / f"{name}-{warmup}-fixed".replace(" ", "_"))
             used = profile["config"]["warmup_used"]
             step = profile["metrics"]["step_ms"]["samples"]
             extra_s = sum((w - warmup) * ms / 1e3 for w, ms in zip(used["steps"], step))
-            print(f"{name:18s} {warmup:8d} {used['max']:5d} {str(used['steps']):>18s} "
-                  f"{str(used['steady']):>18s} {extra_s:8.3f} {wall:9.2f} {wall_fixed:8.2f}")
+            print(f"{name:18s} {warmup:8d} {used['max']:4d} {str(used['steps']):>16s} "
+                  f"{str(all(used['steady'])):>10s} {extra_s:8.3f} {wall:7.2f} {wall_fixed:7.2f} "
+                  f"{first_over_rest(step):13.3f} "
+                  f"{first_over_rest(fixed_profile['metrics']['step_ms']['samples']):6.3f}")
 
 
 def slow_start_model(args: argparse.Namespace, tmp: Path) -> None:
@@ -78,9 +88,11 @@ def slow_start_model(args: argparse.Namespace, tmp: Path) -> None:
         slow_start.reset()  # as in a fresh process
         s = base.__class__(**{**base.__dict__, "warmup_max": warmup_max})
         profile, wall = capture(s, tmp / f"slow-{warmup_max}")
-        ratios = ", ".join(f"{ms / ref:.3f}" for ms in profile["metrics"]["step_ms"]["samples"])
+        samples = profile["metrics"]["step_ms"]["samples"]
+        ratios = ", ".join(f"{ms / ref:.3f}" for ms in samples)
         used = profile["config"]["warmup_used"]
-        print(f"  {label:24s} ratios {ratios}  warm-up {used['steps']} steady {used['steady']}  {wall:.2f} s")
+        print(f"  {label:24s} ratios {ratios}  first/rest {first_over_rest(samples):.3f}  "
+              f"warm-up {used['steps']} steady {used['steady']}  {wall:.2f} s")
 
 
 def demo_workload(args: argparse.Namespace, tmp: Path) -> None:
@@ -93,8 +105,10 @@ def demo_workload(args: argparse.Namespace, tmp: Path) -> None:
         s = base.__class__(**{**base.__dict__, "warmup_max": warmup_max})
         profile, wall = capture(s, tmp / f"demo-{warmup_max}")
         used = profile["config"]["warmup_used"]
-        step = ", ".join(f"{ms:.1f}" for ms in profile["metrics"]["step_ms"]["samples"])
-        print(f"  {label:24s} {step}  warm-up {used['steps']} steady {used['steady']}  {wall:.2f} s")
+        samples = profile["metrics"]["step_ms"]["samples"]
+        step = ", ".join(f"{ms:.1f}" for ms in samples)
+        print(f"  {label:24s} {step}  first/rest {first_over_rest(samples):.3f}  warm-up {used['steps']} "
+              f"steady {used['steady']}  {wall:.2f} s")
 
 
 def main() -> None:
