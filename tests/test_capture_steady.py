@@ -135,6 +135,7 @@ def test_a_steady_workload_takes_about_the_warmup_asked(slow_start, tmp_path):
     settings = CaptureSettings.for_mode("infer", model="slow_start.SlowStart", device="cpu", imgsz=32,
                                         warmup=2, runs=8, repeat=2, trace=False, modules=False)
     used = yoloprof.capture(settings, tmp_path / "auto").data["config"]["warmup_used"]
+    _skip_if_overloaded(slow_start)
     assert all(2 <= w <= 2 + conf.WINDOW // 2 for w in used["steps"]), used
     fixed = dataclasses.replace(settings, warmup_max=2)  # the warm-up as before: tested, not extended
     used = yoloprof.capture(fixed, tmp_path / "fixed").data["config"]["warmup_used"]
