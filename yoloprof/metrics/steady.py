@@ -16,14 +16,13 @@ split into an older and a newer half, and k is steady when
      or a level shift fails (medians: a descheduled step does not move them), and
   2. the window's first step is not an outlier above the newer half (Tukey's fence Q3 +
      OUTLIER_IQR x IQR, and above the newer median by more than REL_TOL), as pyperf checks the
-     first value against the others: the steps before it
-     were slow, so a slow first step says the slow phase is not over (the medians would overlook
-     a minority of slow steps left at the start).
-Halves are of even length, so that a period-2 (or, with WINDOW 12, period-3) pattern that a busy
-machine's scheduler can impose on short steps (3.0, 4.9, 3.0, 4.9 ms ...) gives both halves the same
-median instead of looking like a level shift.
+     first value against the others: the steps before it were slow, so a slow first step says the
+     slow phase is not over (the medians would overlook a minority of slow steps left at the start).
 Otherwise k moves one step on. The window's steps are the first measured steps when k passes: a
 trial that is steady from `--warmup` on costs no extra step (the test looks back, it does not wait).
+Halves are of even length, so that a period-2 (or, with WINDOW 12, period-3) pattern that a busy
+machine's scheduler can impose on short steps (3.0, 4.9, 3.0, 4.9 ms ...) gives both halves the
+same median instead of looking like a level shift.
 Why not a change-point method (PELT, CUSUM) on the whole series: it needs the whole series first
 (the trial would have to run its measured steps before knowing where they start) and a penalty
 that is as much a guess as `--warmup`; the two-half test decides online, one step at a time.
