@@ -96,3 +96,18 @@ def _private_machine_registry(tmp_path_factory):
     own, so test runs started side by side do not wait for each other's jobs."""
     os.environ["YOLOPROF_RUNTIME_DIR"] = str(tmp_path_factory.mktemp("yoloprof-runtime"))
     yield
+
+
+@pytest.fixture
+def slow_start():
+    """tests/assets/slow_start.py, importable by its dotted name (`--model slow_start.SlowStart`),
+    with its per-process call history emptied: the model is slow again on its next 6 calls."""
+    assets = str(Path(__file__).resolve().parent / "assets")
+    sys.path.insert(0, assets)
+    try:
+        import slow_start as mod
+
+        mod.reset()
+        yield mod
+    finally:
+        sys.path.remove(assets)

@@ -126,3 +126,19 @@ def test_cli_readers_exit_1_with_one_line(tmp_path, capsys, section, value):
         assert main([reader, path]) == 1, reader
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and f"field '{section}'" in err and "internal error" not in err, err
+
+
+@pytest.mark.parametrize("used, message", [
+    ({"steps": [3, "x"]}, "config.warmup_used.steps[1]' must be int, not str"),
+    ({"steady": [1]}, "config.warmup_used.steady[0]' must be bool or null, not int"),
+    ({"min": -1}, "config.warmup_used.min' is negative"),
+    ({"steps": 3}, "config.warmup_used.steps' must be a list, not int"),
+    ("8", "config.warmup_used' must be an object, not str"),
+])
+def test_warmup_record_is_typed(tmp_path, used, message):
+    p = good_profile()
+    p["config"]["warmup_used"] = used
+    with pytest.raises(ProfileError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        load_any(write(tmp_path, p))
+    p["config"]["warmup_used"] = {"steps": [8, 1], "steady": [True, None], "min": 1, "max": 21, "window": 12}
+    assert load_any(write(tmp_path, p, name="ok.json"))["config"]["warmup_used"]["steps"] == [8, 1]

@@ -176,6 +176,8 @@ def assemble(settings: CaptureSettings, device: DeviceInfo, amp: bool, run: Any,
                   workers_effective=run.workers, phase_timing=run.phase_timing)
     from yoloprof.capture.env import runtime_warnings
 
+    if run.warmup is not None:  # the warm-up each trial used (docs/steady-state.md)
+        config["warmup_used"] = run.warmup
     env = collect_env(device)
     profile = empty_profile(settings.mode, config=config, env=env)
     return fill_profile(profile, run, device, settings.precision, trace_path, [*warnings, *runtime_warnings(env)],

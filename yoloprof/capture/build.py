@@ -64,9 +64,18 @@ def build_dataset(settings: CaptureSettings, images_needed: int) -> Any:
 def prepare_dataset(settings: CaptureSettings) -> tuple[Any, list[str]]:
     """Build the dataset once per capture (trials and the trace pass share it; a YOLO folder's
     images are verified when it is built) and refuse it before measuring when it is too small."""
-    dataset = build_dataset(settings, (settings.warmup + settings.measured) * settings.batch)
+    dataset = build_dataset(settings, _steps_with_room(settings) * settings.batch)
     check_data_fills(dataset, settings)
     return dataset, list(getattr(dataset, "warnings", []))
+
+
+def _steps_with_room(settings: CaptureSettings) -> int:
+    """Batches the synthetic data is made for: the most warm-up steps (config/steady.py) and the
+    measured ones, so that an extended warm-up never runs the loader dry (its images are made
+    lazily, per index: a longer dataset costs nothing until it is read)."""
+    from yoloprof.config.steady import trial_steps, warmup_cap
+
+    return trial_steps(warmup_cap(settings.warmup, settings.measured, settings.warmup_max), settings.measured)
 
 
 def check_data_fills(dataset: Any, settings: CaptureSettings) -> None:

@@ -14,7 +14,9 @@ from yoloprof.capture.progress import CaptureProgress
 from yoloprof.capture.run_result import RunResult, phase_timing_name
 from yoloprof.config.settings import CaptureSettings
 from yoloprof.capture.steps import INFER_STAGES, infer_call, no_phases
-from yoloprof.capture.timing import TrialResult, run_trials, time_infer_trial, trial_metrics
+from yoloprof.capture.steady import cap_warnings
+from yoloprof.capture.timing import (TrialResult, run_trials, time_infer_trial, trial_metrics, warmup_cap_of,
+                                     warmup_used)
 from yoloprof.capture.tracing import TraceSchedule, run_trace_pass
 
 PERCENTILES = (50, 90, 99)
@@ -52,8 +54,10 @@ def measure(settings: CaptureSettings, device: DeviceInfo, amp: bool, bar: Captu
             sources: list[Any]) -> RunResult:
     mix = _flops_of_one_call(settings, device, sources, amp)
     flops = mix.total if mix is not None else None
+    cap = warmup_cap_of(settings)  # the sources cycle: no data limit
     trials = run_trials(settings, device, lambda: build_infer_context(settings, device, sources, amp),
-                        time_infer_trial, bar)
+                        time_infer_trial, bar, cap=cap)
+    warmup = warmup_used(settings, trials, cap)
     samples = trial_metrics(trials, settings.batch)
     for stage in INFER_STAGES:  # "<stage>_ms" per trial, as DESIGN.md's metric names have it
         samples[f"{stage}_ms"] = samples.pop(f"{stage}_wall_ms")
@@ -64,7 +68,8 @@ def measure(settings: CaptureSettings, device: DeviceInfo, amp: bool, bar: Captu
     all_calls = [ms for trial in trials for ms in trial.step_ms]
     return RunResult(samples=samples, phase_order=INFER_STAGES, workers=0,
                      phase_timing=phase_timing_name(device.is_cuda), flops=flops, flop_mix=mix,
-                     latency=latency_table(all_calls), stages=stage_split(trials))
+                     latency=latency_table(all_calls), stages=stage_split(trials),
+                     warnings=cap_warnings(warmup), warmup=warmup)
 
 
 def trace(settings: CaptureSettings, device: DeviceInfo, amp: bool, path: Path, bar: CaptureProgress,

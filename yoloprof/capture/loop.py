@@ -11,10 +11,12 @@
 
 The loop's iterations go through windows, one after the other, each as long as asked:
 warm-up (untouched) -> timed steps (no profiler, one synchronise per step boundary, CUDA events
-for phases) -> trace (torch.profiler, `record_function` per phase) -> FLOPs (one step under
-FlopCounterMode) -> modules (hooks) -> Python hotspots (cProfile, if asked). Iterations after the
-last window run untouched; `prof.done` says the loop may stop. profile.json (and the trace) are
-written, atomically, when the block exits; a block that ends with an exception writes nothing.
+for phases; the first ones become warm-up too while the step times are not yet steady, at most
+`warmup_max` warm-up steps in all: docs/steady-state.md) -> trace (torch.profiler,
+`record_function` per phase) -> FLOPs (one step under FlopCounterMode) -> modules (hooks) ->
+Python hotspots (cProfile, if asked). Iterations after the last window run untouched; `prof.done`
+says the loop may stop. profile.json (and the trace) are written, atomically, when the block
+exits; a block that ends with an exception writes nothing.
 
 A loop that ends early: the profile is still written from what was measured, with a warning (also
 a Python `RuntimeWarning`) that names how many iterations it lacked, and `config.iterations_lacking`
@@ -35,8 +37,8 @@ from yoloprof.capture.loop_device import LoopDevice, planned_warmup
 from yoloprof.capture.loop_support import (DEFAULT_OUT, blocks, check_counts, check_phase, checked, current_job,
                                            device_of, dist_rank, job_output, output_names, traced_phase, untouched)
 from yoloprof.capture.loopclock import LoopClock
-from yoloprof.capture.memory import PeakMemory
 from yoloprof.capture.run_result import RunResult, phase_timing_name
+from yoloprof.capture.steady import SteadySteps, cap_warnings, peak_of, warmup_section
 from yoloprof.capture.timing import TrialResult
 from yoloprof.capture.tracing import TraceSchedule
 from yoloprof.errors import DataTooSmallError, UsageError
@@ -48,7 +50,7 @@ class Profile(LoopDevice):
     """The context manager behind `yoloprof.profile(...)` (see the module docstring)."""
 
     def __init__(self, out_dir: str | os.PathLike = DEFAULT_OUT, *, model: Any = None, warmup: int = 5,
-                 steps: int = 20, trace_steps: int = 3, repeat: int = 1, modules: bool = True,
+                 warmup_max: int = -1, steps: int = 20, trace_steps: int = 3, repeat: int = 1, modules: bool = True,
                  module_steps: int = 2, python_hotspots: bool = False, hotspot_steps: int = 3,
                  flops: bool = True, nvtx: bool = False, device: Any = None, kind: str = "train",
                  batch_size: int | None = None) -> None:
@@ -56,13 +58,20 @@ class Profile(LoopDevice):
                       module_steps=module_steps, hotspot_steps=hotspot_steps)
         if kind not in ("train", "infer"):
             raise UsageError(f"yoloprof.profile: kind must be 'train' or 'infer' (got {kind!r})")
+        if warmup_max != -1 and (not isinstance(warmup_max, int) or warmup_max < warmup):
+            raise UsageError(f"yoloprof.profile: warmup_max must be -1 (auto) or an integer >= warmup "
+                             f"{warmup} (got {warmup_max!r})")
         if repeat > steps:
             raise UsageError(f"yoloprof.profile: repeat={repeat} blocks need steps >= {repeat} (got {steps})")
         job = current_job()
         self.out_dir = job["out_dir"] if job else Path(out_dir)
         self._job = job
         self.model, self.kind, self.batch_size = model, kind, batch_size
-        self.options = {"warmup": warmup, "steps": steps, "trace_steps": trace_steps, "repeat": repeat,
+        from yoloprof.config.steady import warmup_cap
+
+        self._cap = warmup_cap(warmup, steps, warmup_max)
+        self.options = {"warmup": warmup, "warmup_max": warmup_max, "steps": steps, "trace_steps": trace_steps,
+                        "repeat": repeat,
                         "modules": bool(modules and model is not None), "module_steps": module_steps,
                         "python_hotspots": bool(python_hotspots), "hotspot_steps": hotspot_steps,
                         "flops": bool(flops), "nvtx": bool(nvtx)}
@@ -105,7 +114,7 @@ class Profile(LoopDevice):
         if self._w >= len(self._windows):
             return
         self._end_iteration()
-        self._left -= 1
+        self._left = self._steady.tracker.left if self._windows[self._w][0] == "timed" else self._left - 1
         if self._left == 0:
             self._end_window()
             self._w += 1
@@ -117,9 +126,8 @@ class Profile(LoopDevice):
         self.device = device_of(self.model, self._device_arg)
         self._rank, self._world = dist_rank()
         self._clock = LoopClock(self.device)
-        self._memory = PeakMemory(self.device)
+        self._steady: SteadySteps | None = None
         self._trials: list[TrialResult] = []
-        self._trial: TrialResult | None = None
         self._block_sizes = blocks(self.options["steps"], self.options["repeat"])
         self._phase_order: list[str] = []
         self._batch_bytes: int | None = None
@@ -172,6 +180,7 @@ class Profile(LoopDevice):
     def _begin_iteration(self) -> None:
         name = self._windows[self._w][0]
         if name == "timed":
+            self._steady.begin()
             self._clock.start()
         elif name == "modules":
             self._recorder.begin_step()
@@ -179,10 +188,7 @@ class Profile(LoopDevice):
     def _end_iteration(self) -> None:
         name = self._windows[self._w][0]
         if name == "timed":
-            total, phases = self._clock.finish()
-            self._trial.add(total, phases)
-            if len(self._trial.step_ms) == self._block_sizes[len(self._trials)]:
-                self._close_block()
+            self._steady.end(*self._clock.finish())
         elif name == "trace":
             self._session.step()
         elif name == "modules":
@@ -201,22 +207,25 @@ class Profile(LoopDevice):
     def _begin_timed(self) -> None:
         fresh_heap()  # every timed window starts from the same heap state, as in the capture
         synchronize(self.device)
-        self._open_block()
+        # the user's warm-up is untouched; the timed steps' first ones extend it until steady
+        self._steady = SteadySteps(self.device, 0, self.options["steps"], self._cap - self.options["warmup"])
         self._phase = self._nvtx_wrap(self._timed_phase)
+        self._steady.begin()
         self._clock.start()
 
-    def _open_block(self) -> None:
-        self._memory.reset()
-        self._trial = TrialResult()
-
-    def _close_block(self) -> None:
-        self._trial.memory = self._memory.read()
-        self._trials.append(self._trial)
-        if len(self._trials) < len(self._block_sizes):
-            self._open_block()
-
     def _end_timed(self) -> None:
-        self._trial = None
+        """The measured steps (after the extended warm-up) into `repeat` consecutive blocks, each
+        one sample; a loop cut short keeps its partial last block."""
+        kept, first = self._steady.measured(), 0
+        for size in self._block_sizes:
+            part, first = kept[first:first + size], first + size
+            if not part:
+                break
+            block = TrialResult()
+            for total, phases, _ in part:
+                block.add(total, phases)
+            block.memory = peak_of([reading for _, _, reading in part])
+            self._trials.append(block)
 
     @contextlib.contextmanager
     def _timed_phase(self, name: str) -> Iterator[None]:
@@ -278,9 +287,8 @@ class Profile(LoopDevice):
 
     def _abort_window(self, window: str | None) -> None:
         """Close whatever window the loop stopped in, keeping what it measured completely."""
-        if window == "timed" and self._trial is not None and self._trial.step_ms:
-            self._trial.memory = self._memory.read()
-            self._trials.append(self._trial)
+        if window == "timed" and self._steady is not None:
+            self._end_timed()
         elif window == "trace" and self._session is not None:
             self._session.stop()  # an incomplete trace window is not analysed
         elif window == "flops" and self._flop_counter is not None:
@@ -328,7 +336,15 @@ class Profile(LoopDevice):
             self.batch_size = int(shaped[0].shape[0]) if shaped else None
 
     def _needed(self) -> int:
-        return sum(n for _, n in self._windows)
+        """Iterations every window needs, the timed one as far as its warm-up is known now."""
+        timed = self._steady.needed if self._steady is not None else None
+        return sum(timed if name == "timed" and timed is not None else n for name, n in self._windows)
+
+    def _warmup_used(self) -> dict[str, Any]:
+        """`config.warmup_used`: the user's untouched warm-up plus the timed steps it extended to."""
+        record = self._steady.record() if self._steady is not None else {"steps": 0, "steady": None}
+        total = {"steps": self.options["warmup"] + record["steps"], "steady": record["steady"]}
+        return warmup_section(self.options["warmup"], self._cap, [total])
 
     def _write(self, completed: bool, window: str | None) -> dict[str, Any]:
         warnings = list(self._notes)
@@ -365,6 +381,8 @@ class Profile(LoopDevice):
         from yoloprof.capture.facts import facts_section
         from yoloprof.profiles.model import empty_profile
 
+        warmup = self._warmup_used()
+        warnings = warnings + cap_warnings(warmup, what="the loop", knob="warmup_max")
         samples = trial_metrics(self._trials, self.batch_size or 1)
         if not self.batch_size:
             samples.pop("img_per_s", None)
@@ -376,7 +394,8 @@ class Profile(LoopDevice):
         config = {"source": "yoloprof.profile", "mode": self.kind,
                   "model": type(self.model).__name__ if self.model is not None else None,
                   "device": str(self.device.torch_device), "batch": self.batch_size, "amp": None,
-                  **self.options, "phase_timing": run.phase_timing, "iterations_run": self.iterations,
+                  **self.options, "warmup_used": warmup, "phase_timing": run.phase_timing,
+                  "iterations_run": self.iterations,
                   "iterations_lacking": lacked, "rank": self._rank, "world_size": self._world}
         from yoloprof.capture.loop_device import device_lines
 

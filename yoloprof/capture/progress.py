@@ -41,6 +41,6 @@ class CaptureProgress:
         progress = self._progress
 
         def update(done: int, total_: int) -> None:
-            progress.update(task_id, completed=done)
+            progress.update(task_id, completed=done, total=total_)  # a warm-up may extend the total
 
         return update

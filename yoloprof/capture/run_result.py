@@ -19,6 +19,8 @@ class RunResult:
     warnings: list[str] = field(default_factory=list)
     # extra profile sections by name ("model", "modules", "hotspots"); None = not measured
     sections: dict[str, Any] = field(default_factory=dict)
+    # the warm-up each trial used (capture/steady.py warmup_section): the profile's config.warmup_used
+    warmup: dict[str, Any] | None = None
 
 
 def phase_timing_name(is_cuda: bool) -> str:

@@ -12,7 +12,8 @@ from yoloprof.capture.progress import CaptureProgress
 from yoloprof.capture.run_result import RunResult, phase_timing_name
 from yoloprof.config.settings import CaptureSettings
 from yoloprof.capture.steps import TRAIN_PHASES, no_phases, train_step
-from yoloprof.capture.timing import run_trials, time_train_trial, trial_metrics
+from yoloprof.capture.steady import cap_warnings
+from yoloprof.capture.timing import run_trials, time_train_trial, trial_metrics, warmup_cap_of, warmup_used
 from yoloprof.capture.tracing import TraceSchedule, run_trace_pass
 
 prepare = prepare_dataset  # exit 3 here, before anything is measured
@@ -26,11 +27,15 @@ def measure(settings: CaptureSettings, device: DeviceInfo, amp: bool, bar: Captu
         warnings.append(f"--workers {settings.workers} capped at {workers} (CPU cores on this machine)")
     mix = _flops_of_one_step(settings, device, dataset, amp)
     flops = mix.total if mix is not None else None
+    from yoloprof.workloads.data import num_batches
+
+    cap = warmup_cap_of(settings, num_batches(dataset, settings.batch))  # no loader restart when timed
     trials = run_trials(settings, device, lambda: build_train_context(settings, device, dataset, amp),
-                        time_train_trial, bar)
+                        time_train_trial, bar, cap=cap)
+    warmup = warmup_used(settings, trials, cap)
     return RunResult(samples=trial_metrics(trials, settings.batch), phase_order=TRAIN_PHASES,
                      workers=workers, phase_timing=phase_timing_name(device.is_cuda), flops=flops,
-                     flop_mix=mix, warnings=warnings)
+                     flop_mix=mix, warnings=warnings + cap_warnings(warmup), warmup=warmup)
 
 
 def _flops_of_one_step(settings: CaptureSettings, device: DeviceInfo, dataset: Any, amp: bool

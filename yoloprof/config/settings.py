@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from yoloprof.config.device import DeviceSpec, parse_device
+from yoloprof.config.steady import CAP_EXTRA
 from yoloprof.errors import UsageError
 
 MODES = ("train", "infer")
@@ -99,8 +100,11 @@ class CaptureSettings:
                              "(torch.autocast); auto = float16 on CUDA, float32 on CPU", choices=PRECISIONS)
     threads: int = setting(0, "intra-op CPU threads (torch.set_num_threads) during the capture; "
                            "0 = auto: half the usable logical CPUs, at least 1", minimum=0)
-    warmup: int = setting(0, "untimed iterations before the measured ones", per_mode={"train": 5, "infer": 20},
-                          hydra="capture", minimum=0)
+    warmup: int = setting(0, "untimed iterations before the measured ones, at least: more while step times "
+                          "are not steady", per_mode={"train": 5, "infer": 20}, hydra="capture", minimum=0)
+    warmup_max: int = setting(-1, "most warm-up iterations while waiting for steady step times; -1 = auto "
+                              f"(warmup + max(measured, {CAP_EXTRA})); = warmup: a fixed warm-up", hydra="capture",
+                              minimum=-1)
     steps: int | None = setting(None, "measured training steps per trial", per_mode={"train": 20, "infer": None},
                                 modes=("train",), hydra="capture", minimum=1)
     runs: int | None = setting(None, "measured inference calls per trial", per_mode={"train": None, "infer": 100},
@@ -158,6 +162,9 @@ class CaptureSettings:
         count, name = (self.steps, "steps") if self.mode == "train" else (self.runs, "runs")
         if count is None:
             raise UsageError(f"{flag_of(name)} must be >= 1 (got None)")
+        if self.warmup_max != -1 and self.warmup_max < self.warmup:
+            raise UsageError(f"{flag_of('warmup_max')} must be -1 (auto) or >= {flag_of('warmup')} "
+                             f"{self.warmup} (got {self.warmup_max})")
         if self.batch == 0 or self.batch < -1:
             raise UsageError(f"{flag_of('batch')} must be >= 1, or -1 for the largest that fits on a GPU "
                              f"(got {self.batch})")

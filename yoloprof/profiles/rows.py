@@ -64,6 +64,7 @@ ROW_SCHEMA = pa.schema(
     + [(name, pa.int32()) for name in EXEC_INT]
     + [(name, pa.int64()) for name in FACTS_INT] + [(name, pa.float64()) for name in FACTS_FLOAT]
     + list(ENV_RUNTIME)
+    + [("warmup_used", pa.int32()), ("warmup_steady", pa.bool_())]  # config.warmup_used, summarised
 )
 
 
@@ -109,6 +110,11 @@ def row_from_profile(profile: dict[str, Any], base: dict[str, Any]) -> dict[str,
     for name, kind in ENV_RUNTIME:
         value = env.get(name)
         row[name] = None if value is None else (bool(value) if kind == pa.bool_() else str(value))
+    used = config.get("warmup_used")
+    if isinstance(used, dict):  # the most warm-up steps of a trial; every trial steady
+        from yoloprof.config.steady import summarize
+
+        row["warmup_used"], row["warmup_steady"] = summarize(used)
     return row
 
 

@@ -133,11 +133,37 @@ def _check_metric(source: str, name: str, entry: Any) -> None:
             _fail(source, f"{field}.{key}", f"is an impossible duration ({x} {unit or 'ms'})")
 
 
+# config.warmup_used (docs/steady-state.md): key -> (type of the value or of each list item, list?)
+WARMUP_FIELDS: dict[str, tuple[tuple[str, ...], bool]] = {
+    "steps": (("int",), True), "steady": (("bool", "null"), True), "min": (("int",), False),
+    "max": (("int",), False), "window": (("int",), False)}
+
+
+def _check_warmup(source: str, used: Any) -> None:
+    """`config.warmup_used`: the readers' and the row's only reading of config, so typed here."""
+    field = "config.warmup_used"
+    _check_type(source, field, used, ("dict",))
+    for key, (kinds, listed) in WARMUP_FIELDS.items():
+        if key not in used:
+            continue
+        values = used[key]
+        if listed:
+            _check_type(source, f"{field}.{key}", values, ("list",))
+        for i, x in enumerate(values if listed else [values]):
+            name = f"{field}.{key}[{i}]" if listed else f"{field}.{key}"
+            if not any(isinstance(x, bool) if k == "bool" else _is(x, k) for k in kinds):
+                _fail(source, name, f"must be {' or '.join(kinds)}, not {_type_name(x)}")
+            if isinstance(x, int) and not isinstance(x, bool) and x < 0:
+                _fail(source, name, f"is negative ({x}); a count of steps cannot be")
+
+
 def validate_profile(obj: dict[str, Any], source: str) -> None:
     """Raise ProfileError naming the first field whose type or value is wrong."""
     for section, kinds in SECTION_TYPES.items():
         if section in obj:
             _check_type(source, section, obj[section], kinds)
+    if isinstance(obj.get("config"), dict) and "warmup_used" in obj["config"]:
+        _check_warmup(source, obj["config"]["warmup_used"])
     for name, entry in (obj.get("metrics") or {}).items():
         _check_metric(source, name, entry)
     for section, key in ROW_SECTIONS.items():

@@ -42,6 +42,7 @@ def compute_summary(profile: dict) -> dict[str, Any]:
         "stages": None,
         "phases": [dict(p) for p in profile.get("phases") or []],
         "trace": _trace_info(profile),
+        "warmup": warmup_used(profile),
         "unreliable": thrash_mark(profile),
         "steps": compute_steps(profile),
         "warnings": [str(w) for w in profile.get("warnings") or []],
@@ -62,6 +63,24 @@ def _workload(profile: dict) -> dict[str, Any]:
         if env.get(k):
             out[k] = env[k]
     return out
+
+
+def warmup_used(profile: dict) -> dict[str, Any] | None:
+    """The warm-up each trial used (`config.warmup_used`, docs/steady-state.md) with `state`:
+    steady (every trial), not_steady (a trial reached the cap), not_tested (too few measured
+    steps), or unknown with a reason (a profile written before steady-state detection). None
+    for a foreign trace, which has no warm-up of ours."""
+    if profile.get("kind") not in ("train", "infer"):
+        return None
+    used = (profile.get("config") or {}).get("warmup_used")
+    if not isinstance(used, dict) or not isinstance(used.get("steps"), list):
+        return {"state": "unknown", "reason": "not recorded (a profile from before steady-state detection)"}
+    from yoloprof.config.steady import summarize
+
+    most, steady = summarize(used)
+    state = {True: "steady", False: "not_steady", None: "not_tested"}[steady]
+    return {"state": state, "steps": list(used["steps"]), "steady": list(used.get("steady") or []),
+            "most": most, "min": used.get("min"), "max": used.get("max")}
 
 
 def _verdict(profile: dict) -> dict[str, Any]:

@@ -58,10 +58,30 @@ def render_summary(result: dict[str, Any], source: str | None = None, out: Out |
                     "yes" if k.get("tensorcore") else "", fmt_num(k.get("ms_per_step")),
                     fmt_pct(k.get("pct")), fmt_num(k.get("count_per_step"))]
                    for k in result["top_kernels"]], title="top kernels", right=(3, 4, 5))
+    _render_warmup(out, result.get("warmup"))
     trace = result.get("trace") or {}
     if trace.get("steps_analyzed"):
         out.note(f"trace: {trace['steps_analyzed']} step(s) analysed over {fmt_num(trace.get('window_ms'))} ms")
     _warnings(out, result.get("warnings"))
+
+
+WARMUP_STATES = {"steady": "steady state reached in every trial",
+                 "not_tested": "steady state not tested (fewer measured steps than the test needs)"}
+
+
+def _render_warmup(out: Out, warmup: dict[str, Any] | None) -> None:
+    """One line: the warm-up steps each trial used, their bounds, and whether each reached steady
+    step times (readers/summary.py warmup_used)."""
+    if not warmup:
+        return
+    if warmup["state"] == "unknown":
+        out.line(f"warm-up: n/a ({warmup['reason']})")
+        return
+    steps = ", ".join(str(n) for n in warmup["steps"])
+    state = WARMUP_STATES.get(warmup["state"]) or "not steady at the cap in trial(s) " + ", ".join(
+        str(i + 1) for i, f in enumerate(warmup["steady"]) if f is False)
+    bounds = f"at least {warmup['min']}, at most {warmup['max']}"
+    out.line(f"warm-up: {steps} step(s) per trial ({bounds}): {state}")
 
 
 def _render_latency(out: Out, result: dict[str, Any]) -> None:
