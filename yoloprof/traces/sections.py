@@ -129,11 +129,12 @@ def _kernels(a: Any) -> list[dict]:
 
 def _ops(a: Any, rows_in: list[dict], key: str) -> list[dict]:
     """Op rows per step: calls, self and inclusive time as key_averages counts them, and self
-    allocated/freed bytes when the trace has memory events."""
+    allocated/freed bytes when the trace has memory events; `kind` says op, runtime or driver
+    (an API call such as cudaLaunchKernel, a row of its own as in key_averages)."""
     n = max(a.n_steps, 1)
     rows = []
     for r in rows_in:
-        row = {"name": r["name"], key: r[key], "self_ms_per_step": r["self_us"] / US_PER_MS / n,
+        row = {"name": r["name"], "kind": r["kind"], key: r[key], "self_ms_per_step": r["self_us"] / US_PER_MS / n,
                "total_ms_per_step": r["total_us"] / US_PER_MS / n, "count_per_step": r["count"] / n}
         if "alloc_bytes" in r:
             row.update(alloc_bytes_per_step=r["alloc_bytes"] / n, freed_bytes_per_step=r["freed_bytes"] / n)
