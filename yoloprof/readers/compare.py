@@ -105,11 +105,10 @@ def compare_metric(name: str, before: dict, after: dict, *, alpha: float, noise:
 
 
 def _delta_value(profile: dict, key: str) -> float | None:
+    """`ms_per_image` has one definition: step_ms / batch (the mean step time over the images in
+    a step), n/a without both; never 1000 / mean(img/s), which is 1000 / the mean of reciprocals."""
     if key != "ms_per_image":
         return metric_value(profile, key)
-    ips = metric_value(profile, "img_per_s")
-    if ips:
-        return 1000.0 / ips
     step, batch = metric_value(profile, "step_ms"), (profile.get("config") or {}).get("batch")
     return step / batch if step is not None and isinstance(batch, int) and batch > 0 else None
 
