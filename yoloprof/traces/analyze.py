@@ -257,8 +257,23 @@ def _memory_part(ev: Events, steps: Steps, out: TraceAnalysis) -> None:
             "device": "cpu" if dtype == 0 else f"device{did}" if dtype != 1 else f"cuda:{did}",
             "device_type": dtype, "device_id": did,
             "peak_allocated_mb": float(np.nanmax(mem.allocated[sel], initial=0.0)) / BYTES_PER_MIB,
+            "live_at_start_mb": _live_at_start(mem, sel),
             "peak_reserved_mb": float(np.nanmax(mem.reserved[sel], initial=0.0)) / BYTES_PER_MIB,
             "alloc_calls": int((sel & calls).sum())})
+
+
+def _live_at_start(mem: Any, sel: np.ndarray) -> float | None:
+    """MiB the allocator counted as allocated just before the window's first `[memory]` event of
+    a device: that event's "Total Allocated" minus its own bytes. On CUDA the caching allocator
+    counts every live block, so this is what was alive when the window opened (weights,
+    optimizer state); torch's CPU reporter counts only tensors allocated while the profiler runs,
+    so on the CPU it is ~0 and says nothing about older tensors (docs/readers.md)."""
+    idx = np.flatnonzero(sel)
+    if not len(idx):
+        return None
+    first = idx[np.argmin(mem.ts[idx])]
+    live = float(mem.allocated[first]) - float(np.nan_to_num(mem.nbytes[first]))
+    return live / BYTES_PER_MIB if np.isfinite(live) else None
 
 
 def _check(ev: Events, j: Join, steps: Steps, out: TraceAnalysis) -> list[str]:
