@@ -64,11 +64,16 @@ def render_summary(result: dict[str, Any], source: str | None = None, out: Out |
     _warnings(out, result.get("warnings"))
 
 
+def _interval(ci: Any) -> str:
+    """" [low, high]" of a percentile's 95% interval; an end no call reaches reads n/a."""
+    return f" [{fmt_num(ci[0])}, {fmt_num(ci[1])}]" if isinstance(ci, list) and len(ci) == 2 else ""
+
+
 def _render_latency(out: Out, result: dict[str, Any]) -> None:
     lat = result.get("latency")
     if lat:
         keys = [k for k in ("p50_ms", "p90_ms", "p99_ms", "mean_ms", "min_ms", "max_ms") if k in lat]
-        line = "  ".join(f"{k[:-3]} {fmt_num(lat[k])}" for k in keys)
+        line = "  ".join(f"{k[:-3]} {fmt_num(lat[k])}{_interval(lat.get(k[:-3] + '_ci_ms'))}" for k in keys)
         out.line(f"latency (ms): {line}" + (f"  (n={lat['n']})" if lat.get("n") else ""))
     stages = result.get("stages")
     if stages:
