@@ -12,10 +12,10 @@ A side is described by `side_facts(env, config, created_at)` (the profile's `env
 `created_at`, or a sweep row's equivalents: a row can be passed as both env and config, its
 `torch_version`, `device_name`, `threads`, `batch`, `amp`/`amp_dtype` are read); `differences(before, after)` lists the fields whose
 values differ, each with `big` = True when it invalidates a like-for-like verdict. A different
-model (class, size, arguments, parameters) is listed but does not flag: comparing two models is a
-comparison a user makes on purpose, and the table says so; a different data source (the synthetic
-loader, a dataset, the user's own tensors), image size or loader worker count is another workload
-and flags.
+workload (model class, size, arguments, parameters; data source: the synthetic loader, a dataset,
+the user's own tensors; image size; loader workers) is listed but does not flag: it is what a
+user changes on purpose to compare (smaller images to fix a slow loader, another model), and the
+table says that the sides differ in it.
 """
 
 from __future__ import annotations
@@ -67,9 +67,9 @@ FIELDS: tuple[tuple[str, str, Getter, bool], ...] = (
     ("model_size", "model size", lambda env, cfg: cfg.get("size"), False),
     ("model_args", "model arguments", _model_args, False),
     ("params", "parameters", lambda env, cfg: cfg.get("params_total"), False),
-    ("data", "data source", _data_source, True),
-    ("imgsz", "image size", lambda env, cfg: cfg.get("imgsz"), True),
-    ("workers", "loader workers", lambda env, cfg: cfg.get("workers_effective", cfg.get("workers")), True),
+    ("data", "data source", _data_source, False),
+    ("imgsz", "image size", lambda env, cfg: cfg.get("imgsz"), False),
+    ("workers", "loader workers", lambda env, cfg: cfg.get("workers_effective", cfg.get("workers")), False),
 )
 
 
