@@ -35,8 +35,9 @@ def _path(p):
     return p
 
 
-def compare(path):
-    """(ours, reference): name -> [calls, self us, total us] over the rows yoloprof lists."""
+def compare(path, nodes=None):
+    """(ours, reference, analysis): name -> [calls, self us, total us] over the rows yoloprof lists;
+    `nodes`: the reference tree, when the caller built it already."""
     ev = parse_trace_bytes(gzip.decompress(path.read_bytes()))
     a = analyze_events(ev, str(path))
     ours: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
@@ -52,7 +53,7 @@ def compare(path):
         k = bisect.bisect_right(starts, t) - 1
         return (n.cat in ROW_CATS and not n.name.startswith("ProfilerStep#")
                 and k >= 0 and t < ends[k])
-    return dict(ours), by_name(build(raw_events(path)), in_rows), a
+    return dict(ours), by_name(nodes if nodes is not None else build(raw_events(path)), in_rows), a
 
 
 def assert_same(ours, ref):
@@ -88,8 +89,9 @@ def test_tbplugin_resnet_matches_torch_and_the_plugin():
     """2021 category names (`Operator`, `Runtime`); the whole trace is one ProfilerStep-less or
     stepped window, and the plugin's figure is over the whole trace."""
     path = _path(RESNET)
-    ours, ref, a = compare(path)
+    nodes = build(raw_events(path))
+    ours, ref, a = compare(path, nodes)
     assert_same(ours, ref)
-    whole = by_name(build(raw_events(path)), lambda n: n.name == "aten::add_")["aten::add_"]
+    whole = by_name(nodes, lambda n: n.name == "aten::add_")["aten::add_"]
     assert whole == [2994, pytest.approx(55245.0), pytest.approx(83883.0)]  # the README's figure
     assert any(r["name"] == "cudaLaunchKernel" and r["kind"] == "runtime" for r in a.op_rows)
