@@ -166,4 +166,5 @@ def check_target(target: str) -> None:
     try:
         locate(target)
     except UsageError as exc:
-        raise UsageError(f"model _target_ {target!r} does not import: {exc}") from None
+        reason = str(exc).removeprefix(f"cannot import {target!r}: ")
+        raise UsageError(f"model _target_ {target!r} does not import: {reason}") from None
