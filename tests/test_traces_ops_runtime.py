@@ -95,3 +95,24 @@ def test_tbplugin_resnet_matches_torch_and_the_plugin():
     whole = by_name(nodes, lambda n: n.name == "aten::add_")["aten::add_"]
     assert whole == [2994, pytest.approx(55245.0), pytest.approx(83883.0)]  # the README's figure
     assert any(r["name"] == "cudaLaunchKernel" and r["kind"] == "runtime" for r in a.op_rows)
+
+
+def test_other_vendors_runtime_calls_nest_too(tmp_path):
+    """An XPU trace's `xpu_runtime` launch inside an op is the op's child, like cudaLaunchKernel;
+    timestamps with ns decimals at epoch scale (a float64 holds them only to 0.25 us)."""
+    import json
+
+    base = 1_700_000_000_000_000
+    ev = [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": base, "dur": 100},
+          {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": f"{base + 10}.124", "dur": 20.004},
+          {"ph": "X", "cat": "xpu_runtime", "name": "urEnqueueKernelLaunch", "pid": 1, "tid": 1,
+           "ts": f"{base + 12}.126", "dur": 18.002}]
+    text = json.dumps({"traceEvents": ev}).replace('"ts": "', '"ts": ').replace('", "dur"', ', "dur"')
+    path = tmp_path / "xpu.json.gz"
+    path.write_bytes(gzip.compress(text.encode()))
+    ours, ref, a = compare(path)
+    assert_same(ours, ref)
+    # both end at +30.128 us; decoded as floats the op's start rounds down to .0 and the call's up
+    # to .25, so the call would overrun the op and not be its child (self 20.004 instead of 2.002)
+    assert ours["aten::add"][1] == pytest.approx(2.002, abs=1e-6)
+    assert next(r for r in a.op_rows if r["name"] == "urEnqueueKernelLaunch")["kind"] == "runtime"

@@ -22,7 +22,8 @@ from pathlib import Path
 # JSON categories (lower-cased; 2021 names "Operator", "Runtime") of the CPU-side events.
 HOST = {"cpu_op": "cpu_op", "operator": "cpu_op", "user_annotation": "user_annotation",
         "cuda_runtime": "cuda_runtime", "runtime": "cuda_runtime", "cuda_driver": "cuda_driver",
-        "python_function": "python_function"}
+        "python_function": "python_function", "xpu_runtime": "cuda_runtime", "mtia_runtime": "cuda_runtime",
+        "privateuse1_runtime": "cuda_runtime", "privateuse1_driver": "cuda_driver"}
 FILTERED = {"[memory]", "[OutOfMemory]", "profiler::_record_function_enter",
             "profiler::_record_function_enter_new", "profiler::_record_function_exit",
             "aten::is_leaf", "aten::output_nr", "aten::_version"}

@@ -36,7 +36,10 @@ from yoloprof.traces.kineto import (
 CATS = ("other", "cpu_op", "user_annotation", "gpu_user_annotation", "cuda_runtime", "cuda_driver",
         "kernel", "gpu_memcpy", "gpu_memset", "python_function", "trace")
 CAT_ALIASES = {"operator": "cpu_op", "runtime": "cuda_runtime", "memcpy": "gpu_memcpy",
-               "memset": "gpu_memset", "kernel": "kernel", "cuda_sync": "other"}
+               "memset": "gpu_memset", "kernel": "kernel", "cuda_sync": "other",
+               # other vendors' host API calls (Kineto's ActivityType names): nodes of the op tree
+               "xpu_runtime": "cuda_runtime", "mtia_runtime": "cuda_runtime",
+               "privateuse1_runtime": "cuda_runtime", "privateuse1_driver": "cuda_driver"}
 CAT_CODE = {name: code for code, name in enumerate(CATS)}
 US_PER_MS = 1000.0  # trace times are microseconds (module doc); figures are reported in ms
 DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
