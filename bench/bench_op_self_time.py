@@ -40,8 +40,9 @@ def main(paths: list[Path]) -> int:
         ours, ref, a = compare(path)
         names = set(ours) | set(ref)
         bad_calls = sum(1 for n in names if ours.get(n, [0])[0] != ref.get(n, [0])[0])
-        worst_self = max((rel(ours.get(n, [0, 0.0, 0.0])[1], ref.get(n, [0, 0.0, 0.0])[1]) for n in names), default=0.0)
-        worst_total = max((rel(ours.get(n, [0, 0.0, 0.0])[2], ref.get(n, [0, 0.0, 0.0])[2]) for n in names), default=0.0)
+        zero = [0, 0.0, 0.0]
+        worst_self = max((rel(ours.get(n, zero)[1], ref.get(n, zero)[1]) for n in names), default=0.0)
+        worst_total = max((rel(ours.get(n, zero)[2], ref.get(n, zero)[2]) for n in names), default=0.0)
         api = sum(1 for r in a.op_rows if r["kind"] != "op")
         worst_all = max(worst_all, worst_self, worst_total, float(bad_calls))
         print(f"{path.name[:48]:48s} names {len(names):5d}  calls differ {bad_calls}  "

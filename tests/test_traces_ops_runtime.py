@@ -104,7 +104,8 @@ def test_other_vendors_runtime_calls_nest_too(tmp_path):
 
     base = 1_700_000_000_000_000
     ev = [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": base, "dur": 100},
-          {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": f"{base + 10}.124", "dur": 20.004},
+          {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": f"{base + 10}.124",
+           "dur": 20.004},
           {"ph": "X", "cat": "xpu_runtime", "name": "urEnqueueKernelLaunch", "pid": 1, "tid": 1,
            "ts": f"{base + 12}.126", "dur": 18.002}]
     text = json.dumps({"traceEvents": ev}).replace('"ts": "', '"ts": ').replace('", "dur"', ', "dur"')

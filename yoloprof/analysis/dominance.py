@@ -162,7 +162,8 @@ def best_within_modes(gm: pd.DataFrame, samples: dict, meta: dict, names: list[s
             if len(g) > 1:
                 second = g.iloc[1]
                 rows[-1].update(runner_up=second["config"], runner_up_value=second["gmean"])
-                tests.append((len(rows) - 1, (samples[(second["group_hash"], m)], samples[(top["group_hash"], m)], better)))
+                pair = (samples[(second["group_hash"], m)], samples[(top["group_hash"], m)], better)
+                tests.append((len(rows) - 1, pair))
     results = compare_batch([t for _, t in tests], alpha=alpha, noise=noise) if tests else []
     family = [None if p is None or pd.isna(p) else float(p) for p in table_p] + [r["p_welch"] for r in results]
     adjusted = adjust_pvalues(family, correction)[len(table_p):]

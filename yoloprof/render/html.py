@@ -84,7 +84,8 @@ def _best_html(best: pd.DataFrame) -> str:
     rows = []
     for _, b in best.iterrows():
         sig = {True: "yes", False: "no"}.get(b.get("significant"), NA)
-        rows.append([escape(str(b["metric"])), f"<b>{escape(str(b['best']))}</b>", fmt_in(b["value"], b.get("unit")),
+        value = fmt_in(b["value"], b.get("unit"))
+        rows.append([escape(str(b["metric"])), f"<b>{escape(str(b['best']))}</b>", value,
                      escape(str(b["runner_up"] or NA)), fmt_ratio(b["margin"], b["ci_low"], b["ci_high"]),
                      fmt_p(b["p"]), sig])
     return _table(["metric", "best", "value", "runner-up", "margin [CI]", "p", "significant"], rows, {2, 4, 5})

@@ -44,7 +44,8 @@ def render_modules(result: dict[str, Any], out: Out | None = None) -> None:
 
 def render_hotspots(result: dict[str, Any], out: Out | None = None) -> None:
     out = out or Out()
-    rows = [[cut(f.get("function"), 40), cut(f"{f.get('file')}:{f.get('line')}", 50), fmt_count(f.get("calls_per_step")),
+    rows = [[cut(f.get("function"), 40), cut(f"{f.get('file')}:{f.get('line')}", 50),
+             fmt_count(f.get("calls_per_step")),
              fmt_num(f.get("self_ms")), fmt_pct(f.get("self_pct")), fmt_num(f.get("cum_ms"))]
             for f in result.get("functions", [])]
     if rows:

@@ -293,7 +293,8 @@ def _part(events: list[Any], base: int) -> _Part:
     types = list(map(type, events))
     present = set(types)
     counts = {"events": len(events)}
-    completes, instants = _of_type(events, types, present, Complete), _of_type(events, types, present, Instant, InstantOld)
+    completes = _of_type(events, types, present, Complete)
+    instants = _of_type(events, types, present, Instant, InstantOld)
     xs, ts, dur = _complete_events(completes, counts, base)
     mem = _memory(instants, counts, base)
     n = len(xs)
