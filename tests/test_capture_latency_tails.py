@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 
 import numpy as np
-import pytest
 from helpers.profiles import infer_profile
 
 from yoloprof.capture.infer import latency_table, tail_warnings

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from yoloprof.render.fmt import (NA, COMPARISON_HEADERS, VERDICT_STYLE, comparison_cells, fmt_in, fmt_num, fmt_p,
+from yoloprof.render.fmt import (NA, COMPARISON_HEADERS, VERDICT_STYLE, comparison_cells, fmt_in, fmt_p,
                                    fmt_ratio)
 
 

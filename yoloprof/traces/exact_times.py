@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal
 from itertools import repeat
 from operator import sub
 from typing import Any
