@@ -178,9 +178,11 @@ def test_metric_missing_in_some_configs_and_mixed_environments(tmp_path: Path) -
 def test_pareto_and_best_and_scaling(grid_sweep: Path) -> None:
     res = _analyze(grid_sweep)
     gm = res.gmeans.pivot_table(index="config", columns="metric", values="gmean")
-    pts = {c: (r.img_per_s, -r.step_ms, -r.peak_mem_mb) for c, r in gm.iterrows()}
-    front = {c for c, x in pts.items()
-             if not any(all(a >= b for a, b in zip(y, x)) and y != x for y in pts.values())}
+    # the truth (batch_truth): imgsz changes nothing; batch 8 has 10% more throughput than 4 at
+    # twice its memory; batch 16 the throughput of 8 at twice the step and memory. So both imgsz
+    # twins of batch 4 and of 8 are on the set (decided statistically: identical twins dominate
+    # neither), and batch 16 is dominated by batch 8 (tests/test_analysis_dominance.py).
+    front = {f"batch={b}, imgsz={i}" for b in (4, 8) for i in (320, 640)}
     assert set(res.pareto.loc[res.pareto["pareto"], "config"]) == front
     best = res.best.set_index("metric")
     assert best.loc["img_per_s", "value"] == pytest.approx(gm["img_per_s"].max())

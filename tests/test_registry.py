@@ -67,7 +67,7 @@ def test_fmt_num_four_significant_digits(value, text):
 def test_units_ratios_and_shares():
     assert fmt_val(2.5, "ms") == "2.500 ms"
     assert fmt_val(41.25, "%") == "41.25%"
-    assert fmt_val(5.0, "count") == "5.000"  # "per step" is in the metric's name
+    assert fmt_val(5.0, "count") == "5"  # a whole count as an integer; "per step" is in the name
     assert fmt_val(None, "ms") == "n/a"
     assert fmt_pct(12.345) == "12.3%"
     assert fmt_ratio(1.05, 0.99, 1.1) == "1.050x [0.990, 1.100]"

@@ -15,11 +15,13 @@ import numpy as np
 import pytest
 
 from helpers.paths import TRACES
-from yoloprof.traces.ops import _merge_duplicates, _tree
-from yoloprof.traces.parse import CAT_CODE, parse_trace_bytes
+from yoloprof.traces.ops import _merge_duplicates, _tree, tree_events
+from yoloprof.traces.parse import parse_trace_bytes
 
 
 def _stack_tree(ts, dur, thread):
+    """torch's `_populate_cpu_children` loop: pop while the event starts at/after the top's end
+    or ends after it (a partial overlap is no nesting), else the top is the parent."""
     order = np.lexsort((-dur, ts, thread))
     parent = np.full(len(ts), -1, np.int64)
     ts_l, end_l, thr_l = ts.tolist(), (ts + dur).tolist(), thread.tolist()
@@ -28,7 +30,7 @@ def _stack_tree(ts, dur, thread):
         if thr_l[i] != current:
             stack.clear()
             current = thr_l[i]
-        while stack and stack[-1][0] <= ts_l[i]:
+        while stack and (ts_l[i] >= stack[-1][0] or end_l[i] > stack[-1][0]):
             stack.pop()
         if stack:
             parent[i] = stack[-1][1]
@@ -86,6 +88,16 @@ def test_same_name_chain_collapses_into_its_top():
     _check(ts, dur, np.zeros(5, np.int32), names)
 
 
+def test_overrunning_child_is_no_child():
+    # [0,10] holds [2,4]; [3,12] overruns both, so it nests in neither (torch pops them), and
+    # [5,6] then nests in [3,12].
+    ts = np.array([0.0, 2.0, 3.0, 5.0])
+    dur = np.array([10.0, 2.0, 9.0, 1.0])
+    parent, _ = _tree(SimpleNamespace(ts=ts, dur=dur, thread=np.zeros(4, np.int32)), np.arange(4))
+    assert parent.tolist() == [-1, 0, -1, 2]
+    _check(ts, dur, np.zeros(4, np.int32), np.arange(4))
+
+
 def test_empty_and_single():
     for n in (0, 1):
         _check(np.zeros(n), np.ones(n), np.zeros(n, np.int32), np.zeros(n, np.int32))
@@ -94,5 +106,5 @@ def test_empty_and_single():
 @pytest.mark.parametrize("name", sorted(p.name for p in TRACES.glob("*.json.gz")) if TRACES.is_dir() else [])
 def test_fixture_traces_match_the_stack_walk(name):
     ev = parse_trace_bytes(gzip.decompress((TRACES / name).read_bytes()))
-    idx = np.flatnonzero(ev.cat == CAT_CODE["cpu_op"])
+    idx = tree_events(ev)
     _check(ev.ts[idx], ev.dur[idx], ev.thread[idx], ev.name[idx])

@@ -89,3 +89,35 @@ def test_module_growth_skips_tiny_modules_and_profiles_without_modules():
     assert 0.001 * 128 ** -8 < MIN_SHARE * 0.001 * 128 ** 2
     c.profiles.clear()
     assert module_growth(c, build_configs(c.ok)).empty
+
+
+def test_growth_exponent_interval_is_the_slope_t_interval():
+    """Per-job points with noise: the exponent and its 95% interval are scipy's linregress slope
+    +- t(0.975, n-2) * stderr; two points give no exponent, only the ratio."""
+    import numpy as np
+    from scipy import stats
+
+    from yoloprof.analysis.modules import fit_exponent
+
+    rng = np.random.default_rng(3)
+    levels = np.repeat([8.0, 16.0, 32.0], 2)
+    ms = 0.02 * levels * np.exp(rng.normal(0, 0.05, levels.size))
+    k, lo, hi, n = fit_exponent(levels, ms)
+    ref = stats.linregress(np.log(levels), np.log(ms))
+    half = stats.t.ppf(0.975, levels.size - 2) * ref.stderr
+    assert n == 6 and k == pytest.approx(ref.slope) and lo == pytest.approx(ref.slope - half)
+    assert hi == pytest.approx(ref.slope + half) and lo < 1.0 < hi  # linear, inside its interval
+    assert fit_exponent(np.array([2.0, 4.0]), np.array([1.0, 4.1]))[:3] == (None, None, None)
+
+
+def test_two_levels_one_trial_each_claims_no_exponent():
+    from yoloprof.analysis.configs import build_configs
+    from yoloprof.analysis.modules import growth_notes, module_growth
+
+    c = _collected([64, 128], {"attn": (0.01, 1.0)})
+    growth = module_growth(c, build_configs(c.ok))
+    r = growth.iloc[0]
+    assert r["module"] == "attn" and pd.isna(r["exponent"]) and r["points"] == 2
+    assert r["ratio"] == pytest.approx(2.0)
+    note = growth_notes(growth)[0]
+    assert "no exponent from 2 point(s)" in note and "^" not in note

@@ -22,7 +22,8 @@ from yoloprof.analysis.configs import Configs, build_configs, plan_baseline
 from yoloprof.analysis.drift import apply_drift, drift_table, drift_warnings, job_values
 from yoloprof.analysis.envdiff import apply_env_flags, env_differences, env_warnings
 from yoloprof.analysis.inventory import PROBLEMS
-from yoloprof.analysis.insights import best_per_metric, pareto, scaling
+from yoloprof.analysis.dominance import THROUGHPUT, best_within_modes, modes_of, pareto_within_modes
+from yoloprof.analysis.insights import pareto_memory, scaling
 from yoloprof.analysis.outputs import analysis_dir, recorded_settings
 from yoloprof.analysis.settings import DEFAULT_NAME, AnalysisSettings, check_name, command
 from yoloprof.config.stats import ALPHA, CORRECTION, NOISE
@@ -114,10 +115,16 @@ def analyze_collected(c: Collected, *, baseline: list[str] | None = None, vary: 
     drift = drift_table(jobs, dict(zip(cfg.table.index, cfg.table["config"].astype(str))), alpha=alpha)
     env_diffs = env_differences(c.ok, cfg, plan.pairs)
     comparisons = apply_env_flags(comparisons, env_diffs)
-    view = sorted(set(names) | set(registry.names("view")))
+    memory = pareto_memory(names, tables["metrics"], devices)
+    view = sorted(set(names) | set(registry.names("view")) | {memory})
     gm = gmean_table(tables["metrics"], cfg, view, alpha)
-    samples = pooled_samples(tables["metrics"][tables["metrics"]["metric"].isin(names)])
-    best = best_per_metric(gm, samples, metric_meta(tables["metrics"]), names, alpha=alpha, noise=noise)
+    front_metrics = set(names) | {THROUGHPUT, "p50_ms", "step_ms", memory}
+    samples = pooled_samples(tables["metrics"][tables["metrics"]["metric"].isin(front_metrics)])
+    modes_map = modes_of(c.ok)  # best and Pareto: within a mode, with the comparisons' statistics
+    best = best_within_modes(gm, samples, metric_meta(tables["metrics"]), names, modes_map,
+                             comparisons["p"].tolist() if "p" in comparisons else [],
+                             alpha=alpha, noise=noise, correction=correction)
+    front = pareto_within_modes(gm, samples, modes_map, memory, alpha=alpha, noise=noise, correction=correction)
     notes = list(c.notes) + metric_notes
     notes += [f"{cfg.label(g)}: no baseline configuration with the same other axes; not compared"
               for g in plan.unpaired]
@@ -134,7 +141,7 @@ def analyze_collected(c: Collected, *, baseline: list[str] | None = None, vary: 
     return AnalysisResult(
         sweep_dir=c.sweep_dir, baseline=plan.description, varying=cfg.varying, metrics_compared=names,
         comparisons=comparisons, configs=cfg.table.reset_index(drop=True), tables=tables, best=best,
-        pareto=pareto(gm), scaling=scaling(gm, cfg, noise=noise), gmeans=gm,
+        pareto=front, scaling=scaling(gm, cfg, noise=noise), gmeans=gm,
         settings=AnalysisSettings(tuple(baseline or ()), vary, tuple(metrics or ()), alpha, noise,
                                   correction).to_dict(),
         warnings=list(c.warnings) + env_warnings(env_diffs) + drift_warnings(drift), notes=notes, drift=drift,

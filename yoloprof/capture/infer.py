@@ -13,6 +13,7 @@ from yoloprof.capture.flops import FlopMix, count_flop_mix
 from yoloprof.capture.progress import CaptureProgress
 from yoloprof.capture.run_result import RunResult, phase_timing_name
 from yoloprof.config.settings import CaptureSettings
+from yoloprof.metrics.quantiles import quantile_interval, tail_note
 from yoloprof.capture.steps import INFER_STAGES, infer_call, no_phases
 from yoloprof.capture.steady import cap_warnings
 from yoloprof.capture.timing import (TrialResult, run_trials, time_infer_trial, trial_metrics, warmup_cap_of,
@@ -23,13 +24,24 @@ PERCENTILES = (50, 90, 99)
 
 
 def latency_table(call_ms: list[float]) -> dict[str, Any]:
-    """Percentiles by linear interpolation between order statistics (numpy's default method)."""
+    """Percentiles by linear interpolation between order statistics (numpy's default method),
+    each with its distribution-free 95% interval `p<q>_ci_ms` = [low, high] (an end no order
+    statistic reaches is null: `metrics.quantiles`)."""
     import numpy as np
 
     arr = np.asarray(call_ms, dtype=float)
-    table = {f"p{q}_ms": float(np.percentile(arr, q)) for q in PERCENTILES}
+    table: dict[str, Any] = {f"p{q}_ms": float(np.percentile(arr, q)) for q in PERCENTILES}
+    for q in PERCENTILES:
+        ci = quantile_interval(call_ms, q / 100.0)
+        table[f"p{q}_ci_ms"] = [ci["low"], ci["high"]]
     table.update(mean_ms=float(arr.mean()), min_ms=float(arr.min()), max_ms=float(arr.max()), n=int(arr.size))
     return table
+
+
+def tail_warnings(calls: int) -> list[str]:
+    """The latency table's percentiles whose calls are too few for an interval with both ends
+    (`compare` warns apart about the per-trial samples it compares)."""
+    return [n for n in (tail_note(f"p{q} latency", q / 100.0, calls) for q in PERCENTILES) if n]
 
 
 def stage_split(trials: list[TrialResult]) -> list[dict[str, Any]]:
@@ -69,7 +81,7 @@ def measure(settings: CaptureSettings, device: DeviceInfo, amp: bool, bar: Captu
     return RunResult(samples=samples, phase_order=INFER_STAGES, workers=0,
                      phase_timing=phase_timing_name(device.is_cuda), flops=flops, flop_mix=mix,
                      latency=latency_table(all_calls), stages=stage_split(trials),
-                     warnings=cap_warnings(warmup), warmup=warmup)
+                     warnings=cap_warnings(warmup) + tail_warnings(len(all_calls)), warmup=warmup)
 
 
 def trace(settings: CaptureSettings, device: DeviceInfo, amp: bool, path: Path, bar: CaptureProgress,

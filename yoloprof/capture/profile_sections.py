@@ -88,11 +88,11 @@ def merge_trace_sections(profile: dict[str, Any], trace_path: Path, name: str | 
 
     sections = analyze_trace_file(trace_path).profile_sections()
     metrics = profile["metrics"]
-    for name, entry in sections.get("metrics", {}).items():
-        if name in metrics or is_trace_own(name):
-            metrics[f"{TRACE_PREFIX}{name}"] = entry
+    for metric, entry in sections.get("metrics", {}).items():  # not `name`: that is the file's
+        if metric in metrics or is_trace_own(metric):
+            metrics[f"{TRACE_PREFIX}{metric}"] = entry
         else:
-            metrics[name] = entry
+            metrics[metric] = entry
     for key in ("kernels", "ops", "ops_by_shape", "categories"):
         profile[key] = sections.get(key) or []
     by_phase = {row["phase"]: row for row in sections.get("phases", [])}

@@ -92,6 +92,9 @@ def key_value_hint(tokens: Sequence[str], mode: str) -> None:
         if token.startswith("-") or "=" not in token:
             continue
         key, value = token.lstrip("+~").split("=", 1)
+        if key == "data" or key.startswith("data."):  # the sweep's data group: here a positional
+            raise UsageError(f"{token!r}: the data source is the positional argument here (a "
+                             f"{POSITIONAL[mode][1]}); data=... data.path=... is the sweep's spelling")
         name = key.split(".")[-1].replace("-", "_")
         if name in RENAMED:
             raise UsageError(f"{token!r}: options are flags here; did you mean --precision "

@@ -2,7 +2,7 @@
 SLURM"). Registered as OmegaConf resolvers so a launcher config can say
 `cpus_per_task: ${yoloprof_cpus:${workers}}` and `--cfg hydra --resolve` shows the numbers.
 
-- GPUs: one per job for a CUDA device, none for `cpu` (a capture times one device; a job never
+- GPUs: one per job for a CUDA device, none for the CPU (`config.device.parse_device`: `CPU` too; a capture times one device; a job never
   shares its GPU with another timed job because SLURM gives each allocation its own GPU);
 - CPUs: one per data-loader worker plus one for the main process;
 - time limit: TIME_FIXED_MIN for start-up, model build and data, plus TIME_PER_ITERATION_S for
@@ -15,12 +15,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from yoloprof.config.device import parse_device
+
 TIME_FIXED_MIN = 10
 TIME_PER_ITERATION_S = 5.0
 
 
 def gpus_per_job(device: Any) -> int | None:
-    return None if str(device) == "cpu" else 1
+    """One GPU for a CUDA device, none for the CPU, in every spelling the one device parser takes
+    (`CPU`, ` cpu `, `cuda:1`, `1`...); an invalid device is refused there, naming the key."""
+    return 1 if parse_device(device, flag="device").is_cuda else None
 
 
 def cpus_per_job(workers: Any) -> int:

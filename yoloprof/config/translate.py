@@ -100,10 +100,16 @@ def _read(values: dict[str, Any], name: str) -> Any:
 
 
 def data_source(data: dict[str, Any], mode: str) -> str | None:
-    """`data=synthetic` is generated images for training and the bundled sample for inference."""
+    """`data=synthetic` is generated images for training and the bundled sample for inference.
+    Any other data group needs `data.path`: without it the job would measure the default data
+    while labelled `data=yolo`, so it is refused before any job runs, naming the key."""
     if data.get("name") == "synthetic":
         return "synthetic" if mode == "train" else None
-    return data.get("path")
+    path = data.get("path")
+    if path in (None, "", "???"):
+        raise UsageError(f"data={data.get('name')} needs data.path (a data.yaml or dataset folder for "
+                         "training, an image or folder for inference), e.g. data.path=datasets/coco8/data.yaml")
+    return path
 
 
 def settings_from_cfg(cfg: DictConfig) -> CaptureSettings:
@@ -153,12 +159,12 @@ def group_hash(settings: CaptureSettings, task: dict[str, Any] | None = None) ->
 
 
 def check_target(target: str) -> None:
-    """Fail before the first job when a model `_target_` does not import, naming it and why."""
-    from hydra._internal.utils import _locate  # hydra.utils.get_object also logs an error
+    """Fail before the first job when a model `_target_` does not import, naming it and why, in
+    the CLI's words (`config.targets.locate`)."""
+    from yoloprof.config.targets import locate
 
     try:
-        _locate(target)
-    except Exception as exc:  # noqa: BLE001 - any import failure is the user's to see
-        cause = exc.__cause__ or exc
-        raise UsageError(f"model _target_ {target!r} does not import: "
-                         f"{type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else ''}") from exc
+        locate(target)
+    except UsageError as exc:
+        reason = str(exc).removeprefix(f"cannot import {target!r}: ")
+        raise UsageError(f"model _target_ {target!r} does not import: {reason}") from None

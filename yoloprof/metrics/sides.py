@@ -1,7 +1,9 @@
 """What differs between two sides of a comparison besides the code: device model, thread count,
 torch version, precision, batch, the runtime settings of defs/envfields.py (cuDNN and TF32 flags,
-CUDA_LAUNCH_BLOCKING, allocator settings, driver), capture time. Shared by `compare` (readers) and
-`analyze`.
+CUDA_LAUNCH_BLOCKING, allocator settings, driver), the workload (model class and size, its
+arguments, parameter count, data source, image size, loader workers), capture time. Shared by
+`compare` (readers) and `analyze` (whose rows carry only the machine, runtime and precision facts:
+a sweep varies the workload on purpose).
 
 Why: a ratio of step times between an A100 and a V100, or 2 threads against 1, is a measurement
 of the machines, not of the change; a verdict drawn across such a difference is flagged, and
@@ -10,7 +12,11 @@ every difference is listed (table and JSON), so that nothing changes silently.
 A side is described by `side_facts(env, config, created_at)` (the profile's `env`, `config` and
 `created_at`, or a sweep row's equivalents: a row can be passed as both env and config, its
 `torch_version`, `device_name`, `threads`, `batch`, `amp`/`amp_dtype` are read); `differences(before, after)` lists the fields whose
-values differ, each with `big` = True when it invalidates a like-for-like verdict.
+values differ, each with `big` = True when it invalidates a like-for-like verdict. A different
+workload (model class, size, arguments, parameters; data source: the synthetic loader, a dataset,
+the user's own tensors; image size; loader workers) is listed but does not flag: it is what a
+user changes on purpose to compare (smaller images to fix a slow loader, another model), and the
+table says that the sides differ in it.
 """
 
 from __future__ import annotations
@@ -38,6 +44,21 @@ def _precision(env: Mapping[str, Any], cfg: Mapping[str, Any]) -> Any:
     return str(cfg.get("amp_dtype") or "float16") if cfg.get("amp") else "float32"
 
 
+def _data_source(env: Mapping[str, Any], cfg: Mapping[str, Any]) -> Any:
+    """Where the images came from: the user's own loop (`yoloprof.profile`), else the capture's
+    `data` (synthetic, a dataset path, or the bundled sample for inference when none)."""
+    if cfg.get("source") == "yoloprof.profile":
+        return "the user's own data (yoloprof.profile)"
+    if "data" not in cfg:
+        return None
+    return cfg["data"] if cfg["data"] is not None else "bundled sample image"
+
+
+def _model_args(env: Mapping[str, Any], cfg: Mapping[str, Any]) -> Any:
+    kwargs = cfg.get("model_kwargs")
+    return dict(sorted(kwargs.items())) if isinstance(kwargs, Mapping) and kwargs else None
+
+
 # (field, label, getter, big): `big` differences flag a verdict.
 FIELDS: tuple[tuple[str, str, Getter, bool], ...] = (
     ("device", "device model", lambda env, cfg: env.get("device_name"), True),
@@ -47,6 +68,13 @@ FIELDS: tuple[tuple[str, str, Getter, bool], ...] = (
     ("batch", "batch", lambda env, cfg: cfg.get("batch"), True),
     # the runtime settings (defs/envfields.py): each changes speed without changing the code
     *((key, label, (lambda env, cfg, k=key: env.get(k)), True) for key, label, _ in RUNTIME_FIELDS),
+    ("model", "model", lambda env, cfg: cfg.get("model"), False),
+    ("model_size", "model size", lambda env, cfg: cfg.get("size"), False),
+    ("model_args", "model arguments", _model_args, False),
+    ("params", "parameters", lambda env, cfg: cfg.get("params_total"), False),
+    ("data", "data source", _data_source, False),
+    ("imgsz", "image size", lambda env, cfg: cfg.get("imgsz"), False),
+    ("workers", "loader workers", lambda env, cfg: cfg.get("workers_effective", cfg.get("workers")), False),
 )
 
 
@@ -64,7 +92,11 @@ def profile_facts(profile: Mapping[str, Any]) -> dict[str, Any]:
     capture time is the trace's own (`env.captured_at`, from baseTimeNanoseconds) or unknown."""
     env = profile.get("env") or {}
     when = env.get("captured_at") if profile.get("kind") == "trace" else profile.get("created_at")
-    return side_facts(env, profile.get("config"), when)
+    config = dict(profile.get("config") or {})
+    facts = profile.get("model") if isinstance(profile.get("model"), Mapping) else {}
+    if facts.get("params_total") is not None:  # the model section's exact count
+        config["params_total"] = facts["params_total"]
+    return side_facts(env, config, when)
 
 
 def _time(text: Any) -> _dt.datetime | None:

@@ -12,6 +12,7 @@ without significance.
 
 from __future__ import annotations
 
+import re
 import statistics
 from typing import Any
 
@@ -69,6 +70,7 @@ def compare_metric(name: str, before: dict, after: dict, *, alpha: float, noise:
     `change_pct` is the plain after/before change of the means, for reading."""
     eb, ea = metric_entry(before, name) or {}, metric_entry(after, name) or {}
     sb, sa = _samples(eb), _samples(ea)
+    tails = percentile_notes(name, ((before, len(sb)), (after, len(sa))))
     better = eb.get("better") if "better" in eb else ea.get("better")
     b, a = _side(sb), _side(sa)
     change = (a["value"] / b["value"] - 1.0) * 100 if a["value"] is not None and b["value"] else None
@@ -92,7 +94,7 @@ def compare_metric(name: str, before: dict, after: dict, *, alpha: float, noise:
     row.update(stats=st, ratio=st.get("ratio"), p_welch=st.get("p_welch"),
                p_mwu=st.get("p_mannwhitney"), verdict=st.get("verdict"),
                verdict_code=st.get("verdict_code"), low_power=bool(st.get("low_power")),
-               warnings=[f"{name}: {w}" for w in st.get("warnings") or []])
+               warnings=[f"{name}: {w}" for w in st.get("warnings") or []] + tails)
     if st.get("ci_low") is not None:
         row["ci"] = [st["ci_low"], st["ci_high"]]
     if st.get("verdict_code") == "insufficient":
@@ -104,12 +106,26 @@ def compare_metric(name: str, before: dict, after: dict, *, alpha: float, noise:
     return row
 
 
+def percentile_notes(name: str, sides: tuple[tuple[dict, int], ...]) -> list[str]:
+    """A latency percentile compared per trial needs enough calls per trial for its interval
+    (metrics.quantiles.tail_note); calls per trial = the latency table's n / the trials."""
+    from yoloprof.metrics.quantiles import tail_note
+
+    match = re.fullmatch(r"p(\d+)_ms", name)
+    notes = []
+    for profile, trials in sides if match and 0 < int(match.group(1)) < 100 else ():
+        n = (profile.get("latency") or {}).get("n")
+        if isinstance(n, int) and trials:
+            note = tail_note(f"{name} per trial", int(match.group(1)) / 100.0, n // trials)
+            notes += [note] if note and note not in notes else []
+    return notes
+
+
 def _delta_value(profile: dict, key: str) -> float | None:
+    """`ms_per_image` has one definition: step_ms / batch (the mean step time over the images in
+    a step), n/a without both; never 1000 / mean(img/s), which is 1000 / the mean of reciprocals."""
     if key != "ms_per_image":
         return metric_value(profile, key)
-    ips = metric_value(profile, "img_per_s")
-    if ips:
-        return 1000.0 / ips
     step, batch = metric_value(profile, "step_ms"), (profile.get("config") or {}).get("batch")
     return step / batch if step is not None and isinstance(batch, int) and batch > 0 else None
 

@@ -1,6 +1,7 @@
 """`yoloprof ops`: the framework view, aten/autograd ops per step, as `key_averages()` counts them.
 
-Self time is what the op itself spent, children subtracted by the trace engine; the share is of
+Self time is what the op itself spent, children (child ops and the runtime/driver calls it makes,
+which are rows of their own, `kind` runtime/driver) subtracted by the trace engine; the share is of
 the summed self time, which (unlike inclusive time) adds up to the CPU time in ops. Rows are one
 per op name (phases joined), or per (name, input shapes) with `--shapes` when the trace recorded
 shapes (`record_shapes=True`; torch's `group_by_input_shape`). When the trace has `[memory]`
@@ -14,7 +15,7 @@ from typing import Any
 from yoloprof.errors import UsageError
 from yoloprof.readers._common import choose, finite, metric_value, phases_present
 
-KEYS = ("name", "phase", "self_ms_per_step", "total_ms_per_step", "count_per_step")
+KEYS = ("name", "kind", "phase", "self_ms_per_step", "total_ms_per_step", "count_per_step")
 SUMMED = ("self_ms_per_step", "total_ms_per_step", "count_per_step", "alloc_bytes_per_step",
           "freed_bytes_per_step")
 MEMORY_KEYS = ("alloc_bytes_per_step", "freed_bytes_per_step")
@@ -33,7 +34,7 @@ def merge_rows(rows: list[dict], key: str) -> list[dict]:
         k = (o.get("name"), o.get(key)) if key != "phase" else (o.get("name"),)
         m = merged.get(k)
         if m is None:
-            m = merged[k] = {"name": o.get("name"), key: o.get(key), "phases": []}
+            m = merged[k] = {"name": o.get("name"), "kind": o.get("kind", "op"), key: o.get(key), "phases": []}
         for col in SUMMED:
             if finite(o.get(col)) is not None:
                 m[col] = m.get(col, 0.0) + float(o[col])

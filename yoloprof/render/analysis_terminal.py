@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from yoloprof.render.fmt import (NA, COMPARISON_HEADERS, VERDICT_STYLE, comparison_cells, fmt_num, fmt_p,
+from yoloprof.render.fmt import (NA, COMPARISON_HEADERS, VERDICT_STYLE, comparison_cells, fmt_in, fmt_p,
                                    fmt_ratio)
 
 
@@ -65,7 +65,7 @@ def _best(console: Any, result: Any) -> None:
     t = _table(console, "best configuration per metric",
                ["metric", "best", "value", "runner-up", "margin [CI]", "p"], right=(2, 5))
     for _, b in result.best.iterrows():
-        t.add_row(b["metric"], str(b["best"]), fmt_num(b["value"]), str(b["runner_up"] or NA),
+        t.add_row(b["metric"], str(b["best"]), fmt_in(b["value"], b.get("unit")), str(b["runner_up"] or NA),
                   fmt_ratio(b["margin"], b["ci_low"], b["ci_high"]), fmt_p(b["p"]))
     console.print(t)
 

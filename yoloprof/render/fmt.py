@@ -2,7 +2,9 @@
 table, Markdown, HTML, CSV), so the same number always prints the same way.
 
 Rules: a number has 4 significant digits (thousands separated, no exponent between 1e-3 and
-1e15); an absent value (None, NaN, infinity) reads "n/a", never 0; a unit follows its number
+1e15), except a count: a whole number of calls/ops/kernels prints as an integer ("306", never
+"306.0"; `fmt_count`), a mean over steps that is not whole keeps its digits ("2.5"); an absent
+value (None, NaN, infinity) reads "n/a", never 0; a unit follows its number
 after a space ("%" directly; "count" is implied by the metric's name and not printed); ratios
 are oriented so that > 1 is better and print as "1.050x" with an optional confidence interval.
 """
@@ -10,6 +12,7 @@ are oriented so that > 1 is better and print as "1.050x" with an optional confid
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 NA = "n/a"
@@ -65,9 +68,37 @@ def fmt_num(v: Any) -> str:
     return f"{v:,.{digits}f}"
 
 
+def fmt_count(v: Any) -> str:
+    """A count: whole numbers (also as floats, 306.0 calls per step) as integers with thousands
+    separated from 10,000 on; a mean count that is not whole (2.5 per step) as `fmt_num`."""
+    if missing(v) or isinstance(v, bool):
+        return fmt_num(v)
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    whole = round(f)
+    return fmt_num(int(whole)) if abs(f - whole) <= 1e-9 * max(1.0, abs(f)) else fmt_num(f)
+
+
+# A figure named like a count (evidence keys, row fields): calls, ops, launches, kernels, trials...
+COUNT_NAME = re.compile(r"(^|_)(calls|ops|launches|kernels|count|n|trials|steps|jobs|images)(_per_step)?$")
+
+
+def fmt_named(name: str, v: Any) -> str:
+    """A figure by its name: counts as counts (`COUNT_NAME`), anything else as `fmt_num`."""
+    return fmt_count(v) if COUNT_NAME.search(str(name)) else fmt_num(v)
+
+
+def fmt_in(v: Any, unit: str | None) -> str:
+    """A number as its unit wants it, the unit not printed (table cells under a headed column)."""
+    return fmt_count(v) if unit == "count" else fmt_num(v)
+
+
 def fmt_val(v: Any, unit: str | None = "") -> str:
-    """A number with its unit ("12.35 ms", "41.2%"); the unit is dropped when the value is absent."""
-    s = fmt_num(v)
+    """A number with its unit ("12.35 ms", "41.2%"); the unit is dropped when the value is absent;
+    a "count" is printed as a count (`fmt_count`)."""
+    s = fmt_count(v) if unit == "count" else fmt_num(v)
     if s == NA or not unit or unit in UNSHOWN_UNITS:
         return s
     return f"{s}{unit}" if unit == "%" else f"{s} {unit}"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from yoloprof.render.fmt import (NA, COMPARISON_HEADERS, VERDICT_STYLE, comparison_cells, fmt_num, fmt_p,
+from yoloprof.render.fmt import (NA, COMPARISON_HEADERS, VERDICT_STYLE, comparison_cells, fmt_in, fmt_num, fmt_p,
                                    fmt_ratio)
 
 CSS = """
@@ -84,7 +84,8 @@ def _best_html(best: pd.DataFrame) -> str:
     rows = []
     for _, b in best.iterrows():
         sig = {True: "yes", False: "no"}.get(b.get("significant"), NA)
-        rows.append([escape(str(b["metric"])), f"<b>{escape(str(b['best']))}</b>", fmt_num(b["value"]),
+        value = fmt_in(b["value"], b.get("unit"))
+        rows.append([escape(str(b["metric"])), f"<b>{escape(str(b['best']))}</b>", value,
                      escape(str(b["runner_up"] or NA)), fmt_ratio(b["margin"], b["ci_low"], b["ci_high"]),
                      fmt_p(b["p"]), sig])
     return _table(["metric", "best", "value", "runner-up", "margin [CI]", "p", "significant"], rows, {2, 4, 5})

@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from yoloprof.render.fmt import NA, COMPARISON_HEADERS, comparison_cells, fmt_num, fmt_p, fmt_ratio
+from yoloprof.render.fmt import NA, COMPARISON_HEADERS, comparison_cells, fmt_in, fmt_num, fmt_p, fmt_ratio
 
 
 def _cell(text: str) -> str:
@@ -24,7 +24,8 @@ def _best_rows(best: pd.DataFrame) -> list[list[str]]:
     out = []
     for _, b in best.iterrows():
         sig = {True: "yes", False: "no"}.get(b.get("significant"), NA)
-        out.append([b["metric"], str(b["best"]), fmt_num(b["value"]), str(b["runner_up"] or NA),
+        value = fmt_in(b["value"], b.get("unit"))
+        out.append([b["metric"], str(b["best"]), value, str(b["runner_up"] or NA),
                     fmt_ratio(b["margin"], b["ci_low"], b["ci_high"]), fmt_p(b["p"]), sig])
     return out
 

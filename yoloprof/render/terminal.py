@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from yoloprof.render._out import Out
-from yoloprof.render.fmt import NA, cut, fmt_num, fmt_p, fmt_pct, fmt_ratio, fmt_val
+from yoloprof.render.fmt import NA, cut, fmt_count, fmt_in, fmt_named, fmt_num, fmt_p, fmt_pct, fmt_ratio, fmt_val
 
 
 def _figure_text(f: dict[str, Any]) -> str:
@@ -39,7 +39,7 @@ def render_summary(result: dict[str, Any], source: str | None = None, out: Out |
     out.line(f"verdict: {v.get('bound', 'unknown')} - {v.get('why', '')}".rstrip(" -"))
     ev = v.get("evidence") or {}
     if ev:
-        out.line("  evidence: " + ", ".join(f"{k}={fmt_num(x) if isinstance(x, (int, float)) else x}"
+        out.line("  evidence: " + ", ".join(f"{k}={fmt_named(k, x) if isinstance(x, (int, float)) else x}"
                                             for k, x in ev.items()))
     _render_latency(out, result)
     if result.get("device_time"):
@@ -56,7 +56,7 @@ def render_summary(result: dict[str, Any], source: str | None = None, out: Out |
         out.table(["kernel", "category", "TC", "ms/step", "share", "calls/step"],
                   [[cut(k.get("short_name") or k.get("name"), 50), k.get("category"),
                     "yes" if k.get("tensorcore") else "", fmt_num(k.get("ms_per_step")),
-                    fmt_pct(k.get("pct")), fmt_num(k.get("count_per_step"))]
+                    fmt_pct(k.get("pct")), fmt_count(k.get("count_per_step"))]
                    for k in result["top_kernels"]], title="top kernels", right=(3, 4, 5))
     _render_warmup(out, result.get("warmup"))
     trace = result.get("trace") or {}
@@ -84,11 +84,16 @@ def _render_warmup(out: Out, warmup: dict[str, Any] | None) -> None:
     out.line(f"warm-up: {steps} step(s) per trial ({bounds}): {state}")
 
 
+def _interval(ci: Any) -> str:
+    """" [low, high]" of a percentile's 95% interval; an end no call reaches reads n/a."""
+    return f" [{fmt_num(ci[0])}, {fmt_num(ci[1])}]" if isinstance(ci, list) and len(ci) == 2 else ""
+
+
 def _render_latency(out: Out, result: dict[str, Any]) -> None:
     lat = result.get("latency")
     if lat:
         keys = [k for k in ("p50_ms", "p90_ms", "p99_ms", "mean_ms", "min_ms", "max_ms") if k in lat]
-        line = "  ".join(f"{k[:-3]} {fmt_num(lat[k])}" for k in keys)
+        line = "  ".join(f"{k[:-3]} {fmt_num(lat[k])}{_interval(lat.get(k[:-3] + '_ci_ms'))}" for k in keys)
         out.line(f"latency (ms): {line}" + (f"  (n={lat['n']})" if lat.get("n") else ""))
     stages = result.get("stages")
     if stages:
@@ -127,12 +132,12 @@ def render_phases(result: dict[str, Any], out: Out | None = None) -> None:
     out = out or Out()
     rows = [[p["phase"], fmt_num(p["wall_ms_per_step"]), fmt_pct(None if p.get("wall_share") is None
                                                                  else 100 * p["wall_share"]),
-             fmt_num(p["device_ms_per_step"]), fmt_num(p["kernels_per_step"]), fmt_num(p["ops_per_step"])]
+             fmt_num(p["device_ms_per_step"]), fmt_count(p["kernels_per_step"]), fmt_count(p["ops_per_step"])]
             for p in result.get("phases", [])]
     t = result.get("totals") or {}
     if rows:
         rows.append(["total", fmt_num(t.get("wall_ms_per_step")), "", fmt_num(t.get("device_ms_per_step")),
-                     fmt_num(t.get("kernels_per_step")), fmt_num(t.get("ops_per_step"))])
+                     fmt_count(t.get("kernels_per_step")), fmt_count(t.get("ops_per_step"))])
         out.table(["phase", "wall ms", "of step", "device ms", "kernels", "ops"], rows,
                   title=f"phases per step (step {fmt_val(result.get('step_ms'), 'ms')})", right=(1, 2, 3, 4, 5))
     other, step = result.get("unattributed_wall_ms"), result.get("step_ms")
@@ -147,7 +152,7 @@ def render_kernels(result: dict[str, Any], out: Out | None = None) -> None:
     active = ", ".join(f"{k}={v}" for k, v in f.items() if v not in (None, False) and k not in ("sort", "top"))
     rows = [[cut(k.get("short_name") or k.get("name")), k.get("kind") or "kernel", k.get("category"),
              "yes" if k.get("tensorcore") else "", k.get("phase") or "", fmt_num(k.get("ms_per_step")),
-             fmt_pct(k.get("pct")), fmt_num(k.get("count_per_step"))] for k in result.get("kernels", [])]
+             fmt_pct(k.get("pct")), fmt_count(k.get("count_per_step"))] for k in result.get("kernels", [])]
     if rows:
         out.table(["kernel", "kind", "category", "TC", "phase", "ms/step", "share", "calls/step"], rows,
                   title=f"kernels by {f.get('sort', 'time')}" + (f" ({active})" if active else ""),
@@ -173,7 +178,7 @@ def render_ops(result: dict[str, Any], out: Out | None = None) -> None:
     for o in result.get("ops", []):
         row = [cut(o.get("name")), cut(str(o.get("input_shapes") if f.get("shapes") else o.get("phase") or ""), 40),
                fmt_num(o.get("self_ms_per_step")), fmt_pct(o.get("pct")), fmt_num(o.get("total_ms_per_step")),
-               fmt_num(o.get("count_per_step")), fmt_num(o.get("mean_self_us"))]
+               fmt_count(o.get("count_per_step")), fmt_num(o.get("mean_self_us"))]
         if mem:
             row += [fmt_bytes(o.get("alloc_bytes_per_step")), fmt_bytes(o.get("freed_bytes_per_step"))]
         rows.append(row)
@@ -184,7 +189,7 @@ def render_ops(result: dict[str, Any], out: Out | None = None) -> None:
                   title=f"ops by {f.get('sort', 'self')} per step" + (f" (phase={phase})" if phase else ""),
                   right=tuple(range(2, len(head) + (2 if mem else 0))))
         out.note(f"showing {len(rows)} of {result['matched']} ops; self CPU time in ops "
-                 f"{fmt_num(result['self_ms_per_step'])} ms/step, {fmt_num(result['calls_per_step'])} calls/step, "
+                 f"{fmt_num(result['self_ms_per_step'])} ms/step, {fmt_count(result['calls_per_step'])} calls/step, "
                  f"mean {fmt_num(result.get('mean_self_us'))} us/call")
     _warnings(out, result.get("warnings"))
 
@@ -213,7 +218,7 @@ def render_compare(result: dict[str, Any], out: Out | None = None) -> None:
             few.append(m["metric"])
         rows.append([m["metric"], verdict, NA if m.get("change_pct") is None else f"{m['change_pct']:+.1f}%",
                      ratio, fmt_p(m.get("p_welch")), fmt_p(m.get("p_mwu")), f"{m['before']['n']}/{m['after']['n']}",
-                     fmt_num(m["before"]["value"]), fmt_num(m["after"]["value"])])
+                     fmt_in(m["before"]["value"], m.get("unit")), fmt_in(m["after"]["value"], m.get("unit"))])
     if rows:
         # verdict first: on a narrow terminal the right-hand columns are the ones cut
         out.table(["metric", "verdict", "change", "ratio [95% CI]", "p Welch", "p MW", "n", "before", "after"],

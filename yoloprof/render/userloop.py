@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from yoloprof.render._out import Out
-from yoloprof.render.fmt import NA, cut, fmt_num, fmt_pct
+from yoloprof.render.fmt import NA, cut, fmt_count, fmt_num, fmt_pct
 
 ROOT_LABEL = "(model)"  # the root module has the empty qualified name
 
@@ -26,7 +26,7 @@ def render_modules(result: dict[str, Any], out: Out | None = None) -> None:
     for m in result.get("modules", []):
         name = m.get("module") or ROOT_LABEL
         label = ("  " * (m.get("depth") or 0) + name.rsplit(".", 1)[-1]) if tree else name
-        rows.append([cut(label, 48), m.get("type") or "", fmt_num(m.get("calls_per_step")),
+        rows.append([cut(label, 48), m.get("type") or "", fmt_count(m.get("calls_per_step")),
                      fmt_num(m.get("forward_ms")), fmt_num(m.get("forward_self_ms")), fmt_pct(m.get("forward_pct")),
                      fmt_num(m.get("backward_ms")), fmt_num(m.get("backward_self_ms")), fmt_pct(m.get("backward_pct")),
                      _mem(m.get("mem_mb")), fmt_num(m.get("params"))])
@@ -44,7 +44,8 @@ def render_modules(result: dict[str, Any], out: Out | None = None) -> None:
 
 def render_hotspots(result: dict[str, Any], out: Out | None = None) -> None:
     out = out or Out()
-    rows = [[cut(f.get("function"), 40), cut(f"{f.get('file')}:{f.get('line')}", 50), fmt_num(f.get("calls_per_step")),
+    rows = [[cut(f.get("function"), 40), cut(f"{f.get('file')}:{f.get('line')}", 50),
+             fmt_count(f.get("calls_per_step")),
              fmt_num(f.get("self_ms")), fmt_pct(f.get("self_pct")), fmt_num(f.get("cum_ms"))]
             for f in result.get("functions", [])]
     if rows:

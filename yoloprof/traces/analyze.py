@@ -18,7 +18,7 @@ from yoloprof.defs.metrics import BYTES_PER_MIB
 from yoloprof.metrics.categories import CATEGORIES, classify, is_tensorcore
 from yoloprof.traces.correlate import Join, join
 from yoloprof.traces.intervals import exclusive_contributions, overlap_by_label
-from yoloprof.traces.ops import op_table
+from yoloprof.traces.ops import ROW_CATS, ROW_KIND, OpTable, op_table, tree_events
 from yoloprof.traces.parse import CAT_CODE, DEVICE_KINDS, HOST_API_CATS, US_PER_MS, Events, parse_trace_bytes
 from yoloprof.traces.phases import Timeline, build_timeline
 from yoloprof.traces.steps import STEP_NAME, Steps, find_steps, step_of
@@ -183,26 +183,30 @@ def _device_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnal
                                 "us": sums["us"], "count": count})
 
 
-def _op_rows(ev: Events, ops: np.ndarray, op_phase: np.ndarray, P: int, names: list[str],
+def _op_rows(ev: Events, rows: np.ndarray, table: OpTable, op_phase: np.ndarray, names: list[str],
              by_shape: bool = False) -> list[dict[str, Any]]:
-    """Ops grouped as key_averages groups them (by name, and here by phase; or by name and input
-    shapes), merged duplicates left out; memory columns only when the trace has memory events."""
-    table = op_table(ev, ops)
+    """Ops and runtime/driver calls grouped as key_averages groups them (by name, and here by
+    phase; or by name and input shapes), merged duplicates left out; `table` is aligned with
+    `rows`; memory columns only when the trace has memory events."""
     keep = table.kept
-    sums = {"self": table.self_us[keep], "total": ev.dur[ops][keep]}
+    sums = {"self": table.self_us[keep], "total": ev.dur[rows][keep]}
     if table.self_alloc is not None:
         sums.update(alloc=table.self_alloc[keep], freed=table.self_freed[keep])
-    shapes = ev.shape[ops][keep] if by_shape and ev.shape is not None else None
+    shapes = ev.shape[rows][keep] if by_shape and ev.shape is not None else None
     label, labels = (op_phase[keep], names) if shapes is None else (
         shapes + 1, [NO_SHAPES] + ev.shape_strings)
-    rows = []
-    for name, lab, tot, count in _grouped_rows(ev.name[ops][keep], label, len(labels), sums):
-        row = {"name": ev.strings[name], "self_us": tot["self"], "total_us": tot["total"], "count": count}
+    kind_of = {CAT_CODE[c]: k for c, k in ROW_KIND.items()}
+    name_cat = np.zeros(len(ev.strings), np.int64)
+    name_cat[ev.name[rows][keep]] = ev.cat[rows][keep]  # one category per name (ops vs API calls)
+    out = []
+    for name, lab, tot, count in _grouped_rows(ev.name[rows][keep], label, len(labels), sums):
+        row = {"name": ev.strings[name], "kind": kind_of.get(int(name_cat[name]), "op"),
+               "self_us": tot["self"], "total_us": tot["total"], "count": count}
         row.update({"phase" if shapes is None else "input_shapes": labels[lab]})
         if "alloc" in tot:
             row.update(alloc_bytes=tot["alloc"], freed_bytes=tot["freed"])
-        rows.append(row)
-    return rows
+        out.append(row)
+    return out
 
 
 def _host_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnalysis) -> None:
@@ -221,9 +225,15 @@ def _host_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnalys
     ops = np.flatnonzero((ev.cat == CAT_CODE["cpu_op"]) & (host_step >= 0) & not_step)
     op_phase = tl.phase_at(ev.ts[ops])
     out.phase_ops = _per_step_label(host_step[ops], op_phase, S, P)
-    out.op_rows = _op_rows(ev, ops, op_phase, P, tl.names)
-    if ev.shape is not None and (ev.shape[ops] >= 0).any():
-        out.op_shape_rows = _op_rows(ev, ops, op_phase, P, tl.names, by_shape=True)
+    # The tree spans every host event of the trace (a step's op may have children past its end);
+    # rows are the ops and runtime/driver calls that start in the analysed steps.
+    tree = tree_events(ev)
+    in_rows = ev.is_cat(*ROW_CATS)[tree] & not_step[tree] & (host_step[tree] >= 0)
+    rows, table = tree[in_rows], op_table(ev, tree).take(in_rows)
+    row_phase = tl.phase_at(ev.ts[rows])
+    out.op_rows = _op_rows(ev, rows, table, row_phase, tl.names)
+    if ev.shape is not None and (ev.shape[rows] >= 0).any():
+        out.op_shape_rows = _op_rows(ev, rows, table, row_phase, tl.names, by_shape=True)
     walls = np.array([overlap_by_label(tl.start, tl.end, tl.label, lo, hi, P)
                       for lo, hi in zip(steps.start.tolist(), steps.end.tolist())]).reshape(S, P)
     walls[:, tl.other] = np.maximum(out.step_wall - walls.sum(axis=1), 0.0)
@@ -247,8 +257,23 @@ def _memory_part(ev: Events, steps: Steps, out: TraceAnalysis) -> None:
             "device": "cpu" if dtype == 0 else f"device{did}" if dtype != 1 else f"cuda:{did}",
             "device_type": dtype, "device_id": did,
             "peak_allocated_mb": float(np.nanmax(mem.allocated[sel], initial=0.0)) / BYTES_PER_MIB,
+            "live_at_start_mb": _live_at_start(mem, sel),
             "peak_reserved_mb": float(np.nanmax(mem.reserved[sel], initial=0.0)) / BYTES_PER_MIB,
             "alloc_calls": int((sel & calls).sum())})
+
+
+def _live_at_start(mem: Any, sel: np.ndarray) -> float | None:
+    """MiB the allocator counted as allocated just before the window's first `[memory]` event of
+    a device: that event's "Total Allocated" minus its own bytes. On CUDA the caching allocator
+    counts every live block, so this is what was alive when the window opened (weights,
+    optimizer state); torch's CPU reporter counts only tensors allocated while the profiler runs,
+    so on the CPU it is ~0 and says nothing about older tensors (docs/readers.md)."""
+    idx = np.flatnonzero(sel)
+    if not len(idx):
+        return None
+    first = idx[np.argmin(mem.ts[idx])]
+    live = float(mem.allocated[first]) - float(np.nan_to_num(mem.nbytes[first]))
+    return live / BYTES_PER_MIB if np.isfinite(live) else None
 
 
 def _check(ev: Events, j: Join, steps: Steps, out: TraceAnalysis) -> list[str]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal
 from typing import Any, Union
 
 import msgspec
@@ -73,14 +74,14 @@ class Complete(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
     name: str = ""
     pid: int | str | None = None
     tid: int | str | None = None
-    ts: float | None = math.nan  # None and absent both become NaN in the columns
+    ts: Decimal | None = math.nan  # exact (traces.exact_times); None/absent -> NaN
     dur: float | None = math.nan
     args: Union[(GpuArgs,) + _OTHER_JSON] = NO_GPU_ARGS  # noqa: UP007 (a runtime tuple)
 
 
 class Instant(msgspec.Struct, gc=False, tag_field="ph", tag="i"):
     name: str = ""
-    ts: float | None = math.nan
+    ts: Decimal | None = math.nan
     args: Union[(MemArgs,) + _OTHER_JSON] = None  # noqa: UP007
 
 

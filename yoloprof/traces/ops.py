@@ -2,8 +2,19 @@
 
 Why a nesting tree per thread: inclusive durations of nested ops (`aten::linear` > `aten::addmm`
 > ...) summed as if they were disjoint count the same microsecond several times. Self time = own
-duration minus the part covered by direct children on the same thread (children that overrun
-their parent, timestamp rounding, are clipped to the parent's end).
+duration minus the durations of its direct children on the same thread.
+
+Which events are nodes (torch's `EventList._populate_cpu_children` over every synchronous CPU-side
+event): ops, user annotations, Python functions and the runtime/driver API calls the profiler
+records on the host (`cudaLaunchKernel`, `cudaMalloc`, `hipLaunchKernel`, `cuLaunchKernel`...;
+category `cuda_runtime`/`cuda_driver`, `Runtime` in 2021 traces). A runtime call made inside an op
+is that op's child, so its time is not the op's self time; the calls are rows of their own
+(`ROW_CATS`), as in `key_averages()`. Names torch drops before building the tree
+(`profiler_util._filter_name`) are no nodes at all (`UNRECORDED`).
+
+Who is whose child (torch's stack walk): events of a thread sorted by (start, longest first); an
+event is a child of the nearest earlier one that CONTAINS it (start < parent end, end <= parent
+end). An event that overruns an open one (timestamp rounding in old traces) is not its child.
 
 Why same-name merging: the profiler records some ops twice, nested (`aten::div` inside
 `aten::div` from `x.mean(...).sum().backward()`). torch's `EventList._remove_dup_nodes` drops a
@@ -23,6 +34,16 @@ import numpy as np
 
 from yoloprof.traces.parse import Events
 
+# Categories whose events are nodes of the tree, and those listed as rows (ops + API calls);
+# user annotations and Python functions only nest (they are regions, not operators).
+TREE_CATS = ("cpu_op", "user_annotation", "python_function", "cuda_runtime", "cuda_driver")
+ROW_CATS = ("cpu_op", "cuda_runtime", "cuda_driver")
+ROW_KIND = {"cpu_op": "op", "cuda_runtime": "runtime", "cuda_driver": "driver"}
+# torch.autograd.profiler_util._filter_name: dropped from the event list before the tree is built.
+UNRECORDED = frozenset({"[memory]", "[OutOfMemory]", "profiler::_record_function_enter",
+                        "profiler::_record_function_enter_new", "profiler::_record_function_exit",
+                        "aten::is_leaf", "aten::output_nr", "aten::_version"})
+
 
 @dataclass
 class OpTable:
@@ -33,30 +54,37 @@ class OpTable:
     self_alloc: np.ndarray | None = None  # bytes allocated by the op itself (not its children)
     self_freed: np.ndarray | None = None  # bytes freed, as a positive number
 
+    def take(self, mask: np.ndarray) -> "OpTable":
+        """The rows where `mask` holds (same order)."""
+        pick = lambda a: None if a is None else a[mask]  # noqa: E731
+        return OpTable(self.kept[mask], self.self_us[mask], pick(self.self_alloc), pick(self.self_freed))
+
 
 def _tree(ev: Events, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(parent position or -1, processing order): the parents that torch's `_populate_cpu_children`
     finds with a stack per thread over events sorted by (thread, start, longest first).
 
-    Why no stack: with starts non-decreasing along a thread, an event is popped only once its end
-    is <= a later start, so the stack's top when event i arrives is exactly the LAST earlier event
-    of the thread whose end is > start(i) (everything pushed after it ends by then and is popped).
-    That "last earlier position with end > t" is found for all events at once by binary lifting
-    over range maxima of the ends (log2(n) vectorised steps); the same float comparisons as the
-    stack, so the same parents (tests/test_traces_ops_tree.py checks it against the stack)."""
+    Why no stack: torch pops the top while the new event i starts at/after its end or ends after
+    it, so the parent of i is the LAST earlier event r of the thread with end(r) >= end(i) and
+    end(r) > start(i): r is never popped before i (an event that popped it would itself qualify
+    and be later), and everything above r fails the test for i. That is "last earlier position
+    with end > t(i)", t(i) = the float just below end(i) (start(i) for an empty event), found for
+    all events at once by binary lifting over range maxima of the ends (log2(n) vectorised
+    steps); tests/test_traces_ops_tree.py checks it against torch's stack walk verbatim."""
     ts, dur, thread = ev.ts[idx], ev.dur[idx], ev.thread[idx]
     order = np.lexsort((-dur, ts, thread))
     n = len(order)
-    start_s, thread_s = ts[order], thread[order]
-    levels = [(ts + dur)[order]]  # levels[k][p] = max end over sorted positions [p - 2**k + 1, p]
+    end_s, thread_s = (ts + dur)[order], thread[order]
+    thresh = np.where(dur[order] > 0, np.nextafter(end_s, -np.inf), ts[order])  # threshold t(i)
+    levels = [end_s]  # levels[k][p] = max end over sorted positions [p - 2**k + 1, p]
     while (1 << len(levels)) <= n:
         prev, half = levels[-1], 1 << (len(levels) - 1)
         cur = prev.copy()
         np.maximum(prev[half:], prev[:-half], out=cur[half:])
         levels.append(cur)
-    pos = np.arange(-1, n - 1)  # candidate parent position, moved back while all ends <= start
+    pos = np.arange(-1, n - 1)  # candidate parent position, moved back while all ends <= t(i)
     for k in range(len(levels) - 1, -1, -1):
-        done = levels[k][np.maximum(pos, 0)] <= start_s
+        done = levels[k][np.maximum(pos, 0)] <= thresh
         pos = np.where((pos >= 0) & done, np.maximum(pos - (1 << k), -1), pos)
     found = pos >= 0
     found[found] = thread_s[pos[found]] == thread_s[found]
@@ -113,7 +141,7 @@ def op_table(ev: Events, idx: np.ndarray) -> OpTable:
     ts, dur = ev.ts[idx], ev.dur[idx]
     child = np.flatnonzero(kept & (parent >= 0))
     par = parent[child]
-    # A child's time covered by its parent: clipped at the parent's end.
+    # A child lies inside its parent (the tree's rule); the clip only guards float noise.
     covered = np.minimum(ts[child] + dur[child], ts[par] + dur[par]) - ts[child]
     self_us = dur - np.bincount(par, weights=np.maximum(covered, 0.0), minlength=len(idx))
     out = OpTable(kept, np.maximum(self_us, 0.0))
@@ -122,6 +150,15 @@ def op_table(ev: Events, idx: np.ndarray) -> OpTable:
         out.self_alloc = alloc - np.bincount(par, weights=alloc[child], minlength=len(idx))
         out.self_freed = freed - np.bincount(par, weights=freed[child], minlength=len(idx))
     return out
+
+
+def tree_events(ev: Events) -> np.ndarray:
+    """Indices of the events that are nodes of torch's tree (`TREE_CATS`, minus `UNRECORDED`)."""
+    dropped = np.fromiter((s in UNRECORDED for s in ev.strings), bool, len(ev.strings))
+    keep = ev.is_cat(*TREE_CATS)
+    if len(ev.strings):
+        keep &= ~dropped[ev.name]
+    return np.flatnonzero(keep)
 
 
 def self_times(ev: Events, idx: np.ndarray) -> np.ndarray:

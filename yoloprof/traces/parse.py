@@ -7,8 +7,9 @@ decoded in the events' own pass, only the keys the engine reads (`kineto.GpuArgs
 `kineto.MemArgs`), and read only where they count (device activity, runtime calls, `[memory]`
 instants, the input shapes of ops).
 
-Times stay in microseconds (Kineto writes µs even where `displayTimeUnit` says "ns") and are
-shifted by the trace's first timestamp so float64 keeps sub-ns precision in differences.
+Times stay in microseconds (Kineto writes µs even where `displayTimeUnit` says "ns"). Start times
+are decoded exactly and kept relative to an integer base (`traces.exact_times`: a float64 epoch
+time holds only every 0.25 µs), then shifted by the trace's first timestamp.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import msgspec
 import numpy as np
 
 from yoloprof.errors import ProfileError
-from yoloprof.traces import kineto
+from yoloprof.traces import exact_times, kineto
 from yoloprof.traces.kineto import (
     NO_GPU_ARGS, Complete, GpuArgs, Instant, InstantOld, MemArgs, check_shape, meta_of,
 )
@@ -35,7 +36,10 @@ from yoloprof.traces.kineto import (
 CATS = ("other", "cpu_op", "user_annotation", "gpu_user_annotation", "cuda_runtime", "cuda_driver",
         "kernel", "gpu_memcpy", "gpu_memset", "python_function", "trace")
 CAT_ALIASES = {"operator": "cpu_op", "runtime": "cuda_runtime", "memcpy": "gpu_memcpy",
-               "memset": "gpu_memset", "kernel": "kernel", "cuda_sync": "other"}
+               "memset": "gpu_memset", "kernel": "kernel", "cuda_sync": "other",
+               # other vendors' host API calls (Kineto's ActivityType names): nodes of the op tree
+               "xpu_runtime": "cuda_runtime", "mtia_runtime": "cuda_runtime",
+               "privateuse1_runtime": "cuda_runtime", "privateuse1_driver": "cuda_driver"}
 CAT_CODE = {name: code for code, name in enumerate(CATS)}
 US_PER_MS = 1000.0  # trace times are microseconds (module doc); figures are reported in ms
 DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -102,7 +106,7 @@ def parse_trace_bytes(data: bytes) -> Events:
         check_shape(doc)
         if not events:
             raise ProfileError("trace has no events")
-        parts, meta = [_part(events)], meta_of(doc)
+        parts, meta = [_part(events, exact_times.base_from_bytes(data))], meta_of(doc)
         del events, doc
     out = _merge(parts, notes)
     out.meta = meta
@@ -171,7 +175,7 @@ def _slices(data: bytes, cuts: list[tuple[int, int]], which: range) -> tuple[lis
     parts, docs = [], []
     for i in which:
         events, doc = kineto.decode_slice(data, cuts, i)
-        parts.append(_part(events))
+        parts.append(_part(events, exact_times.base_from_bytes(data)))
         if doc is not None:
             docs.append(doc)
         del events
@@ -235,7 +239,7 @@ _MEM_FIELDS = tuple(_MEM_ARG_TYPES)  # Memory's columns after ts, in MemArgs ord
 @dataclass
 class _Part:
     """The columns of one slice of events: codes index the slice's own tables (names, threads...);
-    `_merge` renumbers them. Times are absolute (µs)."""
+    `_merge` renumbers them. Times are µs relative to the integer `base` (traces.exact_times)."""
 
     ts: np.ndarray
     dur: np.ndarray
@@ -251,6 +255,7 @@ class _Part:
     shape: np.ndarray | None
     shapes: list[str]
     counts: dict[str, int]
+    base: int = 0
 
 
 def _codes(keys: Iterable[Any], n: int) -> tuple[np.ndarray, list[Any]]:
@@ -282,13 +287,16 @@ def _of_type(events: list[Any], types: list[type], present: set[type], *classes:
     return list(compress(events, map(frozenset(classes).__contains__, types))) if classes else []
 
 
-def _part(events: list[Any]) -> _Part:
-    """The columns of one slice of decoded events."""
+def _part(events: list[Any], base: int) -> _Part:
+    """The columns of one slice of decoded events; times relative to `base` (one per trace, so
+    every slice's floats are the one-piece ones)."""
     types = list(map(type, events))
     present = set(types)
     counts = {"events": len(events)}
-    xs, ts, dur = _complete_events(_of_type(events, types, present, Complete), counts)
-    mem = _memory(_of_type(events, types, present, Instant, InstantOld), counts)
+    completes = _of_type(events, types, present, Complete)
+    instants = _of_type(events, types, present, Instant, InstantOld)
+    xs, ts, dur = _complete_events(completes, counts, base)
+    mem = _memory(instants, counts, base)
     n = len(xs)
     name, names = _codes(map(_NAME, xs), n)
     cat_raw, cats = _codes(map(_CAT, xs), n)
@@ -297,14 +305,14 @@ def _part(events: list[Any]) -> _Part:
     corr, device, stream = _gpu_args(xs, cat, counts)
     shape, shapes = _op_shapes(xs, cat)
     return _Part(ts, dur, name, names, cat, thread, threads, corr, device, stream, mem, shape,
-                 shapes, counts)
+                 shapes, counts, base)
 
 
-def _complete_events(xs: list[Complete], counts: dict[str, int]
+def _complete_events(xs: list[Complete], counts: dict[str, int], base: int
                      ) -> tuple[list[Complete], np.ndarray, np.ndarray]:
     """The "X" events with a finite `ts`, without those with a negative `dur`; and their ts/dur."""
     n = len(xs)
-    ts, dur = _floats(map(_TS, xs), n), _floats(map(_DUR, xs), n)
+    ts, dur = exact_times.relative_us(list(map(_TS, xs)), base), _floats(map(_DUR, xs), n)
     keep = np.isfinite(ts)
     counts["complete"] = int(keep.sum())
     counts["missing_dur"] = int((keep & np.isnan(dur)).sum())
@@ -333,14 +341,18 @@ def _merge(parts: list[_Part], notes: list[str]) -> Events:
     notes.extend(_count_notes(counts))
     counts.pop("bad_memory")
     cat = lambda name: np.concatenate([getattr(p, name) for p in parts])  # noqa: E731
+    base = parts[0].base if parts else 0  # one integer base for all slices: exact shifts
+    for p in parts:
+        if p.base != base:
+            p.ts, p.mem.ts, p.base = p.ts + float(p.base - base), p.mem.ts + float(p.base - base), base
     mem = Memory(*(np.concatenate([getattr(p.mem, f) for p in parts]) for f in ("ts",) + _MEM_FIELDS))
-    mem_far = ~(np.abs(mem.ts) <= MAX_ABS_US)
+    mem_far = ~(np.abs(mem.ts + float(base)) <= MAX_ABS_US)
     if mem_far.any():  # a [memory] instant far out would shift every time of the trace
         notes.append(f"{int(mem_far.sum())} [memory] event(s) with a timestamp beyond {MAX_ABS_US:.3g} us "
                      "were dropped")
         mem = Memory(*(getattr(mem, f)[~mem_far] for f in ("ts",) + _MEM_FIELDS))
     ts, dur = cat("ts"), cat("dur")
-    keep = _plausible(ts, dur, notes, counts)
+    keep = _plausible(ts + float(base), dur, notes, counts)
     ts = ts[keep]
     t0 = float(ts.min()) if len(ts) else 0.0
     if len(mem):
@@ -350,7 +362,7 @@ def _merge(parts: list[_Part], notes: list[str]) -> Events:
     thread, _ = _remap(parts, "thread", "threads")
     out = Events(strings=strings, name=name[keep], cat=cat("cat")[keep], thread=thread[keep],
                  ts=ts - t0, dur=dur[keep], corr=cat("corr")[keep], device=cat("device")[keep],
-                 stream=cat("stream")[keep], t0=t0, memory=mem, warnings=notes, counts=counts)
+                 stream=cat("stream")[keep], t0=float(base) + t0, memory=mem, warnings=notes, counts=counts)
     if any(p.shape is not None for p in parts):
         for p in parts:
             if p.shape is None:
@@ -467,11 +479,11 @@ def _gpu_args(xs: list[Complete], cat: np.ndarray, counts: dict[str, int]
     return corr, device, stream
 
 
-def _memory(instants: list[Instant], counts: dict[str, int]) -> Memory:
+def _memory(instants: list[Instant], counts: dict[str, int], base: int) -> Memory:
     """`[memory]` instants; one without usable args (absent, malformed, no finite ts) is skipped."""
     evs = [e for e in instants if e.name == "[memory]"]
     args = list(map(_ARGS, evs))
-    ts = _floats(map(_TS, evs), len(evs))
+    ts = exact_times.relative_us(list(map(_TS, evs)), base)
     ok = np.isfinite(ts)
     typed = _well_typed(args, MemArgs, _MEM_ARG_TYPES)
     if typed is not None:

@@ -29,7 +29,12 @@ Definitions (all per analysed step, averaged over steps):
 - malloc_calls_per_step: cudaMalloc/cudaFree (hip*, cuMem*) calls: non-zero in steady state
   means the caching allocator is missing its pool.
 - alloc_calls_per_step / peak_mem_mb: `[memory]` events (profile_memory=True); peak is the largest
-  "Total Allocated" on a device (the CPU when the trace has no device), in MiB.
+  "Total Allocated" on a device, in MiB: the caching allocator's count of every live block, so
+  tensors alive before the window (weights, optimizer state) are in it. torch's CPU memory
+  reporter counts only tensors allocated while the profiler runs, so a trace with CPU memory
+  events only has no peak_mem_mb (n/a: its older tensors are unseen) and gives
+  cpu_window_alloc_peak_mb instead: the largest CPU "Total Allocated", the peak of what the
+  window itself allocated and still held.
 - orphan_kernels: kernels per step with no launch event in the trace (placed by GPU start).
 - <phase>_wall_ms: CPU time covered by the phase's annotations ("other" = the rest of the step).
 """
@@ -70,6 +75,7 @@ def _metrics(a: Any) -> dict[str, dict]:
         "host_sync_ms": _mean(a.sync_us, US_PER_MS) if gpu else None,
         "malloc_calls_per_step": _mean(a.malloc_calls) if gpu else None,
         "peak_mem_mb": _peak_mb(a.memory),
+        "cpu_window_alloc_peak_mb": _cpu_window_peak_mb(a.memory),
         "alloc_calls_per_step": _mean(a.alloc_calls),
         "orphan_kernels": a.orphans_in_steps / n if dev else None,
     }
@@ -82,10 +88,19 @@ def _metrics(a: Any) -> dict[str, dict]:
 
 
 def _peak_mb(memory: list[dict]) -> float | None:
-    """Peak allocated on the devices (MiB), or on the CPU when the trace has only CPU events."""
+    """Peak allocated on the devices (MiB), everything live included; None without device events
+    (the CPU's figure leaves out tensors older than the window: module docstring)."""
     dev = [r["peak_allocated_mb"] for r in memory if r["device_type"] != 0]
+    return max(dev) if dev else None
+
+
+def _cpu_window_peak_mb(memory: list[dict]) -> float | None:
+    """Peak of the CPU allocations made inside the profiled window (MiB), when the trace has no
+    device memory events."""
+    if any(r["device_type"] != 0 for r in memory):
+        return None
     cpu = [r["peak_allocated_mb"] for r in memory if r["device_type"] == 0]
-    return max(dev) if dev else max(cpu) if cpu else None
+    return max(cpu) if cpu else None
 
 
 def _phases(a: Any) -> list[dict]:
@@ -129,11 +144,12 @@ def _kernels(a: Any) -> list[dict]:
 
 def _ops(a: Any, rows_in: list[dict], key: str) -> list[dict]:
     """Op rows per step: calls, self and inclusive time as key_averages counts them, and self
-    allocated/freed bytes when the trace has memory events."""
+    allocated/freed bytes when the trace has memory events; `kind` says op, runtime or driver
+    (an API call such as cudaLaunchKernel, a row of its own as in key_averages)."""
     n = max(a.n_steps, 1)
     rows = []
     for r in rows_in:
-        row = {"name": r["name"], key: r[key], "self_ms_per_step": r["self_us"] / US_PER_MS / n,
+        row = {"name": r["name"], "kind": r["kind"], key: r[key], "self_ms_per_step": r["self_us"] / US_PER_MS / n,
                "total_ms_per_step": r["total_us"] / US_PER_MS / n, "count_per_step": r["count"] / n}
         if "alloc_bytes" in r:
             row.update(alloc_bytes_per_step=r["alloc_bytes"] / n, freed_bytes_per_step=r["freed_bytes"] / n)

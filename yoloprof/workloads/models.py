@@ -22,6 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from yoloprof.config.targets import missing_attribute
 from yoloprof.errors import UsageError
 from yoloprof.workloads.loss import DetectionLoss
 from yoloprof.workloads.yolo import SIZE_SCALES, build_yolo
@@ -55,7 +56,7 @@ def import_target(target: str) -> Any:
     try:
         return getattr(module, attr)
     except AttributeError:
-        raise UsageError(f"cannot import {target!r}: module {module_name!r} has no attribute {attr!r}") from None
+        raise UsageError(f"cannot import {target!r}: {missing_attribute(module_name, module, attr)}") from None
 
 
 def _call_factory(target: str, kwargs: Mapping[str, Any]) -> Any:
