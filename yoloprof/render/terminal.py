@@ -192,11 +192,12 @@ def render_compare(result: dict[str, Any], out: Out | None = None) -> None:
             verdict = f"n/a (< {MIN_TRIALS} trials)"
             few.append(m["metric"])
         rows.append([m["metric"], verdict, NA if m.get("change_pct") is None else f"{m['change_pct']:+.1f}%",
-                     ratio, fmt_p(m.get("p_welch")), fmt_p(m.get("p_mwu")), f"{m['before']['n']}/{m['after']['n']}",
+                     ratio, fmt_p(m.get("p_welch")), fmt_p(m.get("p_mwu")), _n_cell(m),
                      fmt_num(m["before"]["value"]), fmt_num(m["after"]["value"])])
     if rows:
         # verdict first: on a narrow terminal the right-hand columns are the ones cut
-        out.table(["metric", "verdict", "change", "ratio [95% CI]", "p Welch", "p MW", "n", "before", "after"],
+        out.table(["metric", "verdict", "change", "ratio [95% CI]", "p Welch", "p MW", "n proc (trials)",
+                   "before", "after"],
                   rows, right=(2, 4, 5, 6, 7, 8), shrink=0,
                   title=f"compare (ratio > 1 = better; alpha {result.get('alpha')}, noise {result.get('noise'):.0%})")
     if few:
@@ -209,8 +210,13 @@ def render_compare(result: dict[str, Any], out: Out | None = None) -> None:
                     "yes" if d.get("big") else ""] for d in diffs],
                   title="the sides differ besides the code")
     for m in result.get("metrics", []):
-        if m.get("verdict_code") == "inconclusive" and m.get("note"):
+        if m.get("verdict_code") in ("inconclusive", "within_noise") and m.get("note"):
             out.note(f"{m['metric']}: {m['note']}")
+    floors = {m["metric"]: m["floor"] for m in result.get("metrics", []) if m.get("floor")}
+    for name, f in floors.items():
+        out.note(f"{name}: one process per side, judged against the stored run-to-run noise floor: "
+                 f"between-process SD {100 * f['sd']:.2f}% from {f.get('processes')} processes "
+                 f"({f.get('workload') or 'this workload'}; {f.get('measured_at') or 'date unknown'})")
     if result.get("deltas"):
         out.table(["", "before", "after", "delta"],
                   [[d["label"], fmt_val(d["before"], d["unit"]), fmt_val(d["after"], d["unit"]), _delta(d)]
@@ -221,6 +227,12 @@ def render_compare(result: dict[str, Any], out: Out | None = None) -> None:
     for n in result.get("notes", []):
         out.note(n)
     _warnings(out, result.get("warnings"))
+
+
+def _n_cell(m: dict[str, Any]) -> str:
+    """Processes (trials) per side: the process is the unit a verdict counts."""
+    b, a = m["before"], m["after"]
+    return f"{b.get('processes', 1)} ({b['n']}) / {a.get('processes', 1)} ({a['n']})"
 
 
 def _delta(d: dict[str, Any]) -> str:
