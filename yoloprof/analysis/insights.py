@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from yoloprof.analysis.configs import Configs, fmt_value
-from yoloprof.metrics.stats import compare_samples
+from yoloprof.metrics.nested import compare_nested
 
 PARETO_AXES = (("img_per_s", "higher"), ("latency", "lower"), ("peak_mem_mb", "lower"))
 THROUGHPUT = "img_per_s"
@@ -35,7 +35,7 @@ def best_per_metric(gm: pd.DataFrame, samples: dict, meta: dict, names: list[str
                "ci_high": None, "p": None, "significant": None, "verdict": "only configuration"}
         if len(g) > 1:
             second = g.iloc[1]
-            r = compare_samples(samples[(second["group_hash"], m)], samples[(top["group_hash"], m)],
+            r = compare_nested(samples[(second["group_hash"], m)], samples[(top["group_hash"], m)],
                                 better=better, alpha=alpha, noise=noise)
             row.update(runner_up=second["config"], runner_up_value=second["gmean"], margin=r["ratio"],
                        ci_low=r["ci_low"], ci_high=r["ci_high"], p=r["p_welch"], verdict=r["verdict"],

@@ -26,7 +26,7 @@ from yoloprof.analysis.insights import best_per_metric, pareto, scaling
 from yoloprof.analysis.outputs import analysis_dir, recorded_settings
 from yoloprof.analysis.settings import DEFAULT_NAME, AnalysisSettings, check_name, command
 from yoloprof.config.stats import ALPHA, CORRECTION, NOISE
-from yoloprof.analysis.tables import metric_meta, pooled_samples, read_tables
+from yoloprof.analysis.tables import metric_meta, process_samples, read_tables
 from yoloprof.defs import metrics as registry
 
 
@@ -116,7 +116,7 @@ def analyze_collected(c: Collected, *, baseline: list[str] | None = None, vary: 
     comparisons = apply_env_flags(comparisons, env_diffs)
     view = sorted(set(names) | set(registry.names("view")))
     gm = gmean_table(tables["metrics"], cfg, view, alpha)
-    samples = pooled_samples(tables["metrics"][tables["metrics"]["metric"].isin(names)])
+    samples = process_samples(tables["metrics"][tables["metrics"]["metric"].isin(names)])
     best = best_per_metric(gm, samples, metric_meta(tables["metrics"]), names, alpha=alpha, noise=noise)
     notes = list(c.notes) + metric_notes
     notes += [f"{cfg.label(g)}: no baseline configuration with the same other axes; not compared"

@@ -3,7 +3,8 @@
 Metrics come from the job's profile.json when it has them (every metric, with its `better`) and
 otherwise from the row's headline columns, so a sweep whose profiles were deleted still compares.
 One value per trial: a job with `repeat=N` contributes its N samples, a `trial` axis contributes
-one job per trial, and later stages pool both by group_hash.
+one job per trial. Later stages group them by group_hash and job: a job is one process (it runs
+in its own worker), the unit of replication of every verdict (`process_samples`).
 """
 
 from __future__ import annotations
@@ -104,9 +105,20 @@ def read_tables(c: Collected) -> dict[str, pd.DataFrame]:
 
 def pooled_samples(metrics: pd.DataFrame) -> dict[tuple[str, str], np.ndarray]:
     """(group_hash, metric) -> every trial's value, in job then trial order (so a slow first
-    trial stays first)."""
+    trial stays first). For figures that describe a configuration (geometric means, plots);
+    verdicts use `process_samples`, never trials pooled across processes."""
     m = metrics.sort_values(["group_hash", "metric", "job_order", "trial"], kind="stable")
     return {k: g.to_numpy(float) for k, g in m.groupby(["group_hash", "metric"], sort=False)["value"]}
+
+
+def process_samples(metrics: pd.DataFrame) -> dict[tuple[str, str], list[np.ndarray]]:
+    """(group_hash, metric) -> one array of trial values per job (= per process), jobs in job
+    order and trials in trial order: the input of `yoloprof.metrics.nested.compare_nested`."""
+    m = metrics.sort_values(["group_hash", "metric", "job_order", "trial"], kind="stable")
+    out: dict[tuple[str, str], list[np.ndarray]] = {}
+    for (g, name, _), vals in m.groupby(["group_hash", "metric", "job_order"], sort=False)["value"]:
+        out.setdefault((g, name), []).append(vals.to_numpy(float))
+    return out
 
 
 def metric_meta(metrics: pd.DataFrame) -> dict[str, tuple[str | None, str | None]]:
