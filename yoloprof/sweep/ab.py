@@ -137,6 +137,18 @@ def callable_runner(fn: Callable[[], Any], **opts: Any) -> Runner:
     return run
 
 
+def settings_runner(settings: Any) -> Runner:
+    """A side that runs `yoloprof.capture.api.capture(settings)` in a fresh worker process (the
+    sweep's: forked from a server that imported torch once, so a process costs a fork, not an
+    interpreter start)."""
+    def run(index: int, out_dir: Path) -> dict:
+        from yoloprof.capture import api
+        from yoloprof.sweep.worker import run_in_worker
+
+        return run_in_worker(api.capture, settings, out_dir)[0]
+    return run
+
+
 @dataclass
 class ABState:
     """The processes run so far and every look taken."""
