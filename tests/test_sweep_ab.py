@@ -21,6 +21,11 @@ from yoloprof.sweep import ab
 FAKE = REPO / "tests" / "helpers" / "fake_capture.py"
 
 
+def tiny_work() -> None:
+    """A callable side for the API's A/B (module level: the fresh worker imports it by name)."""
+    sum(i * i for i in range(2000))
+
+
 def _fake_side(scale: float, seed: int, order: list[str], label: str, between: float = 0.03):
     rng = np.random.default_rng(seed)
 
@@ -143,3 +148,9 @@ def test_identical_real_captures_in_fresh_processes_are_not_called_different(tmp
     one = compute_compare(a[0], b[0], metrics=["step_ms"], alpha=0.01, noise_file=tmp_path / "floors.json")
     assert one["metrics"][0]["method"] == "noise floor"
     assert one["metrics"][0]["verdict_code"] not in ("improved", "regressed")
+    # the Python API with two callables (the same one: identical work), same forkserver
+    import yoloprof
+
+    res = yoloprof.ab(tiny_work, tiny_work, max_runs=4, alpha=0.01, warmup=1, trials=3, calls=5)
+    assert res["ab"]["order"] == "ABBA" and res["metrics"][0]["after"]["processes"] == 2
+    assert res["metrics"][0]["verdict_code"] not in ("improved", "regressed")
