@@ -48,10 +48,11 @@ def test_a_clear_regression_stops_at_the_first_look(tmp_path: Path) -> None:
     order: list[str] = []
     run = ab.run_ab(_fake_side(1.0, 1, order, "A"), _fake_side(1.3, 2, order, "B"), tmp_path, max_runs=20)
     assert run["stopped"] == "decided" and "".join(order) == "ABBAAB" == run["order"]
-    assert run["alpha_per_look"] == pytest.approx(0.05 / 4) and len(run["looks"]) == 1
+    assert run["alphas"] == pytest.approx([0.05 * n / 26 for n in (3, 5, 8, 10)]) and sum(run["alphas"]) == pytest.approx(0.05)
+    assert run["alpha_per_look"] == pytest.approx(0.05 * 3 / 26) and len(run["looks"]) == 1
     res = ab.ab_compare(run)
     step = next(m for m in res["metrics"] if m["metric"] == "step_ms")
-    assert step["verdict_code"] == "regressed" and res["alpha"] == pytest.approx(0.0125)
+    assert step["verdict_code"] == "regressed" and res["alpha"] == pytest.approx(0.05 * 3 / 26)
     assert step["before"]["processes"] == step["after"]["processes"] == 3
 
 
@@ -77,7 +78,7 @@ def test_budget_ends_the_run_with_one_last_look(tmp_path: Path, monkeypatch) -> 
     monkeypatch.setattr(ab.time, "monotonic", lambda: clock[0])
     run = ab.run_ab(tick(1.0, 5, "A"), tick(1.0, 6, "B"), tmp_path, max_runs=20, budget_s=45)
     assert run["stopped"] == "budget" and run["processes"] == [2, 2]
-    assert [k["per_side"] for k in run["looks"]] == [2] and run["looks"][0]["alpha"] == pytest.approx(0.0125)
+    assert [k["per_side"] for k in run["looks"]] == [2] and run["looks"][0]["alpha"] == pytest.approx(0.05 * 3 / 26)
 
 
 def test_bad_budgets_and_failing_commands(tmp_path: Path) -> None:

@@ -7,10 +7,11 @@ position in time, so a drifting machine adds noise but no bias.
 
 Interim looks: the verdict is looked at after each ABBA block that reaches a scheduled number of
 processes per side (`look_schedule`: at most MAX_LOOKS looks, evenly spaced from MIN_PER_SIDE to
-the maximum), each at level alpha / L (Bonferroni over the L planned looks). The chance that any
-look calls identical work different is then at most the sum, alpha, whatever the stopping rule
+the maximum), look i at level alpha_i = alpha * n_i / sum(n) (`look_alphas`: a Bonferroni split
+over the L planned looks, weighted towards the later, larger ones). The chance that any look
+calls identical work different is then at most sum(alpha_i) = alpha, whatever the stopping rule
 (union bound); it is simple, needs no boundary tables and stays valid when a time budget ends
-the run early (the last look then uses one of the unused looks' alpha). The stop is on
+the run early (the budget's last look spends the alpha of the planned look it replaces). The stop is on
 improved, regressed or equivalent; `changed, within noise` and inconclusive run on.
 
 A side is a runner: `run(index, out_dir) -> profile dict`. `command_runner(argv)` runs a capture
@@ -48,6 +49,14 @@ def look_schedule(max_per_side: int, looks: int = MAX_LOOKS) -> list[int]:
         return [max_per_side]
     step = (max_per_side - MIN_PER_SIDE) / (n - 1)
     return sorted({round(MIN_PER_SIDE + i * step) for i in range(n)})
+
+
+def look_alphas(schedule: list[int], alpha: float) -> list[float]:
+    """The two-sided level of each look: alpha split over the planned looks in proportion to the
+    processes per side at each (sum = alpha, so the union bound holds; later, larger looks get
+    more, which keeps most of a fixed design's power at the last look)."""
+    total = float(sum(schedule))
+    return [alpha * n / total for n in schedule]
 
 
 def abba_order(total: int) -> list[str]:
@@ -180,7 +189,7 @@ def run_ab(run_a: Runner, run_b: Runner, out_dir: Path, *, metric: str = "step_m
         raise UsageError(f"--budget-s must be positive, got {budget_s}")
     per_side = max_runs // 2
     schedule = look_schedule(per_side)
-    level = alpha / len(schedule)
+    levels = look_alphas(schedule, alpha)
     state, runners, start = ABState(), {"A": run_a, "B": run_b}, time.monotonic()
     stopped = "max runs"
     for i, side in enumerate(abba_order(2 * per_side)):
@@ -196,22 +205,24 @@ def run_ab(run_a: Runner, run_b: Runner, out_dir: Path, *, metric: str = "step_m
         if progress:
             progress(f"run {i + 1}: {side} ({state.seconds[-1]:.1f} s)")
         if na == nb and na in schedule and len(state.looks) < len(schedule):
-            state.looks.append(_look(state, metric, level, noise))
+            state.looks.append(_look(state, metric, levels[len(state.looks)], noise))
             if state.looks[-1]["verdict_code"] in DECIDED:
                 stopped = "decided"
                 break
     na, nb = len(state.profiles["A"]), len(state.profiles["B"])
     if stopped == "budget" and min(na, nb) >= 2 and len(state.looks) < len(schedule) \
             and (not state.looks or state.looks[-1]["per_side"] != nb or na != nb):
-        state.looks.append(_look(state, metric, level, noise))  # the budget's last look
+        # the budget's last look spends the alpha of the next planned look it replaces
+        state.looks.append(_look(state, metric, levels[len(state.looks)], noise))
     return {"profiles": state.profiles, "looks": state.looks, "stopped": stopped, "schedule": schedule,
-            "alpha": alpha, "alpha_per_look": level, "seconds": round(time.monotonic() - start, 3),
+            "alpha": alpha, "alphas": levels,
+            "alpha_per_look": state.looks[-1]["alpha"] if state.looks else levels[-1], "seconds": round(time.monotonic() - start, 3),
             "processes": [na, nb], "metric": metric,
             "order": "".join(abba_order(na + nb)), "max_runs": max_runs, "budget_s": budget_s}
 
 
 def ab_compare(run: dict[str, Any], *, metrics: list[str] | None = None, noise: float = NOISE) -> dict[str, Any]:
-    """The `compare` result of an A/B run (A = before, B = after) at the level each look spent,
+    """The `compare` result of an A/B run (A = before, B = after) at the level its last look spent,
     with the run's story under "ab" (order, looks, why it stopped, seconds)."""
     from yoloprof.readers.compare import compute_compare
 
@@ -219,6 +230,8 @@ def ab_compare(run: dict[str, Any], *, metrics: list[str] | None = None, noise: 
                           alpha=run["alpha_per_look"], noise=noise)
     res["ab"] = {k: v for k, v in run.items() if k != "profiles"}
     res["notes"].append(f"A/B in fresh processes ({run['order']}); stopped: {run['stopped']} after "
-                        f"{sum(run['processes'])} processes, {run['seconds']:.1f} s; each look at alpha "
-                        f"{run['alpha_per_look']:.3g} = {run['alpha']} / {len(run['schedule'])} planned looks")
+                        f"{sum(run['processes'])} processes, {run['seconds']:.1f} s; alpha {run['alpha']} split over "
+                        f"{len(run['schedule'])} planned looks at {run['schedule']} processes per side "
+                        f"({', '.join(f'{x:.3g}' for x in run['alphas'])}); the verdicts below are at the "
+                        f"last look's {run['alpha_per_look']:.3g}")
     return res
