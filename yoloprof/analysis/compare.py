@@ -15,7 +15,7 @@ comparisons some raw p-values fall below alpha by chance, and a verdict should s
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -108,8 +108,29 @@ def _per_process(text: str) -> str:
     return text
 
 
+FloorFor = Callable[[str, str], "dict[str, Any] | None"]
+
+
+def profile_floors(metrics: pd.DataFrame, profiles: dict[str, dict], noise_file: Any = None) -> FloorFor:
+    """(group_hash, metric) -> the stored run-to-run noise floor of the machine and workload of
+    that configuration's first job (yoloprof.metrics.noise), or None; the store is read once."""
+    from yoloprof.metrics.noise import find_floor, load_floors
+
+    first = dict(metrics.drop_duplicates("group_hash")[["group_hash", "job_id"]].itertuples(index=False))
+    store: dict[str, Any] = {}
+
+    def floor_for(group: str, metric: str) -> dict[str, Any] | None:
+        prof = profiles.get(first.get(group))
+        if not prof:
+            return None
+        if not store:
+            store.update(load_floors(noise_file))
+        return find_floor(prof, metric, noise_file, store)
+    return floor_for
+
+
 def _decide_all(samples: dict, jobs: list[tuple[str, str, str]], meta: dict, alpha: float,
-                noise: float) -> list[dict[str, Any]]:
+                noise: float, floor_for: FloorFor | None = None) -> list[dict[str, Any]]:
     """Every comparison's result, in `jobs` order: batched Welch on process means where both
     sides have two or more processes, compare_nested one by one elsewhere."""
     out: list[dict[str, Any]] = [{}] * len(jobs)
@@ -121,13 +142,17 @@ def _decide_all(samples: dict, jobs: list[tuple[str, str, str]], meta: dict, alp
         out[i] = r
     for i, (g, b, m) in enumerate(jobs):
         if not out[i]:
-            out[i] = compare_nested(samples[(b, m)], samples[(g, m)], better=meta[m][0], alpha=alpha, noise=noise)
+            floor = (floor_for(b, m) or floor_for(g, m)) if floor_for else None
+            out[i] = compare_nested(samples[(b, m)], samples[(g, m)], better=meta[m][0], alpha=alpha,
+                                    noise=noise, floor=floor)
     return out
 
 
 def compare_configs(metrics: pd.DataFrame, cfg: Configs, plan: Plan, names: list[str], *,
-                    alpha: float = ALPHA, noise: float = NOISE, correction: str = CORRECTION) -> pd.DataFrame:
-    """The comparison table: one row per (configuration, metric), in configuration order."""
+                    alpha: float = ALPHA, noise: float = NOISE, correction: str = CORRECTION,
+                    floor_for: FloorFor | None = None) -> pd.DataFrame:
+    """The comparison table: one row per (configuration, metric), in configuration order.
+    `floor_for` (`profile_floors`) supplies noise floors for sides of a single job."""
     samples = process_samples(metrics[metrics["metric"].isin(names)])
     meta = metric_meta(metrics)
     jobs: list[tuple[str, str, str]] = []
@@ -141,7 +166,7 @@ def compare_configs(metrics: pd.DataFrame, cfg: Configs, plan: Plan, names: list
             else:
                 jobs.append((g, base, m))
                 rows.append({})
-    results = iter(_decide_all(samples, jobs, meta, alpha, noise))
+    results = iter(_decide_all(samples, jobs, meta, alpha, noise, floor_for))
     jobs_it = iter(jobs)
     for i, row in enumerate(rows):
         if not row:

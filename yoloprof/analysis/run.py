@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from yoloprof.analysis.collect import Collected, collect
-from yoloprof.analysis.compare import choose_metrics, compare_configs, gmean_table, regressions
+from yoloprof.analysis.compare import choose_metrics, compare_configs, gmean_table, profile_floors, regressions
 from yoloprof.analysis.configs import Configs, build_configs, plan_baseline
 from yoloprof.analysis.drift import apply_drift, drift_table, drift_warnings, job_values
 from yoloprof.analysis.envdiff import apply_env_flags, env_differences, env_warnings
@@ -108,7 +108,7 @@ def analyze_collected(c: Collected, *, baseline: list[str] | None = None, vary: 
     devices = sorted(c.ok["device"].dropna().astype(str).unique()) if "device" in c.ok else []
     names, metric_notes = choose_metrics(tables["metrics"], metrics, modes, devices)
     comparisons = compare_configs(tables["metrics"], cfg, plan, names, alpha=alpha, noise=noise,
-                                  correction=correction)
+                                  correction=correction, floor_for=profile_floors(tables["metrics"], c.profiles))
     jobs = job_values(tables["metrics"][tables["metrics"]["metric"].isin(names)], c.ok)
     comparisons = apply_drift(comparisons, jobs, alpha=alpha, noise=noise)
     drift = drift_table(jobs, dict(zip(cfg.table.index, cfg.table["config"].astype(str))), alpha=alpha)
