@@ -98,7 +98,7 @@ def test_within_noise_words_say_direction_interval_and_what_decides() -> None:
         if r["verdict_code"] == "within_noise":
             hits += 1
             assert r["verdict"].startswith("likely better (+") and "CI +" in r["verdict"]
-            assert "not decisive" in r["verdict"] and "2% noise band" in r["verdict"]
+            assert "not decisive" in r["verdict"] and "2% band edge" in r["verdict"]
             assert r["processes_needed"] and "processes per side would decide" in r["note"]
     assert hits
 

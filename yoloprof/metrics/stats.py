@@ -247,8 +247,7 @@ def within_noise_words(ratio: float, lo: float, hi: float, noise: float, better:
     up, down = ("better", "worse") if better is not None else ("higher", "lower")
     word = up if ratio >= 1 else down
     pct = lambda x: f"{(x - 1) * 100:+.1f}%"  # noqa: E731
-    return (f"likely {word} ({pct(ratio)}, CI {pct(lo)} to {pct(hi)}), not decisive: the CI straddles "
-            f"an edge of the +-{noise:.0%} noise band")
+    return f"likely {word} ({pct(ratio)}, CI {pct(lo)} to {pct(hi)}): not decisive, the CI crosses the {noise:.0%} band edge"
 
 
 def verdict_words(code: str, better: str | None) -> str:

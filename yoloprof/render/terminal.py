@@ -196,10 +196,11 @@ def render_compare(result: dict[str, Any], out: Out | None = None) -> None:
                      fmt_num(m["before"]["value"]), fmt_num(m["after"]["value"])])
     if rows:
         # verdict first: on a narrow terminal the right-hand columns are the ones cut
-        out.table(["metric", "verdict", "change", "ratio [95% CI]", "p Welch", "p MW", "n proc (trials)",
+        level = f"{100 * (1 - result.get('alpha', 0.05)):.3g}%"
+        out.table(["metric", "verdict", "change", f"ratio [{level} CI]", "p Welch", "p MW", "n proc (trials)",
                    "before", "after"],
                   rows, right=(2, 4, 5, 6, 7, 8), shrink=0,
-                  title=f"compare (ratio > 1 = better; alpha {result.get('alpha')}, noise {result.get('noise'):.0%})")
+                  title=f"compare (ratio > 1 = better; alpha {result.get('alpha'):.3g}, noise {result.get('noise'):.0%})")
     if few:
         out.note(f"needs at least {MIN_TRIALS} trials per side for a verdict ({', '.join(few)}): the ratio "
                  "is a point estimate")
