@@ -20,14 +20,15 @@ from typing import Any
 from yoloprof.defs import metrics as registry
 from yoloprof.errors import UsageError
 from yoloprof.metrics.sides import differences, flag_reasons, profile_facts
-from yoloprof.metrics.stats import FULL_POWER_TRIALS, NEEDS_TRIALS as NEED_TRIALS
+from yoloprof.metrics.stats import FULL_POWER_TRIALS
 from yoloprof.metrics.nested import NO_FLOOR_WORDS
 from yoloprof.readers._common import COMPARE_DEFAULT, finite, metric_entry, metric_value, per_step
 from yoloprof.config.stats import ALPHA, NOISE
 
 TRACE_NOTE = ("both inputs are raw traces: one sample per step is not a trial (steps of one run are "
-              "not independent), so there is no significance verdict; run `yoloprof run/infer "
-              f"--repeat {FULL_POWER_TRIALS}` (or more) on each side for one")
+              "not independent), so there is no significance verdict; capture each side "
+              f"{FULL_POWER_TRIALS} or more times (`yoloprof run/infer --repeat {FULL_POWER_TRIALS}`) "
+              "and compare them all (A1 A2 A3 vs B1 B2 B3) for one")
 REGRESSED = "regressed"
 
 # Plain deltas shown beside the verdicts; labels, units and directions from the metric registry.
@@ -146,8 +147,7 @@ def compare_metric(name: str, before: dict | list[dict], after: dict | list[dict
         row["decide"] = calibrate_command(pb[0])
         row["note"] = None  # said once for the whole comparison (compute_compare's notes)
     elif st.get("verdict_code") == "insufficient":
-        row["verdict"] = NEED_TRIALS
-        row["note"] = f"{NEED_TRIALS} (have {len(sb)} and {len(sa)}): the ratio is a point estimate"
+        row["note"] = f"no usable samples on one side (have {len(sb)} and {len(sa)})"
     return row
 
 

@@ -180,8 +180,6 @@ def fmt_bytes(n: Any) -> str:
 
 
 def render_compare(result: dict[str, Any], out: Out | None = None) -> None:
-    from yoloprof.metrics.stats import MIN_TRIALS
-
     out = out or Out()
     rows, few = [], []
     for m in result.get("metrics", []):
@@ -189,7 +187,7 @@ def render_compare(result: dict[str, Any], out: Out | None = None) -> None:
         ratio = fmt_ratio(m.get("ratio"), *(ci or (None, None)))
         verdict = m.get("verdict") or "no verdict"
         if m.get("verdict_code") == "insufficient":
-            verdict = f"n/a (< {MIN_TRIALS} trials)"
+            verdict = "n/a (no samples on a side)"
             few.append(m["metric"])
         rows.append([m["metric"], verdict, NA if m.get("change_pct") is None else f"{m['change_pct']:+.1f}%",
                      ratio, fmt_p(m.get("p_welch")), fmt_p(m.get("p_mwu")), _n_cell(m),
@@ -202,8 +200,7 @@ def render_compare(result: dict[str, Any], out: Out | None = None) -> None:
                   rows, right=(2, 4, 5, 6, 7, 8), shrink=0,
                   title=f"compare (ratio > 1 = better; alpha {result.get('alpha'):.3g}, noise {result.get('noise'):.0%})")
     if few:
-        out.note(f"needs at least {MIN_TRIALS} trials per side for a verdict ({', '.join(few)}): the ratio "
-                 "is a point estimate")
+        out.note(f"no usable samples on one side ({', '.join(few)}): no verdict")
     diffs = result.get("differences") or []
     if diffs:
         out.table(["differs", "before", "after", "flags verdicts"],
