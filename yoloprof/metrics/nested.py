@@ -29,9 +29,9 @@ import numpy as np
 from scipy import stats as sps
 
 from yoloprof.config.stats import ALPHA, NOISE
-from yoloprof.metrics.stats import (FULL_POWER_TRIALS, LOW_POWER, MW_MIN_TRIALS, _opt, _quiet,
-                                    _side_stats, _side_warnings, classify, units_to_decide, verdict_words,
-                                    within_noise_words)
+from yoloprof.metrics.decide import units_to_decide, within_noise_words
+from yoloprof.metrics.stats import (FULL_POWER_TRIALS, LOW_POWER, MW_MIN_TRIALS, _opt, _quiet, _side_stats,
+                                    _side_warnings, classify, verdict_words)
 
 NO_FLOOR_WORDS = "inconclusive: one process per side, run-to-run noise unknown"
 MIN_PROCESSES = 2

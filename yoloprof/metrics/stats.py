@@ -1,6 +1,9 @@
 """Statistics for `compare` and `analyze` (DESIGN.md section 7).
 
-One value per trial. The effect is the ratio of geometric means, because timings are
+One value per independent unit. `compare` and `analyze` decide with the process as the unit
+(`yoloprof.metrics.nested.compare_nested`, which calls the helpers here on process means); the
+functions below treat every value they get as independent, so give them one value per process
+(its geometric mean), never the trials of one process. The effect is the ratio of geometric means, because timings are
 multiplicative (a 10% speed-up is the same change at 5 ms and at 500 ms) and log-normal-ish; its
 confidence interval and p-value come from Welch's t-test on the log values (scipy), with
 Mann-Whitney U as a rank-based cross-check that does not trust the log-normal model.
@@ -11,7 +14,8 @@ metric it is before/after, for a `higher`-is-better one after/before; a metric w
 
 Verdict, with the CI [L, U] and noise threshold d, checked in this order:
   improved  L > 1+d        regressed  U < 1-d        equivalent  1-d <= L and U <= 1+d
-  changed, within noise    significant (p < alpha) but the CI overlaps the +-d band
+  changed, within noise    significant (p < alpha) but the CI crosses an edge of the +-d band; the
+                           words say so in full (`within_noise_words`: direction, interval, why)
   inconclusive             anything else; we then report the smallest change this n could detect
                            and the trials per side needed to detect a change of d
 Two trials per side (the `--repeat 2` minimum) are tested like more, but the result is labelled
@@ -43,11 +47,10 @@ import numpy as np
 from scipy import stats as sps
 
 from yoloprof.config.stats import ALPHA, CORRECTION, CORRECTIONS, NOISE
+from yoloprof.metrics.decide import MIN_TRIALS, POWER, within_noise_words  # MIN_TRIALS: callers read it here too
 
-MIN_TRIALS = 2          # fewest trials per side that get a test
 FULL_POWER_TRIALS = 3   # below this per side, a tested result is labelled low power
 MW_MIN_TRIALS = 5
-POWER = 0.8
 CV_WARN = 0.10
 SLOW_FIRST_FRACTION = 0.10
 NEEDS_TRIALS = f"needs at least {MIN_TRIALS} trials per side"
@@ -209,45 +212,6 @@ def classify(ci_low: float, ci_high: float, p: float, *, alpha: float, noise: fl
     if p < alpha:
         return "within_noise"
     return "inconclusive"
-
-
-MAX_UNITS = 10_000  # beyond this many per side, "what would decide" is reported as out of reach
-
-
-def units_to_decide(sd: float, log_ratio: float, noise: float, alpha: float, k: int, df: float,
-                    code: str) -> tuple[int | None, float | None]:
-    """(units per side needed, smallest detectable change in % at k per side), units being trials
-    or processes with `sd` the SD of one unit on the log scale. For `inconclusive`, the units to
-    detect a change of the noise band with 80% power (two-sample t, exact noncentral-t power);
-    for `within_noise`, the units that would shrink the CI enough to clear the band edge it now
-    straddles if the true change is the one observed (so it would read improved/regressed, or
-    equivalent when the observed change is inside the band). None when out of reach."""
-    mde = (math.exp((sps.t.ppf(1 - alpha / 2, df) + sps.t.ppf(POWER, df)) * sd * math.sqrt(2 / k)) - 1) * 100
-    band = math.log1p(noise)
-    gap = band if code == "inconclusive" else abs(abs(log_ratio) - band)
-    if sd <= 0 or gap <= 0:
-        return None, _opt(mde)
-    z = sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(POWER)
-    n0 = max(MIN_TRIALS, int(2 * (z * sd / gap) ** 2) - 2)
-    if n0 > MAX_UNITS:
-        return None, _opt(mde)
-    ns = np.arange(n0, n0 + 66)
-    dfs = 2 * ns - 2
-    tcrit = sps.t.ppf(1 - alpha / 2, dfs)
-    nc = gap / (sd * np.sqrt(2 / ns))
-    pw = sps.nct.sf(tcrit, dfs, nc) + sps.nct.cdf(-tcrit, dfs, nc)
-    n = int(ns[int(np.argmax(pw >= POWER))] if (pw >= POWER).any() else ns[-1])
-    return n, _opt(mde)
-
-
-def within_noise_words(ratio: float, lo: float, hi: float, noise: float, better: str | None) -> str:
-    """`changed, within noise` said in full: the direction, the interval, and why it is not
-    decisive (a CI that straddles an edge of the +-noise band cannot be called a change beyond
-    noise, nor no change). `ratio`, `lo`, `hi` are oriented > 1 = better."""
-    up, down = ("better", "worse") if better is not None else ("higher", "lower")
-    word = up if ratio >= 1 else down
-    pct = lambda x: f"{(x - 1) * 100:+.1f}%"  # noqa: E731
-    return f"likely {word} ({pct(ratio)}, CI {pct(lo)} to {pct(hi)}): not decisive, the CI crosses the {noise:.0%} band edge"
 
 
 def verdict_words(code: str, better: str | None) -> str:
