@@ -48,7 +48,8 @@ def test_a_clear_regression_stops_at_the_first_look(tmp_path: Path) -> None:
     order: list[str] = []
     run = ab.run_ab(_fake_side(1.0, 1, order, "A"), _fake_side(1.3, 2, order, "B"), tmp_path, max_runs=20)
     assert run["stopped"] == "decided" and "".join(order) == "ABBAAB" == run["order"]
-    assert run["alphas"] == pytest.approx([0.05 * n / 26 for n in (3, 5, 8, 10)]) and sum(run["alphas"]) == pytest.approx(0.05)
+    assert run["alphas"] == pytest.approx([0.05 * n / 26 for n in (3, 5, 8, 10)])
+    assert sum(run["alphas"]) == pytest.approx(0.05)
     assert run["alpha_per_look"] == pytest.approx(0.05 * 3 / 26) and len(run["looks"]) == 1
     res = ab.ab_compare(run)
     step = next(m for m in res["metrics"] if m["metric"] == "step_ms")

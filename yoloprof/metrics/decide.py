@@ -47,7 +47,8 @@ def within_noise_words(ratio: float, lo: float, hi: float, noise: float, better:
     up, down = ("better", "worse") if better is not None else ("higher", "lower")
     word = up if ratio >= 1 else down
     pct = lambda x: f"{(x - 1) * 100:+.1f}%"  # noqa: E731
-    return f"likely {word} ({pct(ratio)}, CI {pct(lo)} to {pct(hi)}): not decisive, the CI crosses the {noise:.0%} band edge"
+    return (f"likely {word} ({pct(ratio)}, CI {pct(lo)} to {pct(hi)}): not decisive, the CI crosses the "
+            f"{noise:.0%} band edge")
 
 
 

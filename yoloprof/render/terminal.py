@@ -198,7 +198,8 @@ def render_compare(result: dict[str, Any], out: Out | None = None) -> None:
         out.table(["metric", "verdict", "change", f"ratio [{level} CI]", "p Welch", "p MW", "n proc (trials)",
                    "before", "after"],
                   rows, right=(2, 4, 5, 6, 7, 8), shrink=0,
-                  title=f"compare (ratio > 1 = better; alpha {result.get('alpha'):.3g}, noise {result.get('noise'):.0%})")
+                  title=f"compare (ratio > 1 = better; alpha {result.get('alpha'):.3g}, "
+                        f"noise {result.get('noise'):.0%})")
     if few:
         out.note(f"no usable samples on one side ({', '.join(few)}): no verdict")
     diffs = result.get("differences") or []

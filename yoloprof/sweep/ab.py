@@ -216,7 +216,8 @@ def run_ab(run_a: Runner, run_b: Runner, out_dir: Path, *, metric: str = "step_m
         state.looks.append(_look(state, metric, levels[len(state.looks)], noise))
     return {"profiles": state.profiles, "looks": state.looks, "stopped": stopped, "schedule": schedule,
             "alpha": alpha, "alphas": levels,
-            "alpha_per_look": state.looks[-1]["alpha"] if state.looks else levels[-1], "seconds": round(time.monotonic() - start, 3),
+            "alpha_per_look": state.looks[-1]["alpha"] if state.looks else levels[-1],
+            "seconds": round(time.monotonic() - start, 3),
             "processes": [na, nb], "metric": metric,
             "order": "".join(abba_order(na + nb)), "max_runs": max_runs, "budget_s": budget_s}
 
