@@ -17,7 +17,11 @@ Printed, each figure measured in this run:
    design (the fewest processes per side that reach 80% power knowing between and within).
 
     python bench/bench_decision.py [--reps 4000] [--between 0.04] [--within 0.015] [--trials 5]
-        [--effect 0.08] [--max-runs 20] [--alpha 0.05] [--noise 0.02] [--calibrate 5]
+        [--effect 0.08] [--max-runs 20] [--alpha 0.05] [--noise 0.02] [--calibrate 5] [--real 12]
+
+3. With `--real N`: N identical tiny real captures in fresh processes compared in all pairs (the
+   issue's experiment): the old trial-level test, one process per side without and with a floor
+   learned from the other captures, and 3 vs 3 processes.
 """
 
 from __future__ import annotations
@@ -116,6 +120,50 @@ def oracle_processes(a: argparse.Namespace) -> int:
     return max(2, math.ceil(2 * (z * sd / gap) ** 2))
 
 
+def real(a: argparse.Namespace) -> None:
+    """`--real N`: N identical tiny inference captures, each in a fresh worker process, compared
+    in all pairs: the old trial-level test, the nested rule without a floor (one process per side)
+    and with a floor learned from the other N-2 captures, and disjoint triples 3 vs 3."""
+    import itertools
+
+    from yoloprof.config.settings import CaptureSettings
+    from yoloprof.metrics.nested import compare_nested
+    from yoloprof.metrics.noise import estimate_floor
+    from yoloprof.metrics.stats import compare_samples
+    from yoloprof.sweep.ab import settings_runner
+
+    s = CaptureSettings(mode="infer", device="cpu", imgsz=a.imgsz, warmup=3, runs=10, repeat=5, trace=False)
+    run, t0 = settings_runner(s), time.perf_counter()
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        trials = [run(i, Path(tmp) / str(i))["metrics"]["step_ms"]["samples"] for i in range(a.real)]
+    wall = time.perf_counter() - t0
+    means = [float(gmeans(np.array(t))) for t in trials]
+    within = np.mean([np.var(np.log(t), ddof=1) for t in trials]) / len(trials[0])
+    print(f"\nreal: {a.real} captures (infer, cpu, imgsz {a.imgsz}, warmup 3, runs 10, repeat 5) in "
+          f"fresh processes, {wall:.0f} s; capture means {min(means):.3f}-{max(means):.3f} ms; variance of "
+          f"the log means = {np.var(np.log(means), ddof=1) / within:.1f}x what the trials predict")
+    pairs = list(itertools.combinations(range(a.real), 2))
+    old = sum(compare_samples(trials[i], trials[j], alpha=a.alpha, noise=a.noise)["verdict_code"]
+              in ("improved", "regressed") for i, j in pairs)
+    bare = sum(compare_nested([trials[i]], [trials[j]], alpha=a.alpha, noise=a.noise)["verdict_code"]
+               in ("improved", "regressed") for i, j in pairs)
+    floored = 0
+    for i, j in pairs:
+        floor = estimate_floor([t for k, t in enumerate(trials) if k not in (i, j)])
+        floored += compare_nested([trials[i]], [trials[j]], alpha=a.alpha, noise=a.noise,
+                                  floor=floor)["verdict_code"] in ("improved", "regressed")
+    print(f"  {len(pairs)} pairs called improved/regressed: old trial-level test {old} ({old / len(pairs):.0%}); "
+          f"one process per side, no floor {bare}; with a floor from the other {a.real - 2}: {floored} "
+          f"({floored / len(pairs):.0%})")
+    triples = [trials[k:k + 3] for k in range(0, a.real - 2, 3)]
+    tp = list(itertools.combinations(range(len(triples)), 2))
+    nested = sum(compare_nested(triples[i], triples[j], alpha=a.alpha, noise=a.noise)["verdict_code"]
+                 in ("improved", "regressed") for i, j in tp)
+    print(f"  3 vs 3 processes (disjoint triples), {len(tp)} pairs: improved/regressed {nested}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reps", type=int, default=4000)
@@ -130,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--startup-s", type=float, default=3.5)
     ap.add_argument("--trial-s", type=float, default=0.2)
     ap.add_argument("--seed", type=int, default=23)
+    ap.add_argument("--real", type=int, default=0, help="also N real captures in fresh processes (e.g. 12)")
+    ap.add_argument("--imgsz", type=int, default=96, help="with --real: the captures' image size")
     a = ap.parse_args(argv)
     rng = np.random.default_rng(a.seed)
     t0 = time.perf_counter()
@@ -165,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     fixed_max = fixed(rng, a, a.max_runs // 2, shift)
     print(f"  fixed design at the maximum ({a.max_runs // 2}/side, alpha {a.alpha}): called regressed "
           f"{rate(fixed_max, ('regressed',)):.1%}")
+    if a.real:
+        real(a)
     print(f"\n({time.perf_counter() - t0:.1f} s)")
     return 0
 
