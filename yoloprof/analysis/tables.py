@@ -116,8 +116,15 @@ def process_samples(metrics: pd.DataFrame) -> dict[tuple[str, str], list[np.ndar
     order and trials in trial order: the input of `yoloprof.metrics.nested.compare_nested`."""
     m = metrics.sort_values(["group_hash", "metric", "job_order", "trial"], kind="stable")
     out: dict[tuple[str, str], list[np.ndarray]] = {}
-    for (g, name, _), vals in m.groupby(["group_hash", "metric", "job_order"], sort=False)["value"]:
-        out.setdefault((g, name), []).append(vals.to_numpy(float))
+    if m.empty:
+        return out
+    # split at the boundaries of the sorted keys (a pandas groupby over every job is 100x slower)
+    g, name = m["group_hash"].to_numpy(object), m["metric"].to_numpy(object)
+    job, vals = m["job_order"].to_numpy(), m["value"].to_numpy(float)
+    new_key = np.r_[True, (g[1:] != g[:-1]) | (name[1:] != name[:-1])]
+    starts = np.flatnonzero(new_key | np.r_[True, job[1:] != job[:-1]])
+    for start, chunk in zip(starts, np.split(vals, starts[1:])):
+        out.setdefault((g[start], name[start]), []).append(chunk)
     return out
 
 
