@@ -132,3 +132,12 @@ def test_noise_floor_estimate_and_store(tmp_path, monkeypatch) -> None:
     (tmp_path / "floors.json").write_text(json.dumps({"schema": "other"}))
     with pytest.raises(UsageError, match="floors.json"):
         noise.find_floor(profiles[0], "step_ms")
+
+
+def test_a_floor_of_zero_noise_still_decides() -> None:
+    """Peak memory identical in every calibration process: a floor of SD 0 is a floor, not none."""
+    floor = {"sd": 0.0, "df": 4, "within_sd": 0.0, "trials": 3, "processes": 5}
+    same = compare_nested([[300.0, 300.0]], [[300.0, 300.0]], floor=floor)
+    assert same["method"] == "noise floor" and same["verdict_code"] == "equivalent"
+    more = compare_nested([[300.0, 300.0]], [[330.0, 330.0]], floor=floor)
+    assert more["verdict_code"] == "regressed" and more["ci_low"] == more["ci_high"]

@@ -94,7 +94,7 @@ def _test(sb: dict, sa: dict, floor: dict | None, alpha: float) -> dict[str, Any
         sd = math.sqrt((mb.var(ddof=1) + ma.var(ddof=1)) / 2)
         return {"diff": diff, "lo": float(ci.low), "hi": float(ci.high), "p": float(res.pvalue),
                 "df": float(res.df), "sd": sd, "method": "process means, Welch", "constant": False}
-    if floor is None or not floor.get("sd") or not floor.get("df"):
+    if floor is None or floor.get("sd") is None or not floor.get("df"):
         return None
     vb = _floor_var(floor, sb["within_sd"], sb["trials_per_process"])
     va = _floor_var(floor, sa["within_sd"], sa["trials_per_process"])

@@ -194,6 +194,19 @@ def step_table(profile: dict) -> list[dict[str, Any]]:
     return [{k: r.get(k) for k in keep if k in r} for r in per_step(profile)]
 
 
+def _mixed_sides(pb: list[dict], pa: list[dict]) -> list[str]:
+    """A side's captures should be repeats of one workload on one machine; say when they are not."""
+    from yoloprof.metrics.noise import profile_keys
+
+    out = []
+    for side, profiles in (("before", pb), ("after", pa)):
+        keys = {profile_keys(p) for p in profiles}
+        if len(keys) > 1:
+            out.append(f"{side}: its {len(profiles)} captures are not all the same workload on the same "
+                       "machine; they are compared as repeats all the same")
+    return out
+
+
 def _as_list(side: dict | list[dict], what: str) -> list[dict]:
     out = side if isinstance(side, list) else [side]
     if not out:
@@ -237,7 +250,7 @@ def compute_compare(before: dict | list[dict], after: dict | list[dict], *, metr
                      f"each side in {FULL_POWER_TRIALS} or more separate processes and compare them all "
                      "(`yoloprof compare A1 A2 A3 vs B1 B2 B3`), or let compare run both sides "
                      "(`yoloprof compare --run-a CMD_A --run-b CMD_B`)")
-    warnings = [w for r in rows for w in r["warnings"]]
+    warnings = [w for r in rows for w in r["warnings"]] + _mixed_sides(pb, pa)
     if not names:
         warnings.append("the two profiles have no headline metric in common")
     result: dict[str, Any] = {
