@@ -111,6 +111,18 @@ def with_floor(rng, a: argparse.Namespace, shift: float) -> float:
     return hits / reps
 
 
+def unbalanced(rng, a: argparse.Namespace) -> float:
+    """Identical work, 3 against 4 processes of 1-8 trials each (drawn at random): p < alpha."""
+    from yoloprof.metrics.nested import compare_nested
+
+    def side(k: int) -> list[list[float]]:
+        return [list(50.0 * np.exp(rng.normal(0, a.between) + rng.normal(0, a.within, rng.integers(1, 9))))
+                for _ in range(k)]
+    reps = min(a.reps, 2000)
+    return sum((compare_nested(side(3), side(4), alpha=a.alpha, noise=0.0)["p_welch"] or 1.0) < a.alpha
+               for _ in range(reps)) / reps
+
+
 def oracle_processes(a: argparse.Namespace) -> int:
     """Fewest processes per side for 80% power to call the effect regressed (CI beyond the band):
     a z-test knowing the variance of a process mean, between^2 + within^2 / trials."""
@@ -194,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         r = fixed(rng, a, k, 0.0)
         print(f"  nested, {k} processes/side:               p<alpha {p_rate(r, a.alpha):6.1%}, "
               f"improved/regressed {rate(r):6.1%}")
+    print(f"  nested, 3 vs 4 processes of 1-8 trials:  p<alpha {unbalanced(rng, a):6.1%}")
     seq = sequential(rng, a, 0.0)
     fp = np.mean([c in ("improved", "regressed") for c in seq["codes"]])
     print(f"  sequential A/B (looks {seq['schedule']} at alpha {', '.join(f'{x:.4f}' for x in seq['levels'])}):"
