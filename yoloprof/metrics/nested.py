@@ -204,11 +204,12 @@ def _decide(r: dict[str, Any], t: dict[str, Any], k: int) -> None:
         target = "detect a change of the noise band" if code == "inconclusive" else "decide"
         r["note"] = (f"about {need} processes per side would {target} (80% power)" if need else None)
         if code == "inconclusive" and mde is not None:
-            r["note"] = f"smallest detectable change {mde:.1f}% with {k} per side; " + (r["note"] or "")
+            r["note"] = (f"smallest detectable change {mde:.1f}% with {k} process{'es' if k > 1 else ''} per side; "
+                         + (r["note"] or ""))
     if code == "within_noise":
         r["verdict"] = within_noise_words(r["ratio"], r["ci_low"], r["ci_high"], noise, better)
     if t["method"] == "noise floor" and r["floor"]:
         f = r["floor"]
         r["warnings"].append(f"one process per side: judged against the stored run-to-run noise floor "
-                             f"(between-process SD {100 * f['sd']:.2f}% from {f.get('processes')} processes, "
+                             f"(process-mean SD {100 * f['sd']:.2f}% from {f.get('processes')} processes, "
                              f"{f.get('workload') or 'this workload'}, {f.get('measured_at') or 'date unknown'})")

@@ -211,11 +211,6 @@ def render_compare(result: dict[str, Any], out: Out | None = None) -> None:
     for m in result.get("metrics", []):
         if m.get("verdict_code") in ("inconclusive", "within_noise") and m.get("note"):
             out.note(f"{m['metric']}: {m['note']}")
-    floors = {m["metric"]: m["floor"] for m in result.get("metrics", []) if m.get("floor")}
-    for name, f in floors.items():
-        out.note(f"{name}: one process per side, judged against the stored run-to-run noise floor: "
-                 f"between-process SD {100 * f['sd']:.2f}% from {f.get('processes')} processes "
-                 f"({f.get('workload') or 'this workload'}; {f.get('measured_at') or 'date unknown'})")
     if result.get("deltas"):
         out.table(["", "before", "after", "delta"],
                   [[d["label"], fmt_val(d["before"], d["unit"]), fmt_val(d["after"], d["unit"]), _delta(d)]
