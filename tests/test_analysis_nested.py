@@ -47,6 +47,10 @@ def test_verdict_is_welch_on_job_means_not_pooled_trials(tmp_path: Path) -> None
     assert row.p == pytest.approx(2 * sps.t.sf(abs(d) / math.sqrt(vb + va), df), rel=1e-9)
     assert row.ratio == pytest.approx(math.exp(-d), rel=1e-9)
     assert (row.n, row.n_baseline, row.k, row.k_baseline) == (12, 12, 3, 3)
+    from yoloprof.render.csvout import comparison_csv
+
+    csv = comparison_csv(res.comparisons).splitlines()
+    assert csv[0].endswith("verdict_code,k_baseline,k,processes_needed") and ",3,3," in csv[1]
     pooled = sps.ttest_ind(np.log(sum(truth[8], [])), np.log(sum(truth[4], [])), equal_var=False)
     assert pooled.pvalue < row.p  # pooling 12 trials as independent overstates the evidence
 
