@@ -141,3 +141,19 @@ def test_a_floor_of_zero_noise_still_decides() -> None:
     assert same["method"] == "noise floor" and same["verdict_code"] == "equivalent"
     more = compare_nested([[300.0, 300.0]], [[330.0, 330.0]], floor=floor)
     assert more["verdict_code"] == "regressed" and more["ci_low"] == more["ci_high"]
+
+
+def test_one_process_against_several_borrows_their_spread() -> None:
+    """3 processes against 1, no stored floor: the 3 give the run-to-run SD (df 2), a hand-computed
+    prediction interval; one against one still has nothing to go on."""
+    many = [[10.0, 10.1], [10.6, 10.5], [10.2, 10.3]]
+    r = compare_nested(many, [[13.0, 13.1]], better="lower")
+    assert r["method"] == "other side's processes" and any("vary alike" in w for w in r["warnings"])
+    means = [statistics.fmean(map(math.log, g)) for g in many]
+    within2 = sum(sum((math.log(v) - m) ** 2 for v in g) for g, m in zip(many, means)) / 3
+    between2 = max(0.0, statistics.variance(means) - within2 / 2)
+    w_one = statistics.variance([math.log(13.0), math.log(13.1)])
+    se = math.sqrt((between2 + within2 / 2) / 3 + (between2 + w_one / 2))
+    d = statistics.fmean(map(math.log, [13.0, 13.1])) - statistics.fmean(means)
+    assert r["p_welch"] == pytest.approx(2 * sps.t.sf(d / se, 2), rel=1e-9)
+    assert r["verdict_code"] == "regressed"

@@ -16,8 +16,10 @@ One process on a side: its mean's run-to-run variance is unknown from the data. 
 noise floor for this machine and workload (`yoloprof.metrics.noise`), the variance of a process
 mean is the floor's between-process part plus this process's own within-process part over its
 trials, and the t quantile uses the floor's degrees of freedom (K-1 of its K processes); the
-floor is returned with the result. Without one the verdict is `inconclusive` with
-NO_FLOOR_WORDS.
+floor is returned with the result. Without one, when the OTHER side has two or more processes,
+their spread serves as the floor (a prediction interval for a new process, assuming both sides
+vary alike; a warning says so). With one process on each side and no floor the verdict is
+`inconclusive` with NO_FLOOR_WORDS.
 """
 
 from __future__ import annotations
@@ -94,8 +96,11 @@ def _test(sb: dict, sa: dict, floor: dict | None, alpha: float) -> dict[str, Any
         sd = math.sqrt((mb.var(ddof=1) + ma.var(ddof=1)) / 2)
         return {"diff": diff, "lo": float(ci.low), "hi": float(ci.high), "p": float(res.pvalue),
                 "df": float(res.df), "sd": sd, "method": "process means, Welch", "constant": False}
+    method = "noise floor"
     if floor is None or floor.get("sd") is None or not floor.get("df"):
-        return None
+        floor, method = _other_side(sb if mb.size >= MIN_PROCESSES else sa), "other side's processes"
+        if floor is None:
+            return None
     vb = _floor_var(floor, sb["within_sd"], sb["trials_per_process"])
     va = _floor_var(floor, sa["within_sd"], sa["trials_per_process"])
     se = math.sqrt(vb / mb.size + va / ma.size)
@@ -103,7 +108,17 @@ def _test(sb: dict, sa: dict, floor: dict | None, alpha: float) -> dict[str, Any
     t = sps.t.ppf(1 - alpha / 2, df)
     p = float(2 * sps.t.sf(abs(diff) / se, df)) if se > 0 else (1.0 if diff == 0 else 0.0)
     return {"diff": diff, "lo": diff - t * se, "hi": diff + t * se, "p": p, "df": df,
-            "sd": math.sqrt((vb + va) / 2), "method": "noise floor", "constant": False}
+            "sd": math.sqrt((vb + va) / 2), "method": method, "constant": False, "floor": floor}
+
+
+def _other_side(st: dict[str, Any]) -> dict[str, Any] | None:
+    """A floor from the side that has several processes (its process means' SD, df k-1): the
+    single process of the other side is then judged like a new draw from the same run-to-run
+    noise (a prediction interval), which assumes both sides vary alike."""
+    if st["means"].size < MIN_PROCESSES or st["process_sd"] is None:
+        return None
+    return {"sd": st["process_sd"], "df": st["means"].size - 1, "within_sd": st["within_sd"],
+            "trials": st["trials_per_process"], "processes": int(st["means"].size)}
 
 
 def _mw(mb: np.ndarray, ma: np.ndarray) -> float | None:
@@ -158,6 +173,10 @@ def compare_nested(before: Sequence[Sequence[float]], after: Sequence[Sequence[f
     lo, hi = sorted((math.exp(sign * t["lo"]), math.exp(sign * t["hi"])))
     r.update(ci_low=lo, ci_high=hi, p_welch=t["p"], method=t["method"],
              p_mannwhitney=_mw(sb["means"], sa["means"]), floor=floor if t["method"] == "noise floor" else None)
+    if t["method"] == "other side's processes":
+        r["warnings"].append(f"one process on a side: its run-to-run noise is taken from the other side's "
+                             f"{t['floor']['processes']} processes (assumes both sides vary alike); capture "
+                             "it again for a test of its own")
     if t["constant"]:
         r["warnings"].append("no variation between processes on either side: the CI is the exact ratio")
     _decide(r, t, min(len(gb), len(ga)))
@@ -189,7 +208,7 @@ def _decide(r: dict[str, Any], t: dict[str, Any], k: int) -> None:
     alpha, noise, better = r["alpha"], r["noise"], r["better"]
     code = classify(r["ci_low"], r["ci_high"], t["p"], alpha=alpha, noise=noise)
     r["verdict_code"], r["verdict"] = code, verdict_words(code, better)
-    if k < FULL_POWER_TRIALS and t["method"] != "noise floor":
+    if k < FULL_POWER_TRIALS and t["method"] == "process means, Welch":
         r.update(low_power=True, verdict=f"{r['verdict']} ({LOW_POWER})")
         r["warnings"].append(f"{LOW_POWER}: {k} processes on a side; use {FULL_POWER_TRIALS} or more")
     if p_mw := r["p_mannwhitney"]:
