@@ -30,6 +30,7 @@ import argparse
 import math
 import sys
 import time
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -123,6 +124,19 @@ def unbalanced(rng, a: argparse.Namespace) -> float:
                for _ in range(reps)) / reps
 
 
+def one_vs_many(rng, a: argparse.Namespace, k: int) -> float:
+    """Identical work, 1 process against k, no stored floor (the k give the spread): p < alpha."""
+    from yoloprof.metrics.nested import compare_nested
+
+    reps = min(a.reps, 2000)
+    hits = 0
+    for _ in range(reps):
+        many = processes(rng, 1, k, a.trials, a.between, a.within)[0].tolist()
+        one = processes(rng, 1, 1, a.trials, a.between, a.within)[0].tolist()
+        hits += (compare_nested(many, one, alpha=a.alpha, noise=0.0)["p_welch"] or 1.0) < a.alpha
+    return hits / reps
+
+
 def oracle_processes(a: argparse.Namespace) -> int:
     """Fewest processes per side for 80% power to call the effect regressed (CI beyond the band):
     a z-test knowing the variance of a process mean, between^2 + within^2 / trials."""
@@ -193,30 +207,34 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--real", type=int, default=0, help="also N real captures in fresh processes (e.g. 12)")
     ap.add_argument("--imgsz", type=int, default=96, help="with --real: the captures' image size")
     a = ap.parse_args(argv)
-    rng = np.random.default_rng(a.seed)
+    def rng_(name: str, k: int = 0) -> np.random.Generator:
+        """A generator per figure, so that adding a figure does not change the others."""
+        return np.random.default_rng([a.seed, zlib.crc32(name.encode()), k])
     t0 = time.perf_counter()
     infl = (a.between ** 2 + a.within ** 2 / a.trials) / (a.within ** 2 / a.trials)
     print(f"noise: between-process SD {a.between:.1%}, within {a.within:.1%}, {a.trials} trials/process; "
           f"process-mean variance = {infl:.1f}x what the trials predict")
     print(f"\n1. identical work, {a.reps} pairs, alpha {a.alpha}, noise band {a.noise:.0%}")
-    old = pooled(rng, a, 0.0)
+    old = pooled(rng_("pooled"), a, 0.0)
     print(f"  old pooled test, 1 process/side ({a.trials} trials): p<alpha {p_rate(old, a.alpha):6.1%}, "
           f"improved/regressed {rate(old):6.1%}")
     for k in (3, 5):
-        r = fixed(rng, a, k, 0.0)
+        r = fixed(rng_("fixed", k), a, k, 0.0)
         print(f"  nested, {k} processes/side:               p<alpha {p_rate(r, a.alpha):6.1%}, "
               f"improved/regressed {rate(r):6.1%}")
-    print(f"  nested, 3 vs 4 processes of 1-8 trials:  p<alpha {unbalanced(rng, a):6.1%}")
-    seq = sequential(rng, a, 0.0)
+    print(f"  nested, 3 vs 4 processes of 1-8 trials:  p<alpha {unbalanced(rng_('unbalanced'), a):6.1%}")
+    print("  1 process against 2 / 3 / 5, no floor:   p<alpha "
+          + " / ".join(f"{one_vs_many(rng_('one_vs_many', k), a, k):.1%}" for k in (2, 3, 5)))
+    seq = sequential(rng_("sequential0"), a, 0.0)
     fp = np.mean([c in ("improved", "regressed") for c in seq["codes"]])
     print(f"  sequential A/B (looks {seq['schedule']} at alpha {', '.join(f'{x:.4f}' for x in seq['levels'])}):"
           f" improved/regressed "
           f"{fp:6.1%}, mean processes/side {seq['used'].mean():.1f}")
     print(f"  one process/side, floor from {a.calibrate} processes: improved/regressed "
-          f"{with_floor(rng, a, 0.0):6.1%}")
+          f"{with_floor(rng_('floor'), a, 0.0):6.1%}")
     shift = math.log1p(a.effect)
     print(f"\n2. a {a.effect:.0%} slowdown, sequential A/B up to {a.max_runs} processes")
-    seq = sequential(rng, a, shift)
+    seq = sequential(rng_("sequential1"), a, shift)
     power = np.mean([c == "regressed" for c in seq["codes"]])
     used = seq["used"]
     cost = lambda n: 2 * n * (a.startup_s + a.trials * a.trial_s)  # noqa: E731
@@ -225,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{np.median(used):.0f}; seconds: mean {cost(used.mean()):.1f}")
     print(f"  oracle (knows the variances, fixed design, 80% power): {n_or} processes/side, {cost(n_or):.1f} s; "
           f"sequential / oracle = {used.mean() / n_or:.2f}x processes")
-    fixed_max = fixed(rng, a, a.max_runs // 2, shift)
+    fixed_max = fixed(rng_("fixed_max"), a, a.max_runs // 2, shift)
     print(f"  fixed design at the maximum ({a.max_runs // 2}/side, alpha {a.alpha}): called regressed "
           f"{rate(fixed_max, ('regressed',)):.1%}")
     if a.real:
