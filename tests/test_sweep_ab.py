@@ -88,6 +88,8 @@ def test_bad_budgets_and_failing_commands(tmp_path: Path) -> None:
         ab.run_ab(side, side, tmp_path, max_runs=3)
     with pytest.raises(UsageError, match="--budget-s"):
         ab.run_ab(side, side, tmp_path, budget_s=0)
+    with pytest.raises(UsageError, match="'nope_ms' is not in both"):
+        ab.run_ab(side, side, tmp_path, metric="nope_ms")
     run = ab.command_runner(f"{sys.executable} {FAKE} 1.0 --fail")
     with pytest.raises(ProfileError, match="refused on purpose"):
         run(0, tmp_path / "x")

@@ -166,6 +166,15 @@ class ABState:
     looks: list[dict] = field(default_factory=list)
 
 
+def _check_metric(state: ABState, metric: str) -> None:
+    """After the first process of each side: the deciding metric must be in both (else stop now,
+    not after the whole budget)."""
+    have = [set((side[0].get("metrics") or {})) for side in state.profiles.values()]
+    if not all(metric in h for h in have):
+        common = sorted(set.intersection(*have))
+        raise UsageError(f"--metric {metric!r} is not in both sides' profiles; valid: {', '.join(common) or 'none'}")
+
+
 def _look(state: ABState, metric: str, alpha: float, noise: float, floor: dict | None = None) -> dict:
     from yoloprof.readers.compare import compute_compare
 
@@ -202,6 +211,8 @@ def run_ab(run_a: Runner, run_b: Runner, out_dir: Path, *, metric: str = "step_m
         state.profiles[side].append(runners[side](i, out_dir / f"{side}{len(state.profiles[side])}"))
         state.seconds.append(time.monotonic() - t0)
         na, nb = len(state.profiles["A"]), len(state.profiles["B"])
+        if na == nb == 1:
+            _check_metric(state, metric)
         if progress:
             progress(f"run {i + 1}: {side} ({state.seconds[-1]:.1f} s)")
         if na == nb and na in schedule and len(state.looks) < len(schedule):
