@@ -150,8 +150,9 @@ def compare_nested(before: Sequence[Sequence[float]], after: Sequence[Sequence[f
     spends here); `floor` is a stored noise floor (`yoloprof.metrics.noise.find_floor`) used only
     when a side has a single process. Returns the keys of `compare_samples` (`n_*` count trials,
     `ratio`/`ci_*` oriented > 1 = better) plus `processes_before/after`, `processes_needed`,
-    `method` ("process means, Welch" or "noise floor"), `floor`, `within_sd`, `between_sd`,
-    `inflation` (process-mean variance over what the trials predict) and `note`."""
+    `method` ("process means, Welch", "noise floor", "other side's processes" or "none"), `floor`,
+    `within_sd_*`, `between_sd_*`, `inflation_*` (process-mean variance over what the trials
+    predict) and `note`."""
     if better not in ("lower", "higher", None):
         raise ValueError(f"better must be 'lower', 'higher' or None, not {better!r}")
     if not 0 < alpha < 1 or noise < 0:
@@ -208,13 +209,15 @@ def _decide(r: dict[str, Any], t: dict[str, Any], k: int) -> None:
     alpha, noise, better = r["alpha"], r["noise"], r["better"]
     code = classify(r["ci_low"], r["ci_high"], t["p"], alpha=alpha, noise=noise)
     r["verdict_code"], r["verdict"] = code, verdict_words(code, better)
+    if code == "within_noise":
+        r["verdict"] = within_noise_words(r["ratio"], r["ci_low"], r["ci_high"], noise, better)
     if k < FULL_POWER_TRIALS and t["method"] == "process means, Welch":
         r.update(low_power=True, verdict=f"{r['verdict']} ({LOW_POWER})")
         r["warnings"].append(f"{LOW_POWER}: {k} processes on a side; use {FULL_POWER_TRIALS} or more")
-    if p_mw := r["p_mannwhitney"]:
-        if (t["p"] < alpha) != (p_mw < alpha):
-            r["warnings"].append(f"Welch (p={t['p']:.3g}) and Mann-Whitney (p={p_mw:.3g}) on the process "
-                                 f"means disagree at alpha={alpha}")
+    p_mw = r["p_mannwhitney"]
+    if p_mw is not None and (t["p"] < alpha) != (p_mw < alpha):
+        r["warnings"].append(f"Welch (p={t['p']:.3g}) and Mann-Whitney (p={p_mw:.3g}) on the process "
+                             f"means disagree at alpha={alpha}")
     if code in ("inconclusive", "within_noise") and t["sd"] > 0:
         need, mde = units_to_decide(t["sd"], math.log(r["ratio"]), noise, alpha, k, t["df"], code)
         r.update(processes_needed=need, mde_pct=mde)
@@ -225,8 +228,6 @@ def _decide(r: dict[str, Any], t: dict[str, Any], k: int) -> None:
         if code == "inconclusive" and mde is not None:
             r["note"] = (f"smallest detectable change {mde:.1f}% with {k} process{'es' if k > 1 else ''} per side; "
                          + (r["note"] or ""))
-    if code == "within_noise":
-        r["verdict"] = within_noise_words(r["ratio"], r["ci_low"], r["ci_high"], noise, better)
     if t["method"] == "noise floor" and r["floor"]:
         f = r["floor"]
         r["warnings"].append(f"one process per side: judged against the stored run-to-run noise floor "
