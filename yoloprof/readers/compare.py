@@ -80,7 +80,9 @@ def calibrate_command(profile: dict, processes: int = 5) -> str:
             keep.append(a)
     argv = keep
     if argv[:1] and argv[0] in ("run", "infer"):
-        return f"yoloprof calibrate --processes {processes} -- yoloprof {' '.join(argv)}"
+        import shlex
+
+        return f"yoloprof calibrate --processes {processes} -- yoloprof {shlex.join(argv)}"
     return f"yoloprof calibrate --processes {processes} -- <the capture command of this profile>"
 
 
