@@ -230,6 +230,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  sequential A/B (looks {seq['schedule']} at alpha {', '.join(f'{x:.4f}' for x in seq['levels'])}):"
           f" improved/regressed "
           f"{fp:6.1%}, mean processes/side {seq['used'].mean():.1f}")
+    strict = sequential(rng_("sequential_band0"), argparse.Namespace(**{**vars(a), "noise": 0.0}), 0.0)
+    fp0 = np.mean([c in ("improved", "regressed") for c in strict["codes"]])
+    print(f"  sequential A/B with a 0% band (a stop whenever any look's p < its alpha): {fp0:6.1%}")
     print(f"  one process/side, floor from {a.calibrate} processes: improved/regressed "
           f"{with_floor(rng_('floor'), a, 0.0):6.1%}")
     shift = math.log1p(a.effect)
