@@ -6,6 +6,7 @@ import gc
 import os
 import signal
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,8 @@ def pytest_configure(config) -> None:
     torch's default is every core in every worker: on 2 cores, two workers each spinning two
     OpenMP threads made a plain 20-step training test take 43 s instead of 5. Captures still set
     their own recorded thread count (settings.threads); this is only the default in between."""
+    # hermetic noise floors: no test reads (or writes) the user's stored run-to-run noise floors
+    os.environ["YOLOPROF_NOISE_FILE"] = os.path.join(tempfile.gettempdir(), f"yoloprof-test-noise-{os.getpid()}.json")
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)

@@ -207,12 +207,18 @@ def test_profile_readers(profiles) -> None:
 
 
 def test_compare_fail_on_regression(tmp_path) -> None:
-    before = write_profile(tmp_path / "a.json", gpu_train_profile((100.0, 101.0, 99.0)))
-    after = write_profile(tmp_path / "b.json", gpu_train_profile((120.0, 121.0, 119.0)))
-    res = run_cli("compare", str(before), str(after), "--fail-on-regression")
+    runs = [(100.0, 101.0, 99.0), (101.0, 100.0, 102.0), (99.0, 100.5, 100.0)]  # 3 captures per side
+    before = [str(write_profile(tmp_path / f"a{i}.json", gpu_train_profile(r))) for i, r in enumerate(runs)]
+    after = [str(write_profile(tmp_path / f"b{i}.json", gpu_train_profile(tuple(1.2 * x for x in r))))
+             for i, r in enumerate(runs)]
+    res = run_cli("compare", *before, "vs", *after, "--fail-on-regression")
     assert res.returncode == 4, res.stderr
     assert "regressed" in res.stdout and res.stderr.startswith("yoloprof: error:")
-    assert run_main("compare", str(after), str(before), "--fail-on-regression").returncode == 0
+    assert run_main("compare", *after, "vs", *before, "--fail-on-regression").returncode == 0
+    # one capture per side and no noise floor: never a regression, and it says what would decide
+    one = run_main("compare", before[0], after[0], "--fail-on-regression")
+    assert one.returncode == 0 and "run-to-run noise unknown" in one.stdout and "yoloprof calibrate" in one.stdout
+    assert run_main("compare", before[0], after[0], after[1]).returncode == 2  # 3 paths, no "vs"
 
 
 # ------------------------------------------------------------------ bad inputs

@@ -9,6 +9,7 @@ from helpers.profiles import GPU_KERNELS, cpu_train_profile, gpu_train_profile
 
 from yoloprof.errors import UsageError
 from yoloprof.profiles.model import metric
+from yoloprof.metrics.nested import NO_FLOOR_WORDS
 from yoloprof.readers.compare import compute_compare, regressions
 from yoloprof.readers.what_if import compute_what_if
 
@@ -17,22 +18,32 @@ def _row(result: dict, name: str) -> dict:
     return next(r for r in result["metrics"] if r["metric"] == name)
 
 
+BEFORE_RUNS = [(100.0, 101.0, 99.0), (100.5, 99.5, 100.0), (99.0, 100.0, 101.0), (101.0, 100.0, 100.5),
+               (99.5, 100.5, 99.0)]
+
+
+def _runs(scale: float) -> list[dict]:
+    """Five captures (one process each) of three trials."""
+    return [gpu_train_profile(tuple(scale * x for x in r)) for r in BEFORE_RUNS]
+
+
 def test_compare_detects_a_regression() -> None:
-    before, after = gpu_train_profile((100.0, 101.0, 99.0, 100.5, 99.5)), gpu_train_profile((110.0, 111.0, 109.0, 110.5, 109.5))
+    before, after = _runs(1.0), _runs(1.1)
     r = compute_compare(before, after)
     step = _row(r, "step_ms")
-    assert step["verdict"] == "regressed"
+    assert step["verdict"] == "regressed" and (step["before"]["processes"], step["before"]["n"]) == (5, 15)
     # ratio oriented so > 1 is better: before/after of the geometric means for a lower-is-better metric
     gm = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))  # noqa: E731
-    assert step["ratio"] == pytest.approx(gm([100, 101, 99, 100.5, 99.5]) / gm([110, 111, 109, 110.5, 109.5]))
+    assert step["ratio"] == pytest.approx(1 / 1.1)
+    assert step["ratio"] == pytest.approx(gm([gm(x) for x in BEFORE_RUNS]) / gm([gm([1.1 * v for v in x]) for x in BEFORE_RUNS]))
     assert step["ci"][0] < step["ratio"] < step["ci"][1] < 0.98
-    assert step["p_mwu"] is not None  # 5 trials per side: Mann-Whitney cross-check
+    assert step["p_mwu"] is not None  # 5 processes per side: Mann-Whitney cross-check
     assert "step_ms" in regressions(r) and "img_per_s" in regressions(r)
     assert r["bound"] == {"before": "host", "after": "host"}
 
 
 def test_compare_improvement_is_not_a_regression() -> None:
-    r = compute_compare(gpu_train_profile((110.0, 111.0, 109.0)), gpu_train_profile((100.0, 101.0, 99.0)))
+    r = compute_compare(_runs(1.1), _runs(1.0))
     assert _row(r, "step_ms")["verdict"] == "improved"
     assert regressions(r) == []
 
@@ -40,7 +51,7 @@ def test_compare_improvement_is_not_a_regression() -> None:
 def test_compare_single_runs_have_no_verdict() -> None:
     r = compute_compare(cpu_train_profile(50.0), cpu_train_profile(60.0))
     step = _row(r, "step_ms")
-    assert step["verdict"] == "needs at least 2 trials per side"
+    assert step["verdict"] == NO_FLOOR_WORDS and step["decide"].startswith("yoloprof calibrate")
     assert step["change_pct"] == pytest.approx(20.0)
     assert regressions(r) == []
     ms = next(d for d in r["deltas"] if d["metric"] == "ms_per_image")

@@ -168,14 +168,15 @@ def test_compare_lists_and_flags_what_differs_besides_the_code():
     before = _trial_profile([100, 101, 99])
     after = _trial_profile([4.0, 4.1, 3.9], device="Tesla V100", threads=1, amp=True,
                            created="2026-01-01T12:00:00+00:00")
-    r = compute_compare(before, after)
+    floors = {"step_ms": {"sd": 0.02, "df": 5, "within_sd": 0.01, "trials": 3, "processes": 6}}
+    r = compute_compare(before, after, floors=floors)  # one capture per side: judged by a noise floor
     fields = {d["field"]: d for d in r["differences"]}
     assert set(fields) == {"device", "threads", "precision", "captured_at"}
     assert (fields["precision"]["before"], fields["precision"]["after"]) == ("float32", "bfloat16")
     assert fields["captured_at"]["gap_s"] == 7200 and fields["captured_at"]["big"]
     step = next(m for m in r["metrics"] if m["metric"] == "step_ms")
     assert step["verdict_code"] == "improved" and "flagged" in step["verdict"] and step["flagged"]
-    same = compute_compare(_trial_profile([100, 101, 99]), _trial_profile([90, 91, 89]))
+    same = compute_compare(_trial_profile([100, 101, 99]), _trial_profile([90, 91, 89]), floors=floors)
     assert same["differences"][0]["field"] == "captured_at" and not same["flagged"]
     assert "flagged" not in next(m for m in same["metrics"] if m["metric"] == "step_ms")["verdict"]
 

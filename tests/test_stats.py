@@ -178,5 +178,6 @@ def test_small_real_change_is_changed_within_noise() -> None:
     base = np.array([100.0, 100.4, 99.6, 100.2, 99.8, 100.1, 99.9, 100.3])
     after = base / 1.02  # exactly 2% faster, on the band's edge: significant but not beyond d
     r = compare_samples(base, after[::-1], better="lower")
-    assert r["verdict"] == "changed, within noise"
+    assert r["verdict_code"] == "within_noise"
+    assert r["verdict"] == "likely better (+2.0%, CI +1.7% to +2.3%): not decisive, the CI crosses the 2% band edge"
     assert r["ci_low"] < 1.02 < r["ci_high"] and r["p_welch"] < 0.05

@@ -26,6 +26,7 @@ _LAZY = {
     "Profile": ("yoloprof.api", "Profile"),
     "load": ("yoloprof.api", "load"),
     "compare": ("yoloprof.api", "compare"),
+    "ab": ("yoloprof.api", "ab"),
     "read_results": ("yoloprof.api", "read_results"),
     "analyze": ("yoloprof.api", "analyze"),
     "CaptureSettings": ("yoloprof.config.settings", "CaptureSettings"),

@@ -106,18 +106,50 @@ def _as_profile(x: Profile | PathLike | dict[str, Any]) -> dict[str, Any]:
     return load(x).data
 
 
-def compare(before: Profile | PathLike, after: Profile | PathLike, **opts: Any) -> dict[str, Any]:
-    """As `yoloprof compare`: per metric both sides, the change and (from 3 trials per side) the
-    significance verdict. Options: metrics=[...], alpha=0.05, noise=0.02."""
+def compare(before: Any, after: Any, **opts: Any) -> dict[str, Any]:
+    """As `yoloprof compare`: per metric both sides, the change and the significance verdict, the
+    process being the unit of replication. Each side is a profile (path, Profile or dict) or a
+    list of them, one per process (e.g. repeated captures). Options: metrics=[...], alpha=0.05,
+    noise=0.02, floors={metric: floor}, noise_file=PATH."""
     from yoloprof.readers.compare import compute_compare
 
     sides = []
     for side, x in (("before", before), ("after", after)):
         try:
-            sides.append(_as_profile(x))
+            sides.append([_as_profile(p) for p in x] if isinstance(x, (list, tuple)) else _as_profile(x))
         except YoloprofError as exc:  # say which side failed
             raise type(exc)(f"{side}: {exc}") from None
     return compute_compare(sides[0], sides[1], **opts)
+
+
+def ab(a: Any, b: Any, *, metrics: list[str] | None = None, alpha: float | None = None,
+       noise: float | None = None, max_runs: int = 20, budget_s: float | None = None,
+       out_dir: PathLike | None = None, **callable_opts: Any) -> dict[str, Any]:
+    """A/B in fresh alternating processes (A B B A ...) until decided or a budget ends, then the
+    `compare` result of all of them (key "ab": the order, looks and why it stopped). A side is a
+    capture command line (str), a CaptureSettings, or a module-level callable timed like PyG's
+    `benchmark` (callable_opts: warmup=3, trials=5, calls=10, device="cpu")."""
+    import tempfile
+
+    from yoloprof.config.settings import CaptureSettings
+    from yoloprof.config.stats import ALPHA, NOISE
+    from yoloprof.sweep import ab as _ab
+
+    def runner(x: Any) -> Any:
+        if isinstance(x, (str, list)):
+            return _ab.command_runner(x)
+        if isinstance(x, CaptureSettings):
+            return _ab.settings_runner(x)
+        if callable(x):
+            return _ab.callable_runner(x, **callable_opts)
+        raise UsageError(f"ab: a side is a command line, CaptureSettings or callable, not {type(x).__name__}")
+
+    metric = (metrics or ["step_ms"])[0]
+    with tempfile.TemporaryDirectory(prefix="yoloprof-ab-") as tmp:
+        run = _ab.run_ab(runner(a), runner(b), Path(out_dir or tmp), metric=metric,
+                         alpha=ALPHA if alpha is None else alpha, noise=NOISE if noise is None else noise,
+                         max_runs=max_runs, budget_s=budget_s)
+    return _ab.ab_compare(run, metrics=metrics, noise=NOISE if noise is None else noise)
 
 
 def capture(settings: Any, out_dir: PathLike = "runs/profile/api", *, progress: bool = False,

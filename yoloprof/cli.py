@@ -228,28 +228,99 @@ def cmd_hotspots(args: argparse.Namespace) -> int:
     return _emit(args, result, render_hotspots)
 
 
+def _compare_sides(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """BEFORE AFTER, or several per side: A1 A2 ... vs B1 B2 ... (one profile per process)."""
+    sides = list(args.sides or [])
+    if "vs" in sides:
+        i = sides.index("vs")
+        before, after = sides[:i], sides[i + 1:]
+    elif len(sides) == 2:
+        before, after = sides[:1], sides[1:]
+    else:
+        raise UsageError("compare needs BEFORE AFTER, or A1 A2 ... vs B1 B2 ... (several captures per "
+                         f"side), or --run-a CMD --run-b CMD; got {len(sides)} path(s)")
+    if not before or not after:
+        raise UsageError("compare: A1 A2 ... vs B1 B2 ... needs at least one profile on each side of 'vs'")
+    return before, after
+
+
+def _compare_ab(args: argparse.Namespace) -> dict:
+    """--run-a/--run-b: run both sides in fresh alternating processes (sweep/ab.py)."""
+    if not (args.run_a and args.run_b) or args.sides:
+        raise UsageError("--run-a and --run-b go together, without profile paths")
+    import tempfile
+    from pathlib import Path
+
+    from yoloprof.sweep.ab import ab_compare, command_runner, run_ab
+
+    metric = (args.metric or ["step_ms"])[0]
+    with tempfile.TemporaryDirectory(prefix="yoloprof-ab-") as tmp:
+        run = run_ab(command_runner(args.run_a), command_runner(args.run_b), Path(tmp), metric=metric,
+                     alpha=args.alpha, noise=args.noise, max_runs=args.max_runs, budget_s=args.budget_s,
+                     progress=None if args.json else (lambda m: print(f"{PROG}: {m}", file=sys.stderr)))
+        return ab_compare(run, metrics=args.metric, noise=args.noise)
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
-    if _is_folder(args.before) or _is_folder(args.after):
-        return _compare_folders(args)
-    from yoloprof.readers.load import load_any
-    from yoloprof.readers.compare import compute_compare, regressions
     from yoloprof.render.terminal import render_compare
 
-    with _about(args.before, "before"):
-        before = load_any(args.before)
-    with _about(args.after, "after"):
-        after = load_any(args.after)
-    with _internal_about(f"{args.before} and {args.after}"):
-        result = compute_compare(before, after, metrics=args.metric, alpha=args.alpha, noise=args.noise)
+    if args.run_a or args.run_b:
+        from yoloprof.render.noise import render_ab
+
+        result = _compare_ab(args)
+        if not args.json:
+            render_ab(result)
+    else:
+        before_paths, after_paths = _compare_sides(args)
+        args.before, args.after = before_paths[0], after_paths[0]
+        if len(before_paths) == len(after_paths) == 1 and (_is_folder(args.before) or _is_folder(args.after)):
+            return _compare_folders(args)
+        from yoloprof.readers.load import load_any
+        from yoloprof.readers.compare import compute_compare
+
+        sides = []
+        for paths, side in ((before_paths, "before"), (after_paths, "after")):
+            loaded = []
+            for path in paths:
+                with _about(path, side):
+                    loaded.append(load_any(path))
+            sides.append(loaded)
+        with _internal_about(f"{args.before} and {args.after}"):
+            result = compute_compare(sides[0], sides[1], metrics=args.metric, alpha=args.alpha,
+                                     noise=args.noise, noise_file=args.noise_file)
     _emit(args, result, render_compare)
     if args.fail_on_regression:
+        from yoloprof.readers.compare import regressions
+
         bad = regressions(result)
         if bad:
-            from yoloprof.errors import RegressionError
-
             raise RegressionError(f"significant regression beyond the {args.noise:.0%} noise threshold: "
                                   + ", ".join(bad))
     return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    """`yoloprof calibrate [--processes K] -- yoloprof infer ...` or `--from P1 P2 P3 ...`."""
+    from yoloprof.render.noise import render_calibration
+    from yoloprof.sweep import calibrate
+
+    command = [a for a in (args.command or [])]
+    command = command[1:] if command[:1] == ["--"] else command
+    if bool(command) == bool(args.profiles):
+        raise UsageError("calibrate needs a capture command (after --) or --from PROFILE ..., not both")
+    if args.profiles:
+        from yoloprof.readers.load import load_any
+
+        loaded = []
+        for path in args.profiles:
+            with _about(path):
+                loaded.append(load_any(path))
+        result = calibrate.calibrate_profiles(loaded, "learned from " + ", ".join(args.profiles), args.noise_file)
+    else:
+        result = calibrate.calibrate_command(
+            command, args.processes, noise_file=args.noise_file,
+            progress=None if args.json else (lambda m: print(f"{PROG}: {m}", file=sys.stderr)))
+    return _emit(args, result, render_calibration)
 
 
 def cmd_what_if(args: argparse.Namespace) -> int:
@@ -495,14 +566,29 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     g.add_argument("--remove-launches", type=int, default=None)
 
     p = add("compare", "deltas and a significance verdict per metric", cmd_compare)
-    p.add_argument("before")
-    p.add_argument("after")
+    p.add_argument("sides", nargs="*", metavar="PROFILE",
+                   help="BEFORE AFTER, or several captures per side: A1 A2 ... vs B1 B2 ...")
+    p.add_argument("--run-a", default=None, metavar="CMD", help="run side A itself: a capture command "
+                   "line, alternated with --run-b in fresh processes (A B B A ...) until decided")
+    p.add_argument("--run-b", default=None, metavar="CMD")
+    p.add_argument("--max-runs", type=int, default=20, help="with --run-a/-b: most processes in all")
+    p.add_argument("--budget-s", type=float, default=None, help="with --run-a/-b: time budget in seconds")
+    p.add_argument("--noise-file", default=None, help="the noise-floor store (default: per user)")
     p.add_argument("--metric", action="append", default=None, help="repeatable; default: headline metrics")
     p.add_argument("--alpha", type=float, default=ALPHA)
     p.add_argument("--noise", type=float, default=NOISE)
     p.add_argument("--fail-on-regression", action="store_true")
     p.add_argument("--json", action="store_true")
     _add_jobs(p)
+
+    p = add("calibrate", "measure this machine's run-to-run noise floor for a workload: K identical "
+            "captures in fresh processes", cmd_calibrate)
+    p.add_argument("--processes", type=int, default=5, help="fresh-process captures to run (default 5)")
+    p.add_argument("--from", dest="profiles", nargs="+", default=None, metavar="PROFILE",
+                   help="learn the floor from earlier identical captures instead of running any")
+    p.add_argument("--noise-file", default=None, help="the noise-floor store (default: per user)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- yoloprof infer|run ... (the capture)")
 
     p = add("analyze", "the analysis stages over a finished (or partly finished) sweep", cmd_analyze)
     p.add_argument("sweep_dir")
@@ -544,7 +630,8 @@ def _debug_wanted(argv: Sequence[str]) -> bool:
 # core, which takes half of numpy's import time (0.10 of 0.17 s measured on 2 cores). Captures
 # and sweeps run the user's code and keep the user's environment. A value the user set wins.
 def _dispatch(argv: list[str]) -> int:
-    if argv and argv[0] not in (*CAPTURE_MODES, "sweep"):
+    runs_captures = argv[:1] == ["calibrate"] or any(a.startswith("--run-") for a in argv)
+    if argv and argv[0] not in (*CAPTURE_MODES, "sweep") and not runs_captures:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if argv[:1] == ["__complete"]:  # the shell completion script's query (COMP_LINE, COMP_POINT)
         from yoloprof.completion import query_from_env

@@ -1,6 +1,13 @@
 """Stage 3, compare: every configuration against its baseline, per metric, with the statistics
 of DESIGN.md section 7, then one multiple-comparison correction across the whole table.
 
+The unit of replication is the job (one process): each job's trials become one process mean, and
+the test is Welch's on those (`yoloprof.metrics.nested`); `n`/`n_baseline` count trials and
+`k`/`k_baseline` processes. Comparisons with two or more jobs per side are tested in batches of
+equal job counts (`compare_batch` on the per-job geometric means is exactly the nested test, and
+vectorised); a side with one job goes through `compare_nested` and, with no noise floor, is
+`inconclusive: one process per side, run-to-run noise unknown`.
+
 After the correction a decisive verdict (improved, regressed, changed within noise) whose
 adjusted p is no longer below alpha is downgraded to `inconclusive`, with a note: across many
 comparisons some raw p-values fall below alpha by chance, and a verdict should survive that.
@@ -8,16 +15,17 @@ comparisons some raw p-values fall below alpha by chance, and a verdict should s
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
 from yoloprof.analysis.configs import Configs, Plan
-from yoloprof.analysis.tables import metric_meta, pooled_samples
+from yoloprof.analysis.tables import metric_meta, process_samples
 from yoloprof.config.stats import ALPHA, CORRECTION, NOISE
 from yoloprof.defs import metrics as registry
 from yoloprof.errors import UsageError
+from yoloprof.metrics.nested import compare_nested
 from yoloprof.metrics.stats import adjust_pvalues, compare_batch, detectable_change
 
 # Memory that belongs to the job: on CPU the process RSS peak includes whatever earlier jobs of the
@@ -27,8 +35,8 @@ MEM_ABSOLUTE, MEM_GROWTH = "peak_mem_mb", "peak_mem_growth_mib"
 DECISIVE = ("improved", "regressed", "within_noise")
 COLUMNS = ["config", "metric", "baseline_config", "baseline_value", "value", "unit", "better",
            "ratio", "ci_low", "ci_high", "p", "p_adj", "p_mannwhitney", "verdict", "verdict_code",
-           "n_baseline", "n", "cv_baseline", "cv", "mde_pct", "trials_needed", "warnings",
-           "group_hash", "baseline_hash"]
+           "n_baseline", "n", "k_baseline", "k", "cv_baseline", "cv", "mde_pct", "trials_needed",
+           "processes_needed", "warnings", "group_hash", "baseline_hash"]
 
 
 def _memory_metric(available: list[str], devices: list[str]) -> tuple[str, list[str]]:
@@ -67,21 +75,85 @@ def _missing_row(cfg: Configs, g: str, base: str, metric: str, meta: tuple, wher
             "warnings": "", "group_hash": g, "baseline_hash": base}
 
 
-def _result_row(cfg: Configs, g: str, base: str, metric: str, meta: tuple, r: dict[str, Any]) -> dict[str, Any]:
+def _result_row(cfg: Configs, g: str, base: str, metric: str, meta: tuple, r: dict[str, Any],
+                groups: tuple[list[np.ndarray], list[np.ndarray]]) -> dict[str, Any]:
+    gb, ga = groups
+    nb, na = sum(x.size for x in gb), sum(x.size for x in ga)
+    need = r.get("processes_needed", r.get("trials_needed"))
+    per = na / max(len(ga), 1)
     return {"config": cfg.label(g), "metric": metric, "baseline_config": cfg.label(base),
             "baseline_value": r["gmean_before"], "value": r["gmean_after"], "unit": meta[1],
             "better": meta[0], "ratio": r["ratio"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
             "p": r["p_welch"], "p_mannwhitney": r["p_mannwhitney"], "verdict": r["verdict"],
-            "verdict_code": r["verdict_code"], "n_baseline": r["n_before"], "n": r["n_after"],
+            "verdict_code": r["verdict_code"], "n_baseline": nb, "n": na, "k_baseline": len(gb), "k": len(ga),
             "cv_baseline": r["cv_before"], "cv": r["cv_after"], "mde_pct": r["mde_pct"],
-            "trials_needed": r["trials_needed"], "warnings": "; ".join(r["warnings"]),
-            "group_hash": g, "baseline_hash": base}
+            "trials_needed": None if need is None else int(np.ceil(need * per)), "processes_needed": need,
+            "warnings": "; ".join(r["warnings"]), "group_hash": g, "baseline_hash": base}
+
+
+def _gmeans(groups: list[np.ndarray]) -> np.ndarray:
+    """Each process's geometric mean (the exp of its mean log trial): Welch on their logs is the
+    nested test on process means."""
+    return np.array([np.exp(np.log(x[x > 0]).mean()) for x in groups if (x > 0).any()])
+
+
+# compare_batch speaks of trials; here its values are process means
+_PROCESS_WORDS = (("outlier trial(s)", "outlier process mean(s)"), ("slow first trial", "slow first job"),
+                  ("trials on a side", "processes on a side"), ("trials per side", "processes per side"))
+
+
+def _per_process(text: str) -> str:
+    for old, new in _PROCESS_WORDS:
+        text = text.replace(old, new)
+    return text
+
+
+FloorFor = Callable[[str, str], "dict[str, Any] | None"]
+
+
+def profile_floors(metrics: pd.DataFrame, profiles: dict[str, dict], noise_file: Any = None) -> FloorFor:
+    """(group_hash, metric) -> the stored run-to-run noise floor of the machine and workload of
+    that configuration's first job (yoloprof.metrics.noise), or None; the store is read once."""
+    from yoloprof.metrics.noise import find_floor, load_floors
+
+    first = dict(metrics.drop_duplicates("group_hash")[["group_hash", "job_id"]].itertuples(index=False))
+    store: dict[str, Any] = {}
+
+    def floor_for(group: str, metric: str) -> dict[str, Any] | None:
+        prof = profiles.get(first.get(group))
+        if not prof:
+            return None
+        if not store:
+            store.update(load_floors(noise_file))
+        return find_floor(prof, metric, noise_file, store)
+    return floor_for
+
+
+def _decide_all(samples: dict, jobs: list[tuple[str, str, str]], meta: dict, alpha: float,
+                noise: float, floor_for: FloorFor | None = None) -> list[dict[str, Any]]:
+    """Every comparison's result, in `jobs` order: batched Welch on process means where both
+    sides have two or more processes, compare_nested one by one elsewhere."""
+    out: list[dict[str, Any]] = [{}] * len(jobs)
+    batch = [i for i, (g, b, m) in enumerate(jobs) if min(len(samples[(b, m)]), len(samples[(g, m)])) >= 2]
+    res = compare_batch([(_gmeans(samples[(jobs[i][1], jobs[i][2])]), _gmeans(samples[(jobs[i][0], jobs[i][2])]),
+                          meta[jobs[i][2]][0]) for i in batch], alpha=alpha, noise=noise)
+    for i, r in zip(batch, res):
+        r["warnings"] = [_per_process(w) for w in r["warnings"]]
+        out[i] = r
+    for i, (g, b, m) in enumerate(jobs):
+        if not out[i]:
+            floor = (floor_for(b, m) or floor_for(g, m)) if floor_for else None
+            out[i] = compare_nested(samples[(b, m)], samples[(g, m)], better=meta[m][0], alpha=alpha,
+                                    noise=noise, floor=floor)
+    return out
 
 
 def compare_configs(metrics: pd.DataFrame, cfg: Configs, plan: Plan, names: list[str], *,
-                    alpha: float = ALPHA, noise: float = NOISE, correction: str = CORRECTION) -> pd.DataFrame:
-    """The comparison table: one row per (configuration, metric), in configuration order."""
-    samples = pooled_samples(metrics[metrics["metric"].isin(names)])
+                    alpha: float = ALPHA, noise: float = NOISE, correction: str = CORRECTION,
+                    floor_for: FloorFor | None = None) -> pd.DataFrame:
+    """The comparison table: one row per (configuration, metric), in configuration order.
+    `floor_for` (`profile_floors`) supplies noise floors for sides of a single job."""
+    samples = process_samples(metrics[metrics["metric"].isin(names)])
     meta = metric_meta(metrics)
     jobs: list[tuple[str, str, str]] = []
     rows: list[dict[str, Any]] = []
@@ -94,19 +166,20 @@ def compare_configs(metrics: pd.DataFrame, cfg: Configs, plan: Plan, names: list
             else:
                 jobs.append((g, base, m))
                 rows.append({})
-    results = iter(compare_batch([(samples[(b, m)], samples[(g, m)], meta[m][0]) for g, b, m in jobs],
-                                 alpha=alpha, noise=noise))
+    results = iter(_decide_all(samples, jobs, meta, alpha, noise, floor_for))
     jobs_it = iter(jobs)
     for i, row in enumerate(rows):
         if not row:
             g, base, m = next(jobs_it)
-            rows[i] = _result_row(cfg, g, base, m, meta[m], next(results))
+            rows[i] = _result_row(cfg, g, base, m, meta[m], next(results), (samples[(base, m)], samples[(g, m)]))
     df = _adjust(pd.DataFrame(rows, columns=COLUMNS), alpha, correction)
     # verdicts the correction made inconclusive still say what it would take to decide
-    for i in np.flatnonzero(((df["verdict_code"] == "inconclusive") & df["mde_pct"].isna()).to_numpy()):
+    for i in np.flatnonzero(((df["verdict_code"] == "inconclusive") & df["mde_pct"].isna()
+                             & df["p"].notna()).to_numpy()):
         g, base, m = df.at[i, "group_hash"], df.at[i, "baseline_hash"], df.at[i, "metric"]
-        df.at[i, "mde_pct"], df.at[i, "trials_needed"] = detectable_change(
-            samples[(base, m)], samples[(g, m)], alpha=alpha, noise=noise)
+        mde, need = detectable_change(_gmeans(samples[(base, m)]), _gmeans(samples[(g, m)]), alpha=alpha, noise=noise)
+        df.at[i, "mde_pct"], df.at[i, "processes_needed"] = mde, need
+        df.at[i, "trials_needed"] = None if need is None else int(np.ceil(need * df.at[i, "n"] / max(df.at[i, "k"], 1)))
     return df
 
 

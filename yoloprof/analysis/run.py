@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from yoloprof.analysis.collect import Collected, collect
-from yoloprof.analysis.compare import choose_metrics, compare_configs, gmean_table, regressions
+from yoloprof.analysis.compare import choose_metrics, compare_configs, gmean_table, profile_floors, regressions
 from yoloprof.analysis.configs import Configs, build_configs, plan_baseline
 from yoloprof.analysis.drift import apply_drift, drift_table, drift_warnings, job_values
 from yoloprof.analysis.envdiff import apply_env_flags, env_differences, env_warnings
@@ -27,7 +27,7 @@ from yoloprof.analysis.insights import pareto_memory, scaling
 from yoloprof.analysis.outputs import analysis_dir, recorded_settings
 from yoloprof.analysis.settings import DEFAULT_NAME, AnalysisSettings, check_name, command
 from yoloprof.config.stats import ALPHA, CORRECTION, NOISE
-from yoloprof.analysis.tables import metric_meta, pooled_samples, read_tables
+from yoloprof.analysis.tables import metric_meta, process_means, read_tables
 from yoloprof.defs import metrics as registry
 
 
@@ -109,7 +109,7 @@ def analyze_collected(c: Collected, *, baseline: list[str] | None = None, vary: 
     devices = sorted(c.ok["device"].dropna().astype(str).unique()) if "device" in c.ok else []
     names, metric_notes = choose_metrics(tables["metrics"], metrics, modes, devices)
     comparisons = compare_configs(tables["metrics"], cfg, plan, names, alpha=alpha, noise=noise,
-                                  correction=correction)
+                                  correction=correction, floor_for=profile_floors(tables["metrics"], c.profiles))
     jobs = job_values(tables["metrics"][tables["metrics"]["metric"].isin(names)], c.ok)
     comparisons = apply_drift(comparisons, jobs, alpha=alpha, noise=noise)
     drift = drift_table(jobs, dict(zip(cfg.table.index, cfg.table["config"].astype(str))), alpha=alpha)
@@ -119,7 +119,7 @@ def analyze_collected(c: Collected, *, baseline: list[str] | None = None, vary: 
     view = sorted(set(names) | set(registry.names("view")) | {memory})
     gm = gmean_table(tables["metrics"], cfg, view, alpha)
     front_metrics = set(names) | {THROUGHPUT, "p50_ms", "step_ms", memory}
-    samples = pooled_samples(tables["metrics"][tables["metrics"]["metric"].isin(front_metrics)])
+    samples = process_means(tables["metrics"][tables["metrics"]["metric"].isin(front_metrics)])
     modes_map = modes_of(c.ok)  # best and Pareto: within a mode, with the comparisons' statistics
     best = best_within_modes(gm, samples, metric_meta(tables["metrics"]), names, modes_map,
                              comparisons["p"].tolist() if "p" in comparisons else [],

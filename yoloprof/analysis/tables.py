@@ -3,7 +3,8 @@
 Metrics come from the job's profile.json when it has them (every metric, with its `better`) and
 otherwise from the row's headline columns, so a sweep whose profiles were deleted still compares.
 One value per trial: a job with `repeat=N` contributes its N samples, a `trial` axis contributes
-one job per trial, and later stages pool both by group_hash.
+one job per trial. Later stages group them by group_hash and job: a job is one process (it runs
+in its own worker), the unit of replication of every verdict (`process_samples`).
 """
 
 from __future__ import annotations
@@ -104,9 +105,35 @@ def read_tables(c: Collected) -> dict[str, pd.DataFrame]:
 
 def pooled_samples(metrics: pd.DataFrame) -> dict[tuple[str, str], np.ndarray]:
     """(group_hash, metric) -> every trial's value, in job then trial order (so a slow first
-    trial stays first)."""
+    trial stays first). For figures that describe a configuration (geometric means, plots);
+    verdicts use `process_samples`, never trials pooled across processes."""
     m = metrics.sort_values(["group_hash", "metric", "job_order", "trial"], kind="stable")
     return {k: g.to_numpy(float) for k, g in m.groupby(["group_hash", "metric"], sort=False)["value"]}
+
+
+def process_samples(metrics: pd.DataFrame) -> dict[tuple[str, str], list[np.ndarray]]:
+    """(group_hash, metric) -> one array of trial values per job (= per process), jobs in job
+    order and trials in trial order: the input of `yoloprof.metrics.nested.compare_nested`."""
+    m = metrics.sort_values(["group_hash", "metric", "job_order", "trial"], kind="stable")
+    out: dict[tuple[str, str], list[np.ndarray]] = {}
+    if m.empty:
+        return out
+    # split at the boundaries of the sorted keys (a pandas groupby over every job is 100x slower)
+    g, name = m["group_hash"].to_numpy(object), m["metric"].to_numpy(object)
+    job, vals = m["job_order"].to_numpy(), m["value"].to_numpy(float)
+    new_key = np.r_[True, (g[1:] != g[:-1]) | (name[1:] != name[:-1])]
+    starts = np.flatnonzero(new_key | np.r_[True, job[1:] != job[:-1]])
+    for start, chunk in zip(starts, np.split(vals, starts[1:])):
+        out.setdefault((g[start], name[start]), []).append(chunk)
+    return out
+
+
+def process_means(metrics: pd.DataFrame) -> dict[tuple[str, str], np.ndarray]:
+    """(group_hash, metric) -> each job's (process's) geometric mean over its trials: the values
+    Welch's test takes when both sides have several processes (the nested test on process means),
+    for the dominance and best tests, which need a decision from processes, never pooled trials."""
+    return {k: np.array([np.exp(np.log(x[x > 0]).mean()) for x in groups if (x > 0).any()])
+            for k, groups in process_samples(metrics).items()}
 
 
 def metric_meta(metrics: pd.DataFrame) -> dict[str, tuple[str | None, str | None]]:

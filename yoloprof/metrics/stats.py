@@ -1,6 +1,9 @@
 """Statistics for `compare` and `analyze` (DESIGN.md section 7).
 
-One value per trial. The effect is the ratio of geometric means, because timings are
+One value per independent unit. `compare` and `analyze` decide with the process as the unit
+(`yoloprof.metrics.nested.compare_nested`, which calls the helpers here on process means); the
+functions below treat every value they get as independent, so give them one value per process
+(its geometric mean), never the trials of one process. The effect is the ratio of geometric means, because timings are
 multiplicative (a 10% speed-up is the same change at 5 ms and at 500 ms) and log-normal-ish; its
 confidence interval and p-value come from Welch's t-test on the log values (scipy), with
 Mann-Whitney U as a rank-based cross-check that does not trust the log-normal model.
@@ -11,7 +14,8 @@ metric it is before/after, for a `higher`-is-better one after/before; a metric w
 
 Verdict, with the CI [L, U] and noise threshold d, checked in this order:
   improved  L > 1+d        regressed  U < 1-d        equivalent  1-d <= L and U <= 1+d
-  changed, within noise    significant (p < alpha) but the CI overlaps the +-d band
+  changed, within noise    significant (p < alpha) but the CI crosses an edge of the +-d band; the
+                           words say so in full (`within_noise_words`: direction, interval, why)
   inconclusive             anything else; we then report the smallest change this n could detect
                            and the trials per side needed to detect a change of d
 Two trials per side (the `--repeat 2` minimum) are tested like more, but the result is labelled
@@ -43,11 +47,10 @@ import numpy as np
 from scipy import stats as sps
 
 from yoloprof.config.stats import ALPHA, CORRECTION, CORRECTIONS, NOISE
+from yoloprof.metrics.decide import MIN_TRIALS, POWER, within_noise_words  # MIN_TRIALS: callers read it here too
 
-MIN_TRIALS = 2          # fewest trials per side that get a test
 FULL_POWER_TRIALS = 3   # below this per side, a tested result is labelled low power
 MW_MIN_TRIALS = 5
-POWER = 0.8
 CV_WARN = 0.10
 SLOW_FIRST_FRACTION = 0.10
 NEEDS_TRIALS = f"needs at least {MIN_TRIALS} trials per side"
@@ -273,6 +276,8 @@ def _fill_test(r: dict[str, Any], p: float, lo: float, hi: float, p_mw: float, m
                              f"alpha={alpha}: the log-normal assumption may not hold")
     code = classify(lo, hi, p, alpha=alpha, noise=noise)
     r.update(verdict_code=code, verdict=verdict_words(code, r["better"]))
+    if code == "within_noise" and r["ratio"] is not None:
+        r["verdict"] = within_noise_words(r["ratio"], lo, hi, noise, r["better"])
     if min(r["n_before"], r["n_after"]) < FULL_POWER_TRIALS:
         r.update(low_power=True, verdict=f"{r['verdict']} ({LOW_POWER})")
         r["warnings"].append(f"{LOW_POWER}: {min(r['n_before'], r['n_after'])} trials on a side; the "

@@ -1,13 +1,15 @@
 """`yoloprof compare`: did a change really make it faster? Per metric the ratio after/before, its
-95% CI and a verdict (DESIGN.md section 7), from the per-trial samples of each side.
+95% CI and a verdict (DESIGN.md section 7), with the process as the unit of replication.
 
-Statistics come from `yoloprof.metrics.stats.compare_samples`; this module picks the metrics,
-refuses verdicts below 2 trials per side (one value per trial, never per step; 2 trials are
-labelled low power), and adds the plain deltas a reader wants next to them. Every difference
-between the sides besides the code (device model, threads, torch, precision, batch, capture
-time: `yoloprof.metrics.sides`) is listed, and a big one flags every verdict. Two raw traces
-carry one sample per step, which is not a trial: they get per-step and per-category deltas
-without significance.
+Each side is one or more profiles; each profile is one process (a capture), its per-trial samples
+that process's trials. The verdict comes from `yoloprof.metrics.nested.compare_nested`: with two
+or more profiles per side, Welch's test on the process means; with one per side, only against a
+stored run-to-run noise floor for this machine and workload (`yoloprof.metrics.noise`, measured
+by `yoloprof calibrate`), else `inconclusive` with the command that would decide. The plain
+deltas a reader wants are added. Every difference between the sides besides the code (device
+model, threads, torch, precision, batch, capture time: `yoloprof.metrics.sides`) is listed, and a
+big one flags every verdict. Two raw traces (one each) carry one sample per step, which is not a
+trial: they get per-step and per-category deltas without significance.
 """
 
 from __future__ import annotations
@@ -19,13 +21,15 @@ from typing import Any
 from yoloprof.defs import metrics as registry
 from yoloprof.errors import UsageError
 from yoloprof.metrics.sides import differences, flag_reasons, profile_facts
-from yoloprof.metrics.stats import FULL_POWER_TRIALS, NEEDS_TRIALS as NEED_TRIALS
+from yoloprof.metrics.stats import FULL_POWER_TRIALS
+from yoloprof.metrics.nested import NO_FLOOR_WORDS
 from yoloprof.readers._common import COMPARE_DEFAULT, finite, metric_entry, metric_value, per_step
 from yoloprof.config.stats import ALPHA, NOISE
 
 TRACE_NOTE = ("both inputs are raw traces: one sample per step is not a trial (steps of one run are "
-              "not independent), so there is no significance verdict; run `yoloprof run/infer "
-              f"--repeat {FULL_POWER_TRIALS}` (or more) on each side for one")
+              "not independent), so there is no significance verdict; capture each side "
+              f"{FULL_POWER_TRIALS} or more times (`yoloprof run/infer --repeat {FULL_POWER_TRIALS}`) "
+              "and compare them all (A1 A2 A3 vs B1 B2 B3) for one")
 REGRESSED = "regressed"
 
 # Plain deltas shown beside the verdicts; labels, units and directions from the metric registry.
@@ -62,19 +66,63 @@ def pick_metrics(before: dict, after: dict, metrics: list[str] | None) -> list[s
     return chosen
 
 
-def compare_metric(name: str, before: dict, after: dict, *, alpha: float, noise: float,
-                   trials: bool) -> dict[str, Any]:
-    """One metric's row: both sides, the change, and (from 3 trials per side) the verdict.
+def calibrate_command(profile: dict, processes: int = 5) -> str:
+    """The command that measures the run-to-run noise floor for this profile's workload."""
+    argv = [str(a) for a in ((profile.get("env") or {}).get("argv") or [])]
+    keep, skip = [], False
+    for a in argv:  # calibrate chooses where its captures go, and reads them itself
+        if skip or a == "--json":
+            skip = False
+            continue
+        if a == "--project":
+            skip = True
+            continue
+        if not a.startswith("--project="):
+            keep.append(a)
+    argv = keep
+    if argv[:1] and argv[0] in ("run", "infer"):
+        import shlex
+
+        return f"yoloprof calibrate --processes {processes} -- yoloprof {shlex.join(argv)}"
+    return f"yoloprof calibrate --processes {processes} -- <the capture command of this profile>"
+
+
+def _floor_for(sides: list[list[dict]], name: str, floors: dict | None, noise_file: Any) -> dict | None:
+    """A stored floor for `name`: the caller's (API, tests) or the store's, matched to the
+    before side's machine and workload, else the after side's."""
+    if floors is not None:
+        return floors.get(name)
+    from yoloprof.metrics.noise import find_floor, load_floors
+
+    store = load_floors(noise_file)
+    for side in sides:
+        found = find_floor(side[0], name, noise_file, store)
+        if found:
+            return found
+    return None
+
+
+def compare_metric(name: str, before: dict | list[dict], after: dict | list[dict], *, alpha: float,
+                   noise: float, trials: bool, floors: dict | None = None,
+                   noise_file: Any = None) -> dict[str, Any]:
+    """One metric's row: both sides, the change, and the verdict (module docstring).
 
     `ratio` and `ci` follow yoloprof.metrics.stats: oriented so that > 1 means better;
     `change_pct` is the plain after/before change of the means, for reading."""
-    eb, ea = metric_entry(before, name) or {}, metric_entry(after, name) or {}
-    sb, sa = _samples(eb), _samples(ea)
-    tails = percentile_notes(name, ((before, len(sb)), (after, len(sa))))
-    better = eb.get("better") if "better" in eb else ea.get("better")
+    pb = before if isinstance(before, list) else [before]
+    pa = after if isinstance(after, list) else [after]
+    eb = [metric_entry(p, name) or {} for p in pb]
+    ea = [metric_entry(p, name) or {} for p in pa]
+    gb, ga = [_samples(e) for e in eb], [_samples(e) for e in ea]
+    sb, sa = [v for g in gb for v in g], [v for g in ga for v in g]
+    first = next((e for e in eb + ea if "better" in e), {})
+    better = first.get("better")
+    tails = percentile_notes(name, tuple((p, len(g)) for side in ((pb, gb), (pa, ga))
+                                         for p, g in zip(*side)))
     b, a = _side(sb), _side(sa)
+    b["processes"], a["processes"] = sum(1 for g in gb if g), sum(1 for g in ga if g)
     change = (a["value"] / b["value"] - 1.0) * 100 if a["value"] is not None and b["value"] else None
-    unit = eb.get("unit") or ea.get("unit") or registry.unit(name)
+    unit = next((e.get("unit") for e in eb + ea if e.get("unit")), None) or registry.unit(name)
     row: dict[str, Any] = {"metric": name, "unit": unit, "better": better,
                            "before": b, "after": a, "change_pct": change, "ratio": None, "ci": None,
                            "p_welch": None, "p_mwu": None, "verdict": None, "verdict_code": None,
@@ -88,21 +136,23 @@ def compare_metric(name: str, before: dict, after: dict, *, alpha: float, noise:
             if s["cv"] is not None and s["cv"] > 0.10:
                 row["warnings"].append(f"{name}: {side} is unstable (CV {s['cv']:.0%} > 10%)")
         return row
-    from yoloprof.metrics.stats import compare_samples
+    from yoloprof.metrics.nested import compare_nested
 
-    st = compare_samples(sb, sa, better=better, alpha=alpha, noise=noise)
+    one = min(b["processes"], a["processes"]) < 2
+    floor = _floor_for([pb, pa], name, floors, noise_file) if one else None
+    st = compare_nested(gb, ga, better=better, alpha=alpha, noise=noise, floor=floor)
     row.update(stats=st, ratio=st.get("ratio"), p_welch=st.get("p_welch"),
                p_mwu=st.get("p_mannwhitney"), verdict=st.get("verdict"),
                verdict_code=st.get("verdict_code"), low_power=bool(st.get("low_power")),
+               method=st.get("method"), floor=st.get("floor"), note=st.get("note"),
                warnings=[f"{name}: {w}" for w in st.get("warnings") or []] + tails)
     if st.get("ci_low") is not None:
         row["ci"] = [st["ci_low"], st["ci_high"]]
-    if st.get("verdict_code") == "insufficient":
-        row["verdict"] = NEED_TRIALS
-        row["note"] = f"{NEED_TRIALS} (have {len(sb)} and {len(sa)}): the ratio is a point estimate"
-    elif st.get("verdict_code") == "inconclusive" and st.get("mde_pct") is not None:
-        row["note"] = (f"smallest detectable change {st['mde_pct']:.1f}%; "
-                       f"about {st.get('trials_needed')} trials per side to detect {noise:.0%}")
+    if st.get("verdict") == NO_FLOOR_WORDS:
+        row["decide"] = calibrate_command(pb[0])
+        row["note"] = None  # said once for the whole comparison (compute_compare's notes)
+    elif st.get("verdict_code") == "insufficient":
+        row["note"] = f"no usable samples on one side (have {len(sb)} and {len(sa)})"
     return row
 
 
@@ -163,20 +213,47 @@ def step_table(profile: dict) -> list[dict[str, Any]]:
     return [{k: r.get(k) for k in keep if k in r} for r in per_step(profile)]
 
 
-def compute_compare(before: dict, after: dict, *, metrics: list[str] | None = None,
-                    alpha: float = ALPHA, noise: float = NOISE) -> dict[str, Any]:
-    """Compare two profiles (or traces). See the module docstring for what gets a verdict."""
+def _mixed_sides(pb: list[dict], pa: list[dict]) -> list[str]:
+    """A side's captures should be repeats of one workload on one machine; say when they are not."""
+    from yoloprof.metrics.noise import profile_keys
+
+    out = []
+    for side, profiles in (("before", pb), ("after", pa)):
+        keys = {profile_keys(p) for p in profiles}
+        if len(keys) > 1:
+            out.append(f"{side}: its {len(profiles)} captures are not all the same workload on the same "
+                       "machine; they are compared as repeats all the same")
+    return out
+
+
+def _as_list(side: dict | list[dict], what: str) -> list[dict]:
+    out = side if isinstance(side, list) else [side]
+    if not out:
+        raise UsageError(f"compare: no profile on the {what} side")
+    return out
+
+
+def compute_compare(before: dict | list[dict], after: dict | list[dict], *, metrics: list[str] | None = None,
+                    alpha: float = ALPHA, noise: float = NOISE, floors: dict | None = None,
+                    noise_file: Any = None) -> dict[str, Any]:
+    """Compare two profiles (or traces), or two lists of profiles (one per process, e.g. repeated
+    captures of each side). See the module docstring for what gets a verdict. `floors`
+    (metric -> noise floor) replaces the stored floors; `noise_file` names the store."""
     if not 0.0 < alpha < 1.0:
         raise UsageError(f"--alpha must be between 0 and 1 (got {alpha})")
     if not 0.0 <= noise < 1.0:
         raise UsageError(f"--noise must be in [0, 1) (got {noise})")
-    traces = before.get("kind") == "trace" and after.get("kind") == "trace"
-    names = pick_metrics(before, after, metrics)
-    rows = [compare_metric(m, before, after, alpha=alpha, noise=noise, trials=not traces) for m in names]
+    pb, pa = _as_list(before, "before"), _as_list(after, "after")
+    b0, a0 = pb[0], pa[0]
+    traces = all(p.get("kind") == "trace" for p in pb + pa) and len(pb) == len(pa) == 1
+    names = pick_metrics(b0, a0, metrics)
+    names = [m for m in names if all(metric_entry(p, m) for p in pb + pa)] if not metrics else names
+    rows = [compare_metric(m, pb, pa, alpha=alpha, noise=noise, trials=not traces, floors=floors,
+                           noise_file=noise_file) for m in names]
     notes = [TRACE_NOTE] if traces else []
-    if before.get("kind") != after.get("kind"):
-        notes.append(f"comparing a {before.get('kind')} profile with a {after.get('kind')} profile")
-    diffs = differences(profile_facts(before), profile_facts(after))
+    if b0.get("kind") != a0.get("kind"):
+        notes.append(f"comparing a {b0.get('kind')} profile with a {a0.get('kind')} profile")
+    diffs = differences(profile_facts(b0), profile_facts(a0))
     flags = flag_reasons(diffs)
     flagged = [r for r in rows if flags and r.get("verdict_code") not in (None, "insufficient")]
     for r in flagged:
@@ -185,16 +262,24 @@ def compute_compare(before: dict, after: dict, *, metrics: list[str] | None = No
     if flagged:
         notes.append("verdicts are flagged: the sides differ in more than the code ("
                      + "; ".join(flags) + ")")
-    warnings = [w for r in rows for w in r["warnings"]]
+    decide = next((r["decide"] for r in rows if r.get("decide")), None)
+    if decide:
+        notes.append(f"{NO_FLOOR_WORDS}: the trials of one capture share its process and cannot show "
+                     f"run-to-run noise. To decide, measure the noise floor once: `{decide}`, or capture "
+                     f"each side in {FULL_POWER_TRIALS} or more separate processes and compare them all "
+                     "(`yoloprof compare A1 A2 A3 vs B1 B2 B3`), or let compare run both sides "
+                     "(`yoloprof compare --run-a CMD_A --run-b CMD_B`)")
+    warnings = [w for r in rows for w in r["warnings"]] + _mixed_sides(pb, pa)
     if not names:
         warnings.append("the two profiles have no headline metric in common")
     result: dict[str, Any] = {
-        "alpha": alpha, "noise": noise, "kinds": [before.get("kind"), after.get("kind")],
-        "metrics": rows, "deltas": deltas(before, after),
+        "alpha": alpha, "noise": noise, "kinds": [b0.get("kind"), a0.get("kind")],
+        "processes": [len(pb), len(pa)],
+        "metrics": rows, "deltas": deltas(b0, a0) if len(pb) == len(pa) == 1 else [],
         "differences": diffs, "flagged": flags,
-        "bound": {"before": _bound(before), "after": _bound(after)},
-        "categories": category_deltas(before, after),
-        "per_step": {"before": step_table(before), "after": step_table(after)} if traces else None,
+        "bound": {"before": _bound(b0), "after": _bound(a0)},
+        "categories": category_deltas(b0, a0),
+        "per_step": {"before": step_table(b0), "after": step_table(a0)} if traces else None,
         "notes": notes, "warnings": warnings,
     }
     return result

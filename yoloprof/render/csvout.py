@@ -8,7 +8,9 @@ import pandas as pd
 CSV_COLUMNS = ["config", "metric", "baseline_config", "baseline_value", "value", "unit", "better",
                "ratio", "ci_low", "ci_high", "p", "p_adj", "p_mannwhitney", "verdict", "n_baseline",
                "n", "cv_baseline", "cv", "mde_pct", "trials_needed", "drift_pct", "drift_p", "drift_adj_ratio",
-               "env_diff", "flagged", "warnings"]
+               "env_diff", "flagged", "warnings",
+               # the stable verdict code and the processes (jobs) behind each verdict (issue 23)
+               "verdict_code", "k_baseline", "k", "processes_needed"]
 
 
 def comparison_csv(comparisons: pd.DataFrame) -> str:

@@ -131,12 +131,19 @@ def cut(text: Any, width: int = NAME_WIDTH) -> str:
 
 
 def verdict_detail(row: Any) -> str:
-    """The verdict plus, for inconclusive ones, what it would take to decide."""
+    """The verdict plus, for inconclusive and within-noise ones, what it would take to decide
+    (in jobs per side where the comparison counts processes: one job is one process). Within
+    noise is shortened to its direction here: the ratio [CI] column beside it is the interval."""
     text = str(row.get("verdict") or NA)
+    jobs = not missing(row.get("processes_needed"))
+    need, unit = (row.get("processes_needed"), "jobs") if jobs else (row.get("trials_needed"), "trials")
+    if row.get("verdict_code") == "within_noise" and not missing(row.get("ratio")):
+        up, down = ("better", "worse") if row.get("better") in ("lower", "higher") else ("higher", "lower")
+        text = f"likely {up if float(row['ratio']) >= 1 else down}, not decisive (CI crosses the noise band edge"
+        text += f"; ~{int(need)} {unit}/side would decide)" if not missing(need) else ")"
     if row.get("verdict_code") == "inconclusive" and not missing(row.get("mde_pct")):
-        need = row.get("trials_needed")
         text += f" (detectable here: {float(row['mde_pct']):.1f}%"
-        text += f"; ~{int(need)} trials/side for the noise threshold)" if not missing(need) else ")"
+        text += f"; ~{int(need)} {unit}/side for the noise threshold)" if not missing(need) else ")"
     return text
 
 

@@ -205,8 +205,6 @@ def fmt_bytes(n: Any) -> str:
 
 
 def render_compare(result: dict[str, Any], out: Out | None = None) -> None:
-    from yoloprof.metrics.stats import MIN_TRIALS
-
     out = out or Out()
     rows, few = [], []
     for m in result.get("metrics", []):
@@ -214,19 +212,21 @@ def render_compare(result: dict[str, Any], out: Out | None = None) -> None:
         ratio = fmt_ratio(m.get("ratio"), *(ci or (None, None)))
         verdict = m.get("verdict") or "no verdict"
         if m.get("verdict_code") == "insufficient":
-            verdict = f"n/a (< {MIN_TRIALS} trials)"
+            verdict = "n/a (no samples on a side)"
             few.append(m["metric"])
         rows.append([m["metric"], verdict, NA if m.get("change_pct") is None else f"{m['change_pct']:+.1f}%",
-                     ratio, fmt_p(m.get("p_welch")), fmt_p(m.get("p_mwu")), f"{m['before']['n']}/{m['after']['n']}",
+                     ratio, fmt_p(m.get("p_welch")), fmt_p(m.get("p_mwu")), _n_cell(m),
                      fmt_in(m["before"]["value"], m.get("unit")), fmt_in(m["after"]["value"], m.get("unit"))])
     if rows:
         # verdict first: on a narrow terminal the right-hand columns are the ones cut
-        out.table(["metric", "verdict", "change", "ratio [95% CI]", "p Welch", "p MW", "n", "before", "after"],
+        level = f"{100 * (1 - result.get('alpha', 0.05)):.3g}%"
+        out.table(["metric", "verdict", "change", f"ratio [{level} CI]", "p Welch", "p MW", "n proc (trials)",
+                   "before", "after"],
                   rows, right=(2, 4, 5, 6, 7, 8), shrink=0,
-                  title=f"compare (ratio > 1 = better; alpha {result.get('alpha')}, noise {result.get('noise'):.0%})")
+                  title=f"compare (ratio > 1 = better; alpha {result.get('alpha'):.3g}, "
+                        f"noise {result.get('noise'):.0%})")
     if few:
-        out.note(f"needs at least {MIN_TRIALS} trials per side for a verdict ({', '.join(few)}): the ratio "
-                 "is a point estimate")
+        out.note(f"no usable samples on one side ({', '.join(few)}): no verdict")
     diffs = result.get("differences") or []
     if diffs:
         out.table(["differs", "before", "after", "flags verdicts"],
@@ -234,7 +234,7 @@ def render_compare(result: dict[str, Any], out: Out | None = None) -> None:
                     "yes" if d.get("big") else ""] for d in diffs],
                   title="the sides differ besides the code")
     for m in result.get("metrics", []):
-        if m.get("verdict_code") == "inconclusive" and m.get("note"):
+        if m.get("verdict_code") in ("inconclusive", "within_noise") and m.get("note"):
             out.note(f"{m['metric']}: {m['note']}")
     if result.get("deltas"):
         out.table(["", "before", "after", "delta"],
@@ -246,6 +246,12 @@ def render_compare(result: dict[str, Any], out: Out | None = None) -> None:
     for n in result.get("notes", []):
         out.note(n)
     _warnings(out, result.get("warnings"))
+
+
+def _n_cell(m: dict[str, Any]) -> str:
+    """Processes (trials) per side: the process is the unit a verdict counts."""
+    b, a = m["before"], m["after"]
+    return f"{b.get('processes', 1)} ({b['n']}) / {a.get('processes', 1)} ({a['n']})"
 
 
 def _delta(d: dict[str, Any]) -> str:
