@@ -26,6 +26,11 @@ def load_any(path: str | os.PathLike) -> dict[str, Any]:
     """A validated profile dict; UsageError (exit 2) for a missing/unreadable/special path or one
     over the size limit, ProfileError (exit 1) for anything that is neither a valid profile nor a
     usable trace. Every error names the file."""
+    from yoloprof.readers.large import load_streamed
+
+    streamed = load_streamed(path)  # a large trace, in bounded memory (None: read it whole)
+    if streamed is not None:
+        return streamed
     src = Input(path)
     if looks_like_profile(src.head):
         return parse_profile(nonblank(src.read(), path), str(path))
