@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from itertools import chain
+from pathlib import Path
 from typing import Any
 
 from yoloprof.errors import ProfileError, UsageError
@@ -40,6 +41,12 @@ def load_streamed(path: str | os.PathLike) -> dict[str, Any] | None:
     (too small, not plainly a trace, or a slice that does not decode alone)."""
     if estimated_size(path) < stream_min_bytes():
         return None
+    from yoloprof.readers import cache
+
+    cached = cache.read(Path(path))
+    if cached is not None:
+        return cached
+    key = cache.key_of(Path(path))  # taken before the read: a trace changed meanwhile is not cached
     from yoloprof.traces.analyze import analyze_events
     from yoloprof.traces.kineto import TRACE_KEY
     from yoloprof.traces.stream import Restart, parse_trace_blocks
@@ -57,4 +64,6 @@ def load_streamed(path: str | os.PathLike) -> dict[str, Any] | None:
     finally:
         blocks.close()
     del first, head
-    return profile_from_analysis(analyze_events(events, str(path)))
+    profile = profile_from_analysis(analyze_events(events, str(path)))
+    cache.write(Path(path), key, events, profile)
+    return profile
