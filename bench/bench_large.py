@@ -1,7 +1,7 @@
 """`yoloprof summary` of traces from 50 MB to 2 GB and more: time and peak RSS against file size,
 against gunzip-free `json.loads` (and HTA 0.5 at the smaller sizes) in the same run.
 
-Usage: python bench/bench_large.py [--reps 1,4,10,20,40] [--hta-max 4] [--no-json-max 20] [--keep DIR]
+Usage: python bench/bench_large.py [--reps 1,10,20,42] [--hta-max 2] [--json-max 10] [--keep DIR]
 
 The traces are df_index_resolver's events (the 54 MB fixture) repeated k times into one plain
 JSON file in a temporary folder (deleted at the end): each copy's start times are shifted by the
@@ -102,7 +102,7 @@ def build(copies: int, out: Path) -> int:
 def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     """(wall seconds, peak RSS MiB) of one fresh process."""
     t = time.perf_counter()
-    proc = subprocess.run([sys.executable if "hta" not in argv[0] else argv[0]] + argv[1:],
+    proc = subprocess.run(argv,
                           env=env, capture_output=True)
     wall = time.perf_counter() - t
     if proc.returncode != 0:
@@ -133,9 +133,9 @@ def cases(path: Path, hta: bool, with_json: bool, cache_dir: Path) -> dict[str, 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--reps", default="1,4,10,20,42")
+    ap.add_argument("--reps", default="1,10,20,42")
     ap.add_argument("--hta-max", type=int, default=2, help="largest copy count HTA is run on")
-    ap.add_argument("--json-max", type=int, default=20, help="largest copy count json.loads is run on")
+    ap.add_argument("--json-max", type=int, default=10, help="largest copy count json.loads is run on")
     ap.add_argument("--keep", type=Path, default=None, help="folder for the built traces (kept)")
     args = ap.parse_args()
     hta = PEERS.exists()

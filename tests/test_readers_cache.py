@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.helpers.kineto_synth import step_trace
 from yoloprof.readers import cache, large
 from yoloprof.readers._common import metric_value
 from yoloprof.readers.load import load_any
@@ -17,19 +18,7 @@ from yoloprof.traces import parse
 
 
 def _trace(kernel_us: float, steps: int = 4) -> bytes:
-    """A Kineto trace of `steps` ProfilerSteps, each one op launching one kernel."""
-    ev, t = [], 1_700_000_000_000_000
-    for s in range(steps):
-        t0 = t + s * 1000
-        ev += [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{s + 1}", "pid": 1, "tid": 1,
-                "ts": t0, "dur": 900},
-               {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t0 + 10, "dur": 50},
-               {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
-                "ts": t0 + 20, "dur": 5, "args": {"correlation": s + 1}},
-               {"ph": "X", "cat": "kernel", "name": "volta_sgemm_128x64_nn", "pid": 0, "tid": 7,
-                "ts": t0 + 30, "dur": kernel_us, "args": {"correlation": s + 1, "device": 0, "stream": 7}}]
-    return json.dumps({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "V100"}],
-                       "traceEvents": ev, "distributedInfo": {"rank": 0}}).encode()
+    return step_trace([kernel_us] * steps)
 
 
 @pytest.fixture

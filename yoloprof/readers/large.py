@@ -37,20 +37,32 @@ def stream_min_bytes() -> int:
 
 
 def load_streamed(path: str | os.PathLike) -> dict[str, Any] | None:
-    """The trace's profile read as a stream, or None when the whole-buffer path must take it
-    (too small, not plainly a trace, or a slice that does not decode alone)."""
+    """The trace's profile read as a stream (or from its cache, `readers.cache`), or None when
+    the whole-buffer path must take it (too small, not plainly a trace, or a slice that does not
+    decode alone)."""
     if estimated_size(path) < stream_min_bytes():
         return None
     from yoloprof.readers import cache
+    from yoloprof.traces.analyze import analyze_events
+    from yoloprof.traces.to_profile import profile_from_analysis
 
     cached = cache.read(Path(path))
     if cached is not None:
         return cached
     key = cache.key_of(Path(path))  # taken before the read: a trace changed meanwhile is not cached
-    from yoloprof.traces.analyze import analyze_events
+    events = stream_events(path)
+    if events is None:
+        return None
+    profile = profile_from_analysis(analyze_events(events, str(path)))
+    cache.write(Path(path), key, events, profile)
+    return profile
+
+
+def stream_events(path: str | os.PathLike) -> Any | None:
+    """The trace's `parse.Events` read as a stream, or None (not plainly a trace, a slice that
+    does not decode alone, an error the whole-buffer path will name)."""
     from yoloprof.traces.kineto import TRACE_KEY
     from yoloprof.traces.stream import Restart, parse_trace_blocks
-    from yoloprof.traces.to_profile import profile_from_analysis
 
     blocks = iter_blocks(path)
     try:
@@ -58,12 +70,10 @@ def load_streamed(path: str | os.PathLike) -> dict[str, Any] | None:
         head = first[:HEAD_BYTES]
         if TRACE_KEY not in head or looks_like_profile(head):
             return None
-        events = parse_trace_blocks(chain([first], blocks))
+        stream = chain([first], blocks)
+        del first  # the first block is freed once decoded
+        return parse_trace_blocks(stream)
     except (Restart, ProfileError):  # the whole-buffer path reads it again, with its messages
         return None
     finally:
         blocks.close()
-    del first, head
-    profile = profile_from_analysis(analyze_events(events, str(path)))
-    cache.write(Path(path), key, events, profile)
-    return profile

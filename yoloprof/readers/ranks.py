@@ -111,11 +111,20 @@ def compute_ranks(profiles: list[dict[str, Any]], paths: list[Path]) -> dict[str
                          for w in p.get("warnings") or []]}
 
 
-def read_ranks(folder: str | os.PathLike, jobs: int | None = None) -> dict[str, Any]:
-    """Find, parse (in parallel) and compare the rank traces of a folder."""
+def read_ranks(folder: str | os.PathLike, jobs: int | None = None,
+               ranks: frozenset[int] | None = None) -> dict[str, Any]:
+    """Find, parse (in parallel) and compare the rank traces of a folder; `ranks`: only the files
+    of those ranks are parsed, a file's rank read from its name (`rank_of` before parsing: the
+    rank number in the name, else its position in name order)."""
     if jobs is not None and jobs < 1:
         raise UsageError(f"--jobs {jobs}: give at least 1 process")
     paths = trace_files(folder)
+    if ranks is not None:
+        named = {p: rank_of({}, p, i) for i, p in enumerate(paths)}
+        paths = [p for p in paths if named[p] in ranks]
+        if not paths:
+            raise UsageError(f"--ranks {','.join(map(str, sorted(ranks)))}: {folder} has ranks "
+                             f"{', '.join(map(str, sorted(set(named.values()))))}")
     result = compute_ranks(load_many(paths, jobs), paths)
     result["folder"] = str(folder)
     return result
