@@ -23,6 +23,7 @@ import argparse
 import gzip
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -99,19 +100,22 @@ def build(copies: int, out: Path) -> int:
     return out.stat().st_size
 
 
-def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """(wall seconds, peak RSS MiB) of one fresh process."""
+def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds of the process and its children, peak RSS MiB) of one fresh
+    process. CPU seconds say what the work costs when other programs share the cores."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    proc = subprocess.run(argv,
-                          env=env, capture_output=True)
+    proc = subprocess.run(argv, env=env, capture_output=True)
     wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"{argv[:3]} failed: {proc.stderr.decode()[-2000:]}")
     kb = int(re.findall(rb"@@VmHWM (\d+)", proc.stderr)[-1])
-    return wall, kb / 1024
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, kb / 1024
 
 
-def cases(path: Path, hta: bool, with_json: bool, cache_dir: Path) -> dict[str, tuple[float, float]]:
+def cases(path: Path, hta: bool, with_json: bool, cache_dir: Path) -> dict[str, tuple[float, float, float]]:
     env = dict(os.environ, PYTHONPATH=str(REPO), YOLOPROF_CACHE_DIR=str(cache_dir))
     summary = ["-c", PROBE, "-m", "yoloprof", "summary", str(path), "--json"]
     out = {}
@@ -141,15 +145,16 @@ def main() -> None:
     hta = PEERS.exists()
     root = args.keep or Path(tempfile.mkdtemp(prefix="yoloprof_large_"))
     root.mkdir(parents=True, exist_ok=True)
-    print(f"{'copies':>6} {'file MB':>8} {'case':<22} {'s':>7} {'MB/s':>7} {'peak MB':>8} {'peak/file':>9}")
+    print(f"{'copies':>6} {'file MB':>8} {'case':<22} {'s':>7} {'cpu s':>7} {'MB/s':>7} {'peak MB':>8} "
+          f"{'peak/file':>9}")
     try:
         for copies in [int(x) for x in args.reps.split(",")]:
             path = root / f"df_x{copies}.json"
             size = path.stat().st_size if path.exists() else build(copies, path)
             mb = size / 2**20
             res = cases(path, hta and copies <= args.hta_max, copies <= args.json_max, root / "cache")
-            for name, (s, peak) in res.items():
-                print(f"{copies:>6} {mb:>8.0f} {name:<22} {s:>7.2f} {mb / s:>7.0f} {peak:>8.0f} "
+            for name, (s, cpu, peak) in res.items():
+                print(f"{copies:>6} {mb:>8.0f} {name:<22} {s:>7.2f} {cpu:>7.2f} {mb / s:>7.0f} {peak:>8.0f} "
                       f"{peak / mb:>9.2f}", flush=True)
             if "json.loads" in res:
                 print(f"{'':>6} {'':>8} json.loads / summary: {res['json.loads'][0] / res['summary'][0]:.2f}x",

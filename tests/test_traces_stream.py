@@ -121,3 +121,14 @@ def test_a_slice_that_does_not_decode_alone_restarts() -> None:
     data = ('{"traceEvents":[' + ",".join(events) + "]}").encode("latin-1")
     with pytest.raises(Restart):
         parse_trace_blocks(_blocks(data), 2048)
+
+
+def test_the_forked_helper_gives_the_same_columns(monkeypatch) -> None:
+    """Every other slice decoded in a forked process: same columns as one process, in order."""
+    events = [f'{{"ph":"X","cat":"cpu_op","name":"op{i % 37}","ts":{5000 + i}.5,"dur":0.25,'
+              f'"pid":1,"tid":{i % 3}}}' for i in range(4000)]
+    data = ('{"traceEvents":[' + ",".join(events) + '],"traceName":"t"}').encode()
+    monkeypatch.setattr(kineto, "CHUNK_BYTES", 8192)
+    alone = parse.parse_trace_bytes(data)
+    monkeypatch.setattr(parse, "_may_fork", lambda: True)
+    _same_events(parse_trace_blocks(_blocks(data), 8192), alone)
