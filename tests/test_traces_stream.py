@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -132,3 +133,14 @@ def test_the_forked_helper_gives_the_same_columns(monkeypatch) -> None:
     alone = parse.parse_trace_bytes(data)
     monkeypatch.setattr(parse, "_may_fork", lambda: True)
     _same_events(parse_trace_blocks(_blocks(data), 8192), alone)
+
+
+def test_a_helper_that_dies_sends_the_file_to_the_whole_buffer_reader(monkeypatch) -> None:
+    import yoloprof.traces.stream as stream
+
+    events = [f'{{"ph":"X","name":"a","ts":{i},"dur":1}}' for i in range(4000)]
+    data = ('{"traceEvents":[' + ",".join(events) + "]}").encode()
+    monkeypatch.setattr(parse, "_may_fork", lambda: True)
+    monkeypatch.setattr(stream, "_child", lambda *_: os._exit(3))
+    with pytest.raises(Restart):
+        parse_trace_blocks(_blocks(data), 8192)

@@ -183,8 +183,11 @@ class _Sink:
             self._take(kind, piece)
         self.waiting = []
         if self.helper is not None:
-            helper, self.helper = self.helper, None
-            parts, docs = helper.join()
+            try:
+                parts, docs = self.helper.join()
+            finally:
+                self.helper.kill()  # nothing left to do once joined
+                self.helper = None
             self.parts.update(parts)
             self.docs.update(docs)
         return [self.parts[i] for i in sorted(self.parts)], [self.docs[i] for i in sorted(self.docs)]
@@ -230,20 +233,30 @@ class _Helper:
 
     def send(self, i: int, kind: int, piece: bytes, base: int) -> None:
         head = pickle.dumps((i, base))
-        _write_all(self.to_child, _HEADER.pack(kind, len(head)) + head)
-        _write_all(self.to_child, struct.pack("<Q", len(piece)))
-        _write_all(self.to_child, piece)
+        try:
+            _write_all(self.to_child, _HEADER.pack(kind, len(head)) + head)
+            _write_all(self.to_child, struct.pack("<Q", len(piece)))
+            _write_all(self.to_child, piece)
+        except OSError:  # the helper died: read the file whole instead
+            raise Restart() from None
 
     def join(self) -> tuple[dict[int, parse._Part], dict[int, Any]]:
-        _write_all(self.to_child, _HEADER.pack(_END, 0))
-        os.close(self.to_child)
+        try:
+            _write_all(self.to_child, _HEADER.pack(_END, 0))
+        except OSError:
+            raise Restart() from None
+        finally:
+            os.close(self.to_child)
+            self.to_child = -1
         with os.fdopen(self.from_child, "rb") as src:
+            self.from_child = -1
             payload = src.read()
         _, status = os.waitpid(self.pid, 0)
         self.pid = 0
-        if status != 0 or not payload:
-            raise Restart()
-        result = pickle.loads(payload)
+        try:
+            result = pickle.loads(payload) if status == 0 and payload else None
+        except Exception:  # noqa: BLE001 (a cut payload: the helper died while writing)
+            result = None
         if result is None:
             raise Restart()
         return result
@@ -252,7 +265,8 @@ class _Helper:
         if self.pid:
             for fd in (self.to_child, self.from_child):
                 try:
-                    os.close(fd)
+                    if fd >= 0:
+                        os.close(fd)
                 except OSError:
                     pass
             try:
