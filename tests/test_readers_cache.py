@@ -79,11 +79,14 @@ def test_another_engine_version_is_not_served(big, monkeypatch) -> None:
 
 def test_a_corrupt_cache_falls_back_to_parsing_and_is_rewritten(big) -> None:
     first = load_any(big)
-    path = cache.cache_path(big)
-    for garbage in (b"", b"not arrow at all", path.read_bytes()[:200]):
-        path.write_bytes(garbage)
-        assert _kernel_ms(load_any(big)) == _kernel_ms(first)
-    assert cache.read(big) is not None  # rewritten whole
+    for path in (cache.profile_path(big), cache.cache_path(big)):
+        for garbage in (b"", b"not a cache at all", path.read_bytes()[:200]):
+            path.write_bytes(garbage)
+            if path == cache.cache_path(big):
+                assert cache.read_events(big) is None
+                cache.profile_path(big).unlink()  # so that the columns are written again
+            assert _kernel_ms(load_any(big)) == _kernel_ms(first)
+    assert cache.read(big) is not None and cache.read_events(big) is not None  # rewritten whole
 
 
 def test_an_unwritable_cache_folder_falls_back_to_parsing(big, tmp_path, monkeypatch) -> None:
@@ -98,7 +101,7 @@ def test_an_unwritable_cache_folder_falls_back_to_parsing(big, tmp_path, monkeyp
 def test_the_cache_can_be_turned_off_or_moved(big, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv(cache.CACHE_ENV, "off")
     load_any(big)
-    assert not cache.cache_path(big).exists()
+    assert not cache.cache_path(big).exists() and not cache.profile_path(big).exists()
     monkeypatch.delenv(cache.CACHE_ENV)
     monkeypatch.setenv(cache.CACHE_DIR_ENV, str(tmp_path / "elsewhere"))
     load_any(big)

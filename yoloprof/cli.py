@@ -95,10 +95,13 @@ def _is_folder(path: str) -> bool:
 # on a folder of rank traces.
 def _load(args: argparse.Namespace) -> dict[str, Any]:
     from yoloprof.readers.load import load_any
-    from yoloprof.readers.select import selection_from_args
 
     if getattr(args, "ranks", None) is not None:
         raise UsageError(f"--ranks chooses traces of a folder; {args.profile} is a file")
+    if getattr(args, "steps", None) is None and getattr(args, "window", None) is None:
+        return load_any(args.profile)
+    from yoloprof.readers.select import selection_from_args
+
     return load_any(args.profile, select=selection_from_args(args))
 
 

@@ -1,11 +1,12 @@
 """A columnar cache beside a large trace, so that every reader after the first opens it at once.
 
-What it holds (one Arrow IPC file): the trace's event columns (`parse.Events`: name, category,
+What it holds: an Arrow IPC file of the trace's event columns (`parse.Events`: name, category,
 thread, start, duration, correlation, device, stream and input-shape codes) as a record batch,
-and in the schema's metadata the tables those codes index (names, shapes), the trace's metadata,
-warnings and counts, its `[memory]` columns, and the profile the readers were given. A second
-`summary`/`kernels`/`ops`/`phases` of the same file reads only the metadata (milliseconds); the
-columns are there for readers that analyse the events again.
+with in the schema's metadata the tables those codes index (names, shapes), the trace's metadata,
+warnings and counts and its `[memory]` columns; and beside it, as JSON, the profile the readers
+were given. A second `summary`/`kernels`/`ops`/`phases` of the same file reads only that JSON
+(milliseconds, without importing pyarrow or numpy); the columns serve the readers that analyse
+the events again (selections, `readers.select`).
 
 Never stale: it is used only when its key equals the trace's now: size, mtime (ns), the cache's
 format and the reader's version, a hash of the source of the packages that compute the figures
@@ -15,8 +16,8 @@ truncated, another format) is ignored and rewritten; both fall back to parsing t
 atomically (a temporary file in the same folder, then a rename), only when the trace did not
 change while it was read.
 
-Where: beside the trace as `.<trace file name>.yoloprof.arrow`, or in $YOLOPROF_CACHE_DIR (one
-file per trace path); $YOLOPROF_CACHE=off turns it off. Only traces read as a stream
+Where: beside the trace as `.<trace file name>.yoloprof.arrow` and `.yoloprof.profile`, or in
+$YOLOPROF_CACHE_DIR (two files per trace path); $YOLOPROF_CACHE=off turns it off. Only traces read as a stream
 (`readers.large`, 64 MiB and more) are cached: a smaller one parses in well under a second.
 """
 
@@ -31,11 +32,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 CACHE_ENV = "YOLOPROF_CACHE"  # "off" (or 0/no/false) turns the cache off
 CACHE_DIR_ENV = "YOLOPROF_CACHE_DIR"  # a folder for every cache instead of beside each trace
-CACHE_SUFFIX = ".yoloprof.arrow"
+CACHE_SUFFIX = ".yoloprof.arrow"  # the event columns
+PROFILE_SUFFIX = ".yoloprof.profile"  # {"key": ..., "profile": ...} as JSON
 FORMAT = 1
 ENGINE_PACKAGES = ("traces", "metrics", "profiles", "defs", "readers")
 _OFF = {"off", "0", "no", "false"}
@@ -45,6 +45,13 @@ _MEMORY_COLUMNS = ("ts", "device_type", "device_id", "nbytes", "allocated", "res
 
 def enabled() -> bool:
     return os.environ.get(CACHE_ENV, "").strip().lower() not in _OFF
+
+
+def profile_path(trace: Path) -> Path:
+    """The profile's half of the cache: plain JSON, so that a second reader needs neither pyarrow
+    nor numpy (their imports are most of its time)."""
+    path = cache_path(trace)
+    return path.with_name(path.name[:-len(CACHE_SUFFIX)] + PROFILE_SUFFIX)
 
 
 def cache_path(trace: Path) -> Path:
@@ -80,17 +87,14 @@ def read(trace: Path) -> dict[str, Any] | None:
     if not enabled():
         return None
     key = key_of(trace)
-    path = cache_path(trace)
+    path = profile_path(trace)
     if key is None or not path.is_file():
         return None
     try:
-        import pyarrow as pa
-
-        with pa.memory_map(str(path), "r") as src:
-            meta = pa.ipc.open_file(src).schema.metadata or {}
-        if json.loads(meta[b"key"]) != key:
+        doc = json.loads(path.read_bytes())
+        if doc["key"] != key:
             return None
-        profile = json.loads(meta[b"profile"])
+        profile = doc["profile"]
     except Exception:  # noqa: BLE001 (any unreadable cache: parse the trace instead)
         return None
     return profile if isinstance(profile, dict) else None
@@ -102,6 +106,8 @@ def read_events(trace: Path) -> Any | None:
         return None
     try:
         import pyarrow as pa
+
+        import numpy as np
 
         from yoloprof.traces.parse import Events, Memory
 
@@ -129,6 +135,7 @@ def write(trace: Path, key: dict[str, Any] | None, events: Any, profile: dict[st
     path = cache_path(trace)
     tmp = None
     try:
+        import numpy as np
         import pyarrow as pa
 
         columns = {c: getattr(events, c) for c in _EVENT_COLUMNS}
@@ -136,8 +143,7 @@ def write(trace: Path, key: dict[str, Any] | None, events: Any, profile: dict[st
             columns["shape"] = events.shape
         info = {"strings": events.strings, "shape_strings": events.shape_strings, "t0": events.t0,
                 "meta": events.meta, "warnings": events.warnings, "counts": events.counts}
-        meta = {"key": json.dumps(key), "info": json.dumps(info, default=_plain),
-                "profile": json.dumps(profile, default=_plain)}
+        meta = {"key": json.dumps(key), "info": json.dumps(info, default=_plain)}
         meta.update({f"mem_{c}": np.ascontiguousarray(getattr(events.memory, c), np.float64).tobytes()
                      for c in _MEMORY_COLUMNS})
         table = pa.table(columns).replace_schema_metadata(meta)
@@ -147,6 +153,11 @@ def write(trace: Path, key: dict[str, Any] | None, events: Any, profile: dict[st
         with os.fdopen(fd, "wb") as fh, pa.ipc.new_file(fh, table.schema) as out:
             out.write_table(table)
         os.replace(tmp, path)
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+        os.chmod(tmp, 0o644)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(json.dumps({"key": key, "profile": profile}, default=_plain).encode())
+        os.replace(tmp, profile_path(trace))
         tmp = None
     except Exception:  # noqa: BLE001 (never required: an unwritable cache is skipped)
         return None

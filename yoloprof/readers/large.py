@@ -43,12 +43,13 @@ def load_streamed(path: str | os.PathLike) -> dict[str, Any] | None:
     if estimated_size(path) < stream_min_bytes():
         return None
     from yoloprof.readers import cache
+
+    cached = cache.read(Path(path))
+    if cached is not None:  # the engine is not even imported
+        return cached
     from yoloprof.traces.analyze import analyze_events
     from yoloprof.traces.to_profile import profile_from_analysis
 
-    cached = cache.read(Path(path))
-    if cached is not None:
-        return cached
     key = cache.key_of(Path(path))  # taken before the read: a trace changed meanwhile is not cached
     events = stream_events(path)
     if events is None:
