@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import os
 import pickle
+import queue
 import struct
+import threading
 from typing import Any, Iterable
 
 from yoloprof.errors import ProfileError
@@ -33,6 +35,7 @@ from yoloprof.traces.parse import Events
 
 _FIRST, _MIDDLE, _LAST, _END = 0, 1, 2, 3  # kinds of slice, as the whole-buffer reader builds them
 _HEADER = struct.Struct("<BQ")
+_QUEUED = 2  # slices waiting for the helper at most (each about CHUNK_BYTES)
 
 
 class Restart(Exception):
@@ -200,10 +203,17 @@ class _Sink:
 
 class _Helper:
     """A forked process decoding the slices it is sent; its columns come back pickled at the end
-    (a few MB per slice). Restart from it (a slice that did not decode) comes back as None."""
+    (a few MB per slice). Slices are written by a sender thread (the write releases the GIL), so
+    that this process decodes its own slices meanwhile instead of waiting for the helper to read;
+    the queue holds at most `_QUEUED` slices (bounded memory). Any failure of the helper (a slice
+    that did not decode, a crash, a broken pipe) is a Restart."""
 
     def __init__(self, pid: int, to_child: int, from_child: int) -> None:
         self.pid, self.to_child, self.from_child = pid, to_child, from_child
+        self.queue: queue.Queue[tuple[int, int, bytes, int] | None] = queue.Queue(_QUEUED)
+        self.failed = False
+        self.sender = threading.Thread(target=self._send_all, daemon=True)
+        self.sender.start()
 
     @classmethod
     def start(cls) -> _Helper | None:
@@ -232,22 +242,34 @@ class _Helper:
         return cls(pid, down_w, up_r)
 
     def send(self, i: int, kind: int, piece: bytes, base: int) -> None:
-        head = pickle.dumps((i, base))
+        if self.failed:
+            raise Restart()
+        self.queue.put((i, kind, piece, base))
+
+    def _send_all(self) -> None:
         try:
-            _write_all(self.to_child, _HEADER.pack(kind, len(head)) + head)
-            _write_all(self.to_child, struct.pack("<Q", len(piece)))
-            _write_all(self.to_child, piece)
-        except OSError:  # the helper died: read the file whole instead
-            raise Restart() from None
+            while True:
+                item = self.queue.get()
+                if item is None:
+                    _write_all(self.to_child, _HEADER.pack(_END, 0))
+                    return
+                if self.failed:
+                    continue  # drain: the parent learns of the failure at its next send
+                i, kind, piece, base = item
+                head = pickle.dumps((i, base))
+                _write_all(self.to_child, _HEADER.pack(kind, len(head)) + head)
+                _write_all(self.to_child, struct.pack("<Q", len(piece)))
+                _write_all(self.to_child, piece)
+        except OSError:  # the helper died
+            self.failed = True
 
     def join(self) -> tuple[dict[int, parse._Part], dict[int, Any]]:
-        try:
-            _write_all(self.to_child, _HEADER.pack(_END, 0))
-        except OSError:
-            raise Restart() from None
-        finally:
-            os.close(self.to_child)
-            self.to_child = -1
+        self.queue.put(None)
+        self.sender.join()
+        os.close(self.to_child)
+        self.to_child = -1
+        if self.failed:
+            raise Restart()
         with os.fdopen(self.from_child, "rb") as src:
             self.from_child = -1
             payload = src.read()
@@ -263,6 +285,14 @@ class _Helper:
 
     def kill(self) -> None:
         if self.pid:
+            try:
+                os.kill(self.pid, 9)
+            except OSError:
+                pass
+            if self.sender.is_alive():  # unblock it: its pipe's reader is gone
+                self.failed = True
+                self.queue.put(None)
+                self.sender.join()
             for fd in (self.to_child, self.from_child):
                 try:
                     if fd >= 0:
@@ -270,7 +300,6 @@ class _Helper:
                 except OSError:
                     pass
             try:
-                os.kill(self.pid, 9)
                 os.waitpid(self.pid, 0)
             except OSError:
                 pass
