@@ -84,3 +84,17 @@ def test_ranks_parse_only_the_chosen_files(tmp_path, monkeypatch) -> None:
     assert sorted(p.rsplit("/", 1)[-1] for p in seen) == ["rank0.json", "rank3.json"]
     res = run_main("summary", str(tmp_path), "--ranks", "5", "--jobs", "1")
     assert res.returncode == 2 and "has ranks 0, 1, 3" in res.stderr
+
+
+def test_rank_workers_fit_in_the_memory_available(tmp_path) -> None:
+    from yoloprof.readers.ranks import WHOLE_PEAK_PER_BYTE, _memory_jobs
+
+    traces = []
+    for r in range(4):
+        traces.append(tmp_path / f"rank{r}.json")
+        traces[-1].write_bytes(step_trace([100.0] * 3, rank=r))
+    size = max(p.stat().st_size for p in traces)
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text(f"MemTotal: 99999999 kB\nMemAvailable: {int(size * WHOLE_PEAK_PER_BYTE * 2.5) >> 10} kB\n")
+    assert _memory_jobs(traces, str(meminfo)) == 2
+    assert _memory_jobs(traces, str(tmp_path / "absent")) is None
