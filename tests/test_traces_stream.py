@@ -88,7 +88,10 @@ def test_streamed_reader_gives_todays_figures(path: Path, monkeypatch) -> None:
         assert kineto.plan(data, size), "a trace too small to cut is read whole, never restarted"
         return
     _same_events(streamed, sliced)
-    assert _figures(streamed) == _figures(today)
+    if sliced is not today or path.name.startswith("df_index_resolver"):
+        # equal columns give equal figures; computed where the slices differ from today's, and
+        # on the largest fixture as a check of the whole chain
+        assert _figures(streamed) == _figures(today)
 
 
 def test_stream_cuts_exactly_where_the_whole_buffer_reader_cuts() -> None:
