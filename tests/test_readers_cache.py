@@ -107,3 +107,13 @@ def test_the_cache_can_be_turned_off_or_moved(big, tmp_path, monkeypatch) -> Non
     load_any(big)
     assert cache.cache_path(big).parent == tmp_path / "elsewhere" and cache.cache_path(big).is_file()
     assert not (big.parent / f".{big.name}{cache.CACHE_SUFFIX}").exists()
+
+
+def test_a_selection_reads_the_cached_columns_without_parsing(big, monkeypatch) -> None:
+    from yoloprof.traces.select import StepSelection
+
+    big.write_bytes(step_trace([100.0, 300.0, 500.0, 700.0]))
+    load_any(big)
+    _no_parse(monkeypatch)
+    picked = load_any(big, StepSelection(steps=(2, 3)))
+    assert _kernel_ms(picked) == pytest.approx((300 + 500) / 2 / 1000)
