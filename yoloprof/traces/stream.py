@@ -16,8 +16,10 @@ reader. A slice that does not decode on its own (odd layout, invalid UTF-8, a ma
 ends the stream with `Restart`: the caller reads the file whole, with its repairs and its loose
 per-event fallback, exactly as before.
 
-With a second core free (`parse._may_fork`), a forked helper turns every other slice into columns
-while this process reads, inflates, cuts and decodes the rest; slices reach it through a pipe.
+With a second core free (`parse._may_fork`), a forked helper turns slices into columns while this
+process reads, inflates, cuts and decodes the rest: a slice goes to the helper when its queue
+has room, else this process decodes it, so the split follows the two processes' speeds. Slices
+reach it through a pipe; its columns come back at the end.
 """
 
 from __future__ import annotations
@@ -141,8 +143,8 @@ def _decode(kind: int, piece: bytes, base: int) -> tuple[parse._Part, Any]:
 
 class _Sink:
     """Slices in, columns out, in slice order: the first `"ts"` of the file is the base of every
-    slice (`exact_times.base_from_bytes`), so slices wait until it is seen; then every other
-    slice goes to the helper process when there is one."""
+    slice (`exact_times.base_from_bytes`), so slices wait until it is seen; then a slice goes to
+    the helper process when there is one with room in its queue."""
 
     def __init__(self) -> None:
         self.base: int | None = None
@@ -172,8 +174,7 @@ class _Sink:
             self.started = True
             self.helper = _Helper.start()
         assert self.base is not None
-        if self.helper is not None and i % 2 == 1:
-            self.helper.send(i, kind, piece, self.base)
+        if self.helper is not None and self.helper.offer(i, kind, piece, self.base):
             return
         part, doc = _decode(kind, piece, self.base)
         self.parts[i] = part
@@ -241,10 +242,16 @@ class _Helper:
         os.close(up_w)
         return cls(pid, down_w, up_r)
 
-    def send(self, i: int, kind: int, piece: bytes, base: int) -> None:
+    def offer(self, i: int, kind: int, piece: bytes, base: int) -> bool:
+        """Queue the slice for the helper unless its queue is full (then this process decodes
+        it): the split follows the two processes' speeds, whatever else runs on the cores."""
         if self.failed:
             raise Restart()
-        self.queue.put((i, kind, piece, base))
+        try:
+            self.queue.put_nowait((i, kind, piece, base))
+        except queue.Full:
+            return False
+        return True
 
     def _send_all(self) -> None:
         try:
@@ -254,7 +261,7 @@ class _Helper:
                     _write_all(self.to_child, _HEADER.pack(_END, 0))
                     return
                 if self.failed:
-                    continue  # drain: the parent learns of the failure at its next send
+                    continue  # drain: the parent learns of the failure at its next offer
                 i, kind, piece, base = item
                 head = pickle.dumps((i, base))
                 _write_all(self.to_child, _HEADER.pack(kind, len(head)) + head)
