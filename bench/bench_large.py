@@ -1,5 +1,6 @@
 """`yoloprof summary` of traces from 50 MB to 2 GB and more: time and peak RSS against file size,
-against gunzip-free `json.loads` (and HTA 0.5 at the smaller sizes) in the same run.
+against `json.loads` of the same file (and HTA 0.5 at the smaller sizes: $HTA_PYTHON names an
+interpreter that has it) in the same run.
 
 Usage: python bench/bench_large.py [--reps 1,10,20,42] [--hta-max 2] [--json-max 10] [--keep DIR]
 
@@ -33,7 +34,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = REPO.parent / "shared" / "fixtures" / "traces" / "df_index_resolver.json.gz"
-PEERS = Path("/work/peers/bin/python")
+# The interpreter that has HolisticTraceAnalysis 0.5 (not a yoloprof dependency): $HTA_PYTHON, or
+# this one when it imports `hta`.
+HTA_PYTHON_ENV = "HTA_PYTHON"
 TARGETS = {"peak_over_file": 0.75, "mb_per_s": 250.0, "cached_s": 1.0}
 
 _NUMBERS = re.compile(rb'("ts"\s*:\s*)(\d+)|("ProfilerStep#)(\d+)|'
@@ -131,8 +134,18 @@ def cases(path: Path, hta: bool, with_json: bool, cache_dir: Path) -> dict[str, 
         link = folder / "rank-0.json"
         if not link.exists():
             os.symlink(path, link)
-        out["HTA 0.5"] = _run([str(PEERS), "-c", PROBE, "-c", HTA, str(folder)], env)
+        out["HTA 0.5"] = _run([_hta_python() or sys.executable, "-c", PROBE, "-c", HTA, str(folder)], env)
     return out
+
+
+def _hta_python() -> str | None:
+    """An interpreter that imports `hta`, or None."""
+    import importlib.util
+
+    given = os.environ.get(HTA_PYTHON_ENV, "").strip()
+    if given:
+        return given if Path(given).exists() else None
+    return sys.executable if importlib.util.find_spec("hta") else None
 
 
 def main() -> None:
@@ -142,7 +155,7 @@ def main() -> None:
     ap.add_argument("--json-max", type=int, default=10, help="largest copy count json.loads is run on")
     ap.add_argument("--keep", type=Path, default=None, help="folder for the built traces (kept)")
     args = ap.parse_args()
-    hta = PEERS.exists()
+    hta = _hta_python() is not None
     root = args.keep or Path(tempfile.mkdtemp(prefix="yoloprof_large_"))
     root.mkdir(parents=True, exist_ok=True)
     print(f"{'copies':>6} {'file MB':>8} {'case':<22} {'s':>7} {'cpu s':>7} {'MB/s':>7} {'peak MB':>8} "
