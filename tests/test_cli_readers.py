@@ -88,9 +88,9 @@ def _one_parse_per_fixture_trace():
 
     real, parsed = load.load_any, {}
 
-    def load_any(path):
-        if Path(path).parent != TRACES:
-            return real(path)
+    def load_any(path, select=None):
+        if Path(path).parent != TRACES or select:
+            return real(path, select)
         if path not in parsed:
             parsed[path] = real(path)
         return copy.deepcopy(parsed[path])

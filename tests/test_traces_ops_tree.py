@@ -108,3 +108,18 @@ def test_fixture_traces_match_the_stack_walk(name):
     ev = parse_trace_bytes(gzip.decompress((TRACES / name).read_bytes()))
     idx = tree_events(ev)
     _check(ev.ts[idx], ev.dur[idx], ev.thread[idx], ev.name[idx])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lean_range_maxima_match_the_stack_walk(seed, monkeypatch):
+    """A large tree keeps only the even levels of its range maxima (ops.LEAN_TREE_EVENTS): forced
+    here on small random nestings, the parents are still the stack walk's."""
+    import yoloprof.traces.ops as ops
+
+    monkeypatch.setattr(ops, "LEAN_TREE_EVENTS", 0)
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(2, 600))
+    ts = rng.integers(0, 80, n).astype(np.float64)
+    dur = rng.integers(0, 30, n).astype(np.float64)
+    thread = rng.integers(0, 2, n).astype(np.int32)
+    _check(ts, dur, thread, rng.integers(0, 3, n).astype(np.int32))

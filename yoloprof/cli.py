@@ -97,17 +97,46 @@ def _is_folder(path: str) -> bool:
     return os.path.isdir(path)
 
 
+# Selections (readers/select.py): --steps / --window on summary, kernels, ops, phases; --ranks
+# on a folder of rank traces.
+def _load(args: argparse.Namespace) -> dict[str, Any]:
+    from yoloprof.readers.load import load_any
+
+    if getattr(args, "ranks", None) is not None:
+        raise UsageError(f"--ranks chooses traces of a folder; {args.profile} is a file")
+    if getattr(args, "steps", None) is None and getattr(args, "window", None) is None:
+        return load_any(args.profile)
+    from yoloprof.readers.select import selection_from_args
+
+    return load_any(args.profile, select=selection_from_args(args))
+
+
+def _ranks(args: argparse.Namespace) -> Any:
+    from yoloprof.readers.select import parse_ranks
+
+    if getattr(args, "steps", None) is not None or getattr(args, "window", None) is not None:
+        raise UsageError("--steps/--window apply to one trace, not to a folder of rank traces")
+    return parse_ranks(getattr(args, "ranks", None))
+
+
+def _add_selection(p: argparse.ArgumentParser, ranks: bool = False) -> None:
+    p.add_argument("--steps", default=None, help="only these ProfilerStep numbers of a trace (4-6, or 5)")
+    p.add_argument("--window", default=None,
+                   help="only the steps starting in START:END, ms from the trace's first event")
+    if ranks:
+        p.add_argument("--ranks", default=None, help="a folder of rank traces: only these ranks (0,3 or 0-7)")
+
+
 def cmd_summary(args: argparse.Namespace) -> int:
     if _is_folder(args.profile):  # one trace per rank: the multi-rank view
         from yoloprof.readers.ranks import read_ranks
         from yoloprof.render.ranks import render_ranks
 
-        return _emit(args, read_ranks(args.profile, jobs=args.jobs), render_ranks)
-    from yoloprof.readers.load import load_any
+        return _emit(args, read_ranks(args.profile, jobs=args.jobs, ranks=_ranks(args)), render_ranks)
     from yoloprof.readers.summary import compute_summary
     from yoloprof.render.terminal import render_summary
 
-    profile = load_any(args.profile)
+    profile = _load(args)
     result = compute_summary(profile)
     if getattr(args, "per_step", False):  # issue 27: the trace's per-step GPU figures too
         from yoloprof.readers.detail import NO_TRACE, read_detail
@@ -135,21 +164,19 @@ def cmd_get(args: argparse.Namespace) -> int:
 
 
 def cmd_phases(args: argparse.Namespace) -> int:
-    from yoloprof.readers.load import load_any
     from yoloprof.readers.phases import compute_phases
     from yoloprof.render.terminal import render_phases
 
-    return _emit(args, compute_phases(load_any(args.profile)), render_phases)
+    return _emit(args, compute_phases(_load(args)), render_phases)
 
 
 def cmd_kernels(args: argparse.Namespace) -> int:
-    from yoloprof.readers.load import load_any
     from yoloprof.readers.kernels import compute_kernels
     from yoloprof.render.terminal import render_kernels
 
     if getattr(args, "by_launch", False):
         return _kernels_by_launch(args)
-    result = compute_kernels(load_any(args.profile), top=args.top, category=args.category,
+    result = compute_kernels(_load(args), top=args.top, category=args.category,
                              grep=args.grep, tensorcore=args.tensorcore, sort=args.sort, phase=args.phase)
     return _emit(args, result, render_kernels)
 
@@ -189,11 +216,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_ops(args: argparse.Namespace) -> int:
-    from yoloprof.readers.load import load_any
     from yoloprof.readers.ops import compute_ops
     from yoloprof.render.terminal import render_ops
 
-    result = compute_ops(load_any(args.profile), top=args.top, phase=args.phase, sort=args.sort,
+    result = compute_ops(_load(args), top=args.top, phase=args.phase, sort=args.sort,
                          shapes=args.shapes)
     return _emit(args, result, render_ops)
 
@@ -526,6 +552,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p = reader("summary", "the broad reading of a profile or trace; a folder of rank traces gives "
                "the per-rank view", cmd_summary)
     _add_jobs(p)
+    _add_selection(p, ranks=True)
     p.add_argument("--per-step", action="store_true", help="each step's time, device busy, kernels, "
                    "phases, SM efficiency and occupancy; the slowest marked")
     p = reader("report", "one capture's self-contained HTML report (overview, utilisation, kernels, "
@@ -534,8 +561,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                    "capture_report.html beside the input)")
     p = reader("get", "one metric, for shell loops (no field = list the fields)", cmd_get)
     p.add_argument("field", nargs="?", default=None)
-    reader("phases", "per phase: device ms, wall ms, kernels, ops", cmd_phases)
+    _add_selection(reader("phases", "per phase: device ms, wall ms, kernels, ops", cmd_phases))
     p = reader("kernels", "device kernels by share of device time", cmd_kernels)
+    _add_selection(p)
     p.add_argument("--top", type=int, default=20)
     p.add_argument("--category", default=None,
                    help="a category, or a unique prefix/substring of one (gemm -> gemm/conv)")
@@ -546,6 +574,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--by-launch", action="store_true", help="one row per (kernel, calling op, grid, "
                    "block, registers, shared memory), from the trace (a profile's own trace file)")
     p = reader("ops", "framework view: aten/autograd ops by self CPU time", cmd_ops)
+    _add_selection(p)
     p.add_argument("--top", type=int, default=20)
     p.add_argument("--phase", default=None)
     p.add_argument("--sort", default="self", choices=("self", "total", "calls", "name"))

@@ -22,10 +22,20 @@ from yoloprof.profiles.inputs import Input
 from yoloprof.profiles.io import looks_like_profile, nonblank, parse_profile
 
 
-def load_any(path: str | os.PathLike) -> dict[str, Any]:
+def load_any(path: str | os.PathLike, select: Any = None) -> dict[str, Any]:
     """A validated profile dict; UsageError (exit 2) for a missing/unreadable/special path or one
     over the size limit, ProfileError (exit 1) for anything that is neither a valid profile nor a
-    usable trace. Every error names the file."""
+    usable trace. Every error names the file. `select`: a `traces.select.StepSelection` (only
+    those steps of a trace analysed; `readers.select`)."""
+    if select:
+        from yoloprof.readers.select import load_selected
+
+        return load_selected(path, select)
+    from yoloprof.readers.large import load_streamed
+
+    streamed = load_streamed(path)  # a large trace, in bounded memory (None: read it whole)
+    if streamed is not None:
+        return streamed
     src = Input(path)
     if looks_like_profile(src.head):
         return parse_profile(nonblank(src.read(), path), str(path))

@@ -55,12 +55,34 @@ def _load_one(path: str) -> dict[str, Any]:
     return load_any(path)
 
 
+# Peak memory of one worker per byte of its largest trace (bench/bench_large.py): a streamed
+# trace (readers.large) peaks near 0.75x its JSON, one read whole near 2.5x (plus the JSON).
+STREAMED_PEAK_PER_BYTE, WHOLE_PEAK_PER_BYTE = 0.8, 3.5
+
+
+def _memory_jobs(paths: list[Path], meminfo: str = "/proc/meminfo") -> int | None:
+    """How many workers fit in the memory available now, each holding the largest trace's peak;
+    None where /proc/meminfo is absent."""
+    from yoloprof.profiles.blocks import estimated_size
+    from yoloprof.readers.large import stream_min_bytes
+
+    try:
+        with open(meminfo, encoding="ascii") as fh:
+            avail = next(int(line.split()[1]) << 10 for line in fh if line.startswith("MemAvailable:"))
+        largest = max(estimated_size(p) for p in paths)
+    except (OSError, ValueError, StopIteration):
+        return None
+    per_byte = STREAMED_PEAK_PER_BYTE if largest >= stream_min_bytes() else WHOLE_PEAK_PER_BYTE
+    return max(1, int(avail // max(largest * per_byte, 1)))
+
+
 def load_many(paths: list[Path], jobs: int | None = None) -> list[dict[str, Any]]:
-    """Each trace's profile, parsed in parallel processes (one per core, at most one per file).
-    The trace engine is imported before the workers fork so that none imports it again."""
+    """Each trace's profile, parsed in parallel processes: one per core, at most one per file,
+    and no more than the memory available holds (`_memory_jobs`). The trace engine is imported
+    before the workers fork so that none imports it again."""
     import yoloprof.traces.to_profile  # noqa: F401  (warm import, inherited by forked workers)
 
-    jobs = max(1, min(len(paths), jobs or os.cpu_count() or 1))
+    jobs = max(1, min(len(paths), jobs or os.cpu_count() or 1, _memory_jobs(paths) or len(paths)))
     if jobs == 1:
         return [_load_one(str(p)) for p in paths]
     with ProcessPoolExecutor(max_workers=jobs) as pool:
@@ -111,11 +133,20 @@ def compute_ranks(profiles: list[dict[str, Any]], paths: list[Path]) -> dict[str
                          for w in p.get("warnings") or []]}
 
 
-def read_ranks(folder: str | os.PathLike, jobs: int | None = None) -> dict[str, Any]:
-    """Find, parse (in parallel) and compare the rank traces of a folder."""
+def read_ranks(folder: str | os.PathLike, jobs: int | None = None,
+               ranks: frozenset[int] | None = None) -> dict[str, Any]:
+    """Find, parse (in parallel) and compare the rank traces of a folder; `ranks`: only the files
+    of those ranks are parsed, a file's rank read from its name (`rank_of` before parsing: the
+    rank number in the name, else its position in name order)."""
     if jobs is not None and jobs < 1:
         raise UsageError(f"--jobs {jobs}: give at least 1 process")
     paths = trace_files(folder)
+    if ranks is not None:
+        named = {p: rank_of({}, p, i) for i, p in enumerate(paths)}
+        paths = [p for p in paths if named[p] in ranks]
+        if not paths:
+            raise UsageError(f"--ranks {','.join(map(str, sorted(ranks)))}: {folder} has ranks "
+                             f"{', '.join(map(str, sorted(set(named.values()))))}")
     result = compute_ranks(load_many(paths, jobs), paths)
     result["folder"] = str(folder)
     return result

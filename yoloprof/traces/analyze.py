@@ -302,8 +302,11 @@ def _check(ev: Events, j: Join, steps: Steps, out: TraceAnalysis) -> list[str]:
     return notes
 
 
-def analyze_events(ev: Events, source: str) -> TraceAnalysis:
+def analyze_events(ev: Events, source: str, select: Any = None) -> TraceAnalysis:
+    """`select`: a `traces.select.StepSelection` (the steps analysed), or None for all."""
     steps = find_steps(ev)
+    if select:
+        steps = select.apply(steps)
     j = join(ev)
     tl = build_timeline(ev)
     props = ev.meta.get("deviceProperties")

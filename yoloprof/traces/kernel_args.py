@@ -111,12 +111,25 @@ def read_kernel_args(data: bytes, ev: Events) -> KernelArgs:
     return out
 
 
+# The parser keeps start times exact relative to an integer base (traces.exact_times); this pass
+# decodes them as plain floats, which hold an epoch time only to every 0.25 us. So the two passes
+# agree on a kernel's start to within this, and on its duration exactly (both decode it as float).
+ALIGN_TOL_US = 0.5
+
+
 def _align(ev: Events, mine: np.ndarray, kern: list[_X]) -> np.ndarray:
     """For each parsed kernel, the index of its event in `kern` (-1 when not found)."""
     ts = np.array([float(e.ts) for e in kern]) - ev.t0
-    if len(kern) == len(mine) and (not len(mine) or np.abs(ts - ev.ts[mine]).max() < 1e-3):
+    if len(kern) == len(mine) and (not len(mine) or np.abs(ts - ev.ts[mine]).max() < ALIGN_TOL_US):
         return np.arange(len(mine))
-    key = {(round(t, 3), round(_number(e.dur) if e.dur is not None else 0.0, 3)): j
-           for j, (t, e) in enumerate(zip(ts.tolist(), kern))}
-    return np.array([key.get((round(t, 3), round(d, 3)), -1)
-                     for t, d in zip(ev.ts[mine].tolist(), ev.dur[mine].tolist())], np.int64)
+    dur = np.array([_number(e.dur) if e.dur is not None else 0.0 for e in kern])
+    order = np.argsort(ts, kind="stable")
+    sts, sdur = ts[order], dur[order]
+    out = np.full(len(mine), -1, np.int64)
+    for i, (t, d) in enumerate(zip(ev.ts[mine].tolist(), ev.dur[mine].tolist())):
+        lo, hi = np.searchsorted(sts, [t - ALIGN_TOL_US, t + ALIGN_TOL_US])
+        same = np.flatnonzero(np.abs(sdur[lo:hi] - d) < 1e-6)
+        if same.size:  # the nearest start among the events of the same duration
+            j = lo + same[np.argmin(np.abs(sts[lo + same] - t))]
+            out[i] = order[j]
+    return out

@@ -1,0 +1,184 @@
+"""`yoloprof summary` of traces from 50 MB to 2 GB and more: time and peak RSS against file size,
+against `json.loads` of the same file (and HTA 0.5 at the smaller sizes: $HTA_PYTHON names an
+interpreter that has it) in the same run.
+
+Usage: python bench/bench_large.py [--reps 1,10,20,42] [--hta-max 2] [--json-max 10] [--keep DIR]
+
+The traces are df_index_resolver's events (the 54 MB fixture) repeated k times into one plain
+JSON file in a temporary folder (deleted at the end): each copy's start times are shifted by the
+trace's span (integer microseconds, so the written nanoseconds stay exact), its ProfilerStep
+numbers and correlation / external ids by their range, so that the result is one long trace of
+5k steps and no id collides. Each case is a fresh process timed from outside, its peak RSS being
+VmHWM of the process plus the largest VmHWM of its children (the stream's forked helper): an
+upper bound of what the machine held at once. Cases of one size run back to back (paired);
+`summary (cache)` is a second reader of the same file through the columnar cache.
+
+Targets (issue 30): at 20 copies (~950 MB) summary peaks at <= 0.75x the file and reads >= 250
+MB/s; on the 54 MB trace summary stays >= 2x faster than json.loads (see bench_parse.py for the
+paired rounds); the cached second reader takes < 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCE = REPO.parent / "shared" / "fixtures" / "traces" / "df_index_resolver.json.gz"
+# The interpreter that has HolisticTraceAnalysis 0.5 (not a yoloprof dependency): $HTA_PYTHON, or
+# this one when it imports `hta`.
+HTA_PYTHON_ENV = "HTA_PYTHON"
+TARGETS = {"peak_over_file": 0.75, "mb_per_s": 250.0, "cached_s": 1.0}
+
+_NUMBERS = re.compile(rb'("ts"\s*:\s*)(\d+)|("ProfilerStep#)(\d+)|'
+                      rb'("(?:correlation|External id|id|Ev Idx)"\s*:\s*)(\d+)')
+
+PROBE = """import atexit, resource, runpy, sys
+def _hwm():
+    own = 0
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            own = int(line.split()[1])
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    sys.stderr.write(f"\\n@@VmHWM {own + kids}\\n")
+atexit.register(_hwm)
+mode, target = sys.argv[1], sys.argv[2]
+sys.argv = [target] + sys.argv[3:]
+if mode == "-m":
+    runpy.run_module(target, run_name="__main__", alter_sys=True)
+else:
+    exec(compile(target, "<bench>", "exec"), {"__name__": "__main__"})
+"""
+
+JSON_LOADS = "import json, sys\nwith open(sys.argv[1], 'rb') as f: json.loads(f.read())"
+HTA = ("import sys, os, logging\nlogging.disable(logging.CRITICAL)\n"
+       "from hta.trace_analysis import TraceAnalysis\nTraceAnalysis(trace_dir=sys.argv[1])")
+
+
+def _template(data: bytes) -> tuple[bytes, bytes, list[bytes], list[tuple[int, int]], dict[int, int]]:
+    """(prefix, suffix, literal pieces, (kind, value) numbers, shift per kind) of the events."""
+    start = data.index(b"[", data.index(b'"traceEvents"')) + 1
+    end = data.rindex(b"]")
+    body = data[start:end].rstrip()
+    pieces, numbers, last = [], [], 0
+    ranges: dict[int, list[int]] = {0: [], 1: [], 2: []}
+    for m in _NUMBERS.finditer(body):
+        kind = 0 if m.group(2) else 1 if m.group(4) else 2
+        grp = (2, 4, 6)[kind]
+        pieces.append(body[last:m.start(grp)])
+        value = int(m.group(grp))
+        numbers.append((kind, value))
+        ranges[kind].append(value)
+        last = m.end(grp)
+    pieces.append(body[last:])
+    ts = ranges[0]
+    shift = {0: (max(ts) - min(ts)) + 1000, 1: max(ranges[1]) - min(ranges[1]) + 1,
+             2: max(ranges[2]) + 1}
+    return data[:start], data[end:], pieces, numbers, shift
+
+
+def build(copies: int, out: Path) -> int:
+    """Write df_index_resolver's events repeated `copies` times (module doc); its size."""
+    prefix, suffix, pieces, numbers, shift = _template(gzip.decompress(SOURCE.read_bytes()))
+    with open(out, "wb") as fh:
+        fh.write(prefix)
+        for k in range(copies):
+            if k:
+                fh.write(b",")
+            parts = [pieces[0]]
+            for (kind, value), lit in zip(numbers, pieces[1:]):
+                parts.append(str(value + k * shift[kind]).encode())
+                parts.append(lit)
+            fh.write(b"".join(parts))
+        fh.write(b"\n" + suffix)
+    return out.stat().st_size
+
+
+def _run(argv: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """(wall seconds, CPU seconds of the process and its children, peak RSS MiB) of one fresh
+    process. CPU seconds say what the work costs when other programs share the cores."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    proc = subprocess.run(argv, env=env, capture_output=True)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise SystemExit(f"{argv[:3]} failed: {proc.stderr.decode()[-2000:]}")
+    kb = int(re.findall(rb"@@VmHWM (\d+)", proc.stderr)[-1])
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, kb / 1024
+
+
+def cases(path: Path, hta: bool, with_json: bool, cache_dir: Path) -> dict[str, tuple[float, float, float]]:
+    env = dict(os.environ, PYTHONPATH=str(REPO), YOLOPROF_CACHE_DIR=str(cache_dir))
+    summary = ["-c", PROBE, "-m", "yoloprof", "summary", str(path), "--json"]
+    out = {}
+    shutil.rmtree(cache_dir, ignore_errors=True)
+    out["summary"] = _run([sys.executable] + summary, dict(env, YOLOPROF_CACHE="off"))
+    out["summary (cache write)"] = _run([sys.executable] + summary, env)
+    out["summary (cache)"] = _run([sys.executable] + summary, env)
+    if with_json:
+        out["json.loads"] = _run([sys.executable, "-c", PROBE, "-c", JSON_LOADS, str(path)], env)
+    if hta:
+        folder = path.parent / f"hta_{path.stem}"
+        folder.mkdir(exist_ok=True)
+        link = folder / "rank-0.json"
+        if not link.exists():
+            os.symlink(path, link)
+        out["HTA 0.5"] = _run([_hta_python() or sys.executable, "-c", PROBE, "-c", HTA, str(folder)], env)
+    return out
+
+
+def _hta_python() -> str | None:
+    """An interpreter that imports `hta`, or None."""
+    import importlib.util
+
+    given = os.environ.get(HTA_PYTHON_ENV, "").strip()
+    if given:
+        return given if Path(given).exists() else None
+    return sys.executable if importlib.util.find_spec("hta") else None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", default="1,10,20,42")
+    ap.add_argument("--hta-max", type=int, default=2, help="largest copy count HTA is run on")
+    ap.add_argument("--json-max", type=int, default=10, help="largest copy count json.loads is run on")
+    ap.add_argument("--keep", type=Path, default=None, help="folder for the built traces (kept)")
+    args = ap.parse_args()
+    hta = _hta_python() is not None
+    root = args.keep or Path(tempfile.mkdtemp(prefix="yoloprof_large_"))
+    root.mkdir(parents=True, exist_ok=True)
+    print(f"{'copies':>6} {'file MB':>8} {'case':<22} {'s':>7} {'cpu s':>7} {'MB/s':>7} {'peak MB':>8} "
+          f"{'peak/file':>9}")
+    try:
+        for copies in [int(x) for x in args.reps.split(",")]:
+            path = root / f"df_x{copies}.json"
+            size = path.stat().st_size if path.exists() else build(copies, path)
+            mb = size / 2**20
+            res = cases(path, hta and copies <= args.hta_max, copies <= args.json_max, root / "cache")
+            for name, (s, cpu, peak) in res.items():
+                print(f"{copies:>6} {mb:>8.0f} {name:<22} {s:>7.2f} {cpu:>7.2f} {mb / s:>7.0f} {peak:>8.0f} "
+                      f"{peak / mb:>9.2f}", flush=True)
+            if "json.loads" in res:
+                print(f"{'':>6} {'':>8} json.loads / summary: {res['json.loads'][0] / res['summary'][0]:.2f}x",
+                      flush=True)
+            if args.keep is None:
+                path.unlink()
+    finally:
+        if args.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+    print("targets:", TARGETS, "(the machine may be loaded: compare within a row)")
+
+
+if __name__ == "__main__":
+    main()
