@@ -96,3 +96,20 @@ def _private_machine_registry(tmp_path_factory):
     own, so test runs started side by side do not wait for each other's jobs."""
     os.environ["YOLOPROF_RUNTIME_DIR"] = str(tmp_path_factory.mktemp("yoloprof-runtime"))
     yield
+
+
+@pytest.fixture
+def sweep_env(tmp_path, monkeypatch):
+    """Run sweeps in tmp_path with the fake capture; returns a function giving the sweep dirs."""
+    import yoloprof.capture.api as capture_api
+    from helpers.fake_sweep import fake_capture
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(capture_api, "capture", fake_capture)
+    for var in ("YOLOPROF_SWEEP_ID", "YOLOPROF_LAUNCHER", "YOLOPROF_RERUN", "FAKE_FAIL_BATCH", "FAKE_OOM_BATCH",
+                "FAKE_SLEEP"):
+        monkeypatch.delenv(var, raising=False)
+
+    def sweep_dirs(name: str = "adhoc") -> list[Path]:
+        return sorted((tmp_path / "runs" / "profile" / "sweeps" / name).iterdir())
+    return sweep_dirs

@@ -109,9 +109,13 @@ def _release_memory() -> None:
         pass
 
 
-def _kept(job_dir: Path, chash: str) -> bool:
+def _finished(job_dir: Path, num: int) -> dict[str, Any] | None:
+    """This job's earlier ok row, unless the user confirmed rerunning it (sweep/resume.py): a
+    finished job's row, profile and state are then left exactly as they are."""
+    from yoloprof.sweep.resume import rerun_requested
+
     old = read_row(job_dir / ROW_NAME)
-    return bool(old and old.get("status") == "ok" and old.get("config_hash") == chash)
+    return old if old and old.get("status") == "ok" and not rerun_requested(num) else None
 
 
 def execution_columns(hc: Any, cfg: DictConfig, job_dir: Path) -> dict[str, Any]:
@@ -173,6 +177,14 @@ def run_job(cfg: DictConfig) -> str | float:
                             "swept": swept_values(hc, cfg, overrides),
                             **environment_columns(launcher), **execution_columns(hc, cfg, job_dir)}
     progress.notify_start(num, overrides)
+    old = _finished(job_dir, num)
+    if old is not None:  # never launched by a grid resume; a search sweeper's may ask again
+        if old.get("config_hash") != _identity_hash(cfg):
+            log.error("job %d: its ok row is of another configuration (config %s); left untouched: "
+                      "rerun it with resume=%s rerun=%d --yes", num, old.get("config_hash"), job_dir.parent, num)
+        progress.notify_done(num, "kept")
+        return _returned(cfg, old, "kept")
+    prior = read_state(job_dir)
     _state(job_dir, num, "running", base)
     started, t0 = utc_now(), time.perf_counter()
     try:
@@ -180,11 +192,6 @@ def run_job(cfg: DictConfig) -> str | float:
 
         settings, task = settings_from_cfg(cfg), user_task(cfg)
         base.update(identity_columns(settings, task))
-        if _kept(job_dir, base["config_hash"]):
-            log.info("job %d: kept the existing ok row (config %s)", num, base["config_hash"])
-            _state(job_dir, num, "kept", base)
-            progress.notify_done(num, "kept")
-            return _returned(cfg, read_row(job_dir / ROW_NAME) or {}, "kept")
         label = f"sweep {base['sweep_id']} job {num}"
         with timed_slot(settings.device, base["machine_policy"], label) as machine:
             if task is not None:
@@ -204,12 +211,26 @@ def run_job(cfg: DictConfig) -> str | float:
                          str(exc) if isinstance(exc, (WorkerError, MachineBusy)) else exc)
         _release_memory()
     except BaseException as exc:
-        _state(job_dir, num, "interrupted" if isinstance(exc, KeyboardInterrupt) else "preempted", base)
+        if prior is not None and (read_row(job_dir / ROW_NAME) or {}).get("status") == "ok":
+            # a confirmed rerun stopped midway: its finished row stands, and so does its state
+            write_state(job_dir, num, **{k: v for k, v in prior.items() if k not in ("schema", "job_num", "updated_at")})
+        else:
+            _state(job_dir, num, "interrupted" if isinstance(exc, KeyboardInterrupt) else "preempted", base)
         raise
     write_row(job_dir / ROW_NAME, row)
     _state(job_dir, num, "done" if row["status"] == "ok" else "failed", base)
     progress.notify_done(num, row["status"])
     return _returned(cfg, row, str(row["status"]))
+
+
+def _identity_hash(cfg: DictConfig) -> str | None:
+    from yoloprof.config.translate import settings_from_cfg
+    from yoloprof.sweep.usertask import user_task
+
+    try:
+        return identity_columns(settings_from_cfg(cfg), user_task(cfg))["config_hash"]
+    except Exception:  # noqa: BLE001 - a config that no longer builds: certainly another one
+        return None
 
 
 def _returned(cfg: DictConfig, row: dict[str, Any], status: str) -> str | float:
