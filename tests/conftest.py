@@ -109,6 +109,8 @@ def sweep_env(tmp_path, monkeypatch):
     for var in ("YOLOPROF_SWEEP_ID", "YOLOPROF_LAUNCHER", "YOLOPROF_RERUN", "FAKE_FAIL_BATCH", "FAKE_OOM_BATCH",
                 "FAKE_SLEEP"):
         monkeypatch.delenv(var, raising=False)
+    for name in [m for m in sys.modules if m == "mymodels" or m.startswith("mymodels.")]:
+        monkeypatch.delitem(sys.modules, name)  # each test writes its own mymodels.py in its tmp_path
 
     def sweep_dirs(name: str = "adhoc") -> list[Path]:
         return sorted((tmp_path / "runs" / "profile" / "sweeps" / name).iterdir())

@@ -28,6 +28,7 @@ from yoloprof.errors import UsageError
 from yoloprof.defs import files
 from yoloprof.profiles.io import write_bytes_atomic
 from yoloprof.sweep import launchers
+from yoloprof.workloads.inputcheck import HYDRA, check_inputs
 
 MANIFEST_SCHEMA = "yoloprof.sweep/1"
 # What the manifest's `config_hash` covers: what resume= would run from it.
@@ -150,6 +151,7 @@ def validate_job_configs(jobs: list[list[str]], compose: Callable[[list[str]], D
             if composed is not None:
                 composed.append(job_cfg)
             settings.append(settings_from_cfg(job_cfg))
+            check_inputs(settings[-1], HYDRA)  # data and model keywords, named by their Hydra keys
             targets.add(OmegaConf.select(job_cfg, "model._target_"))
             targets.add(OmegaConf.select(job_cfg, "task._target_", default=None))
         except UsageError as exc:
