@@ -38,8 +38,10 @@ def _run_capture(args: argparse.Namespace, mode: str) -> int:
     from yoloprof.config.cli_args import settings_from_args
     from yoloprof.sweep.machine import timed_slot
 
+    from yoloprof.config.outdirs import run_dir
+
     settings = settings_from_args(args, mode)
-    out_dir = Path(args.project) / mode
+    out_dir = run_dir(args.project, mode, args.exist_ok)  # train, train2, ...: earlier ones are kept
     # registered (not locked) so that sweep jobs timing at the same time record it (other_captures)
     with timed_slot(settings.device, "shared", label=f"yoloprof {'run' if mode == 'train' else 'infer'}"):
         profile = capture(settings, out_dir, progress=not args.json)
@@ -170,7 +172,22 @@ def cmd_hotspots(args: argparse.Namespace) -> int:
     return _emit(args, result, render_hotspots)
 
 
+def _last_two(args: argparse.Namespace) -> None:
+    """`compare --last PROJECT` or `compare BEFORE AFTER`, never both or half."""
+    if args.last is None:
+        if args.before is None or args.after is None:
+            raise UsageError("compare needs BEFORE and AFTER, or --last PROJECT")
+        return
+    if args.before is not None:
+        raise UsageError("compare: give BEFORE AFTER or --last PROJECT, not both")
+    from yoloprof.config.outdirs import last_two
+
+    args.before, args.after = (str(p) for p in last_two(args.last))
+    print(f"yoloprof compare: {args.before} -> {args.after}", file=sys.stderr)
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
+    _last_two(args)
     if _is_folder(args.before) or _is_folder(args.after):
         return _compare_folders(args)
     from yoloprof.readers.load import load_any
@@ -324,6 +341,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         p.add_argument("--project", default=OUTPUT_KEYS["project"][0],
                        help=f"{OUTPUT_KEYS['project'][1]} (default: %(default)s)")
         p.add_argument("--json", action="store_true", help="print the profile as JSON on stdout")
+        p.add_argument("--exist-ok", action="store_true",
+                       help=f"write into PROJECT/{mode} again instead of a new {mode}2, {mode}3, ...")
 
     def reader(name: str, help: str, fn: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
         p = add(name, help, fn)
@@ -366,8 +385,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     g.add_argument("--remove-launches", type=int, default=None)
 
     p = add("compare", "deltas and a significance verdict per metric", cmd_compare)
-    p.add_argument("before")
-    p.add_argument("after")
+    p.add_argument("before", nargs="?")
+    p.add_argument("after", nargs="?")
+    p.add_argument("--last", metavar="PROJECT", default=None,
+                   help="compare the two latest captures of a run/infer --project (e.g. train2, train3)")
     p.add_argument("--metric", action="append", default=None, help="repeatable; default: headline metrics")
     p.add_argument("--alpha", type=float, default=ALPHA)
     p.add_argument("--noise", type=float, default=NOISE)
