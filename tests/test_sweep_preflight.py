@@ -69,3 +69,15 @@ def test_run_names_the_flags(tmp_path, capsys):
     assert cli_main(["run", str(tmp_path / "nope"), "--device", "cpu", "--project", str(tmp_path / "out")]) == 2
     assert "does not exist" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("text, line, key, hint", [
+    ("capture:\n  warmup: 1\n  stesp: 3\n", 4, "capture.stesp", "capture.steps"),
+    ("bacth: 3\n", 2, "bacth", "batch"),
+])
+def test_a_typo_in_a_users_yaml_names_file_line_key_and_the_closest(sweep_env, tmp_path, text, line, key, hint):
+    conf = tmp_path / "conf" / "sweep"
+    conf.mkdir(parents=True)
+    (conf / "mine.yaml").write_text("# @package _global_\n" + text)
+    msg = _refused(["--config-dir", str(tmp_path / "conf"), "+sweep=mine"], tmp_path)
+    assert msg == (f"{conf / 'mine.yaml'}, line {line}: unknown key {key!r} (did you mean {hint!r}?)")

@@ -235,7 +235,7 @@ def plan_sweep(overrides: list[str], *, multirun_flag: bool, config_dir: str | N
                                        run_mode=RunMode.MULTIRUN if multirun else RunMode.RUN)
             jobs = expand_jobs(hydra, cfg) if multirun else [list(cfg.hydra.overrides.task)]
         except Exception as exc:  # noqa: BLE001 - any composition problem is the user's input
-            raise UsageError(one_line(exc)) from exc
+            raise UsageError(one_line(exc, hydra)) from exc
         launcher = str(OmegaConf.select(cfg, "hydra.runtime.choices.hydra/launcher") or "basic")
         launcher_cfg = OmegaConf.to_container(cfg.hydra.launcher, resolve=False)
         try:  # resolved as the launcher will be (resources derived from the sweep's settings)
