@@ -119,7 +119,7 @@ def test_interrupted_resume_counts_planned_jobs_and_keeps_finished_states(sweep_
     capsys.readouterr()
     assert main([f"resume={sweep}"]) == 130
     err = capsys.readouterr().err
-    assert "interrupted: 2 of 2 jobs have a row (0 written by this run)" in err
+    assert "interrupted after 2 of 2 jobs (0 by this run)" in err
     assert read_state(sweep / "0") == states[0]  # the finished job: untouched
     assert read_state(sweep / "1")["state"] == "interrupted"
     monkeypatch.setattr(capture_api, "capture", fake_capture)

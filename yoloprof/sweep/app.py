@@ -212,6 +212,11 @@ def finish(sweep_dir: Path, total: int | None, analysis: dict[str, Any]) -> int:
     if missing:  # e.g. a job the scheduler killed without requeueing it (its job_state.json says so)
         print(f"{PROG}: warning: {missing} of {total} jobs wrote no row; "
               f"rerun them with resume={sweep_dir}", file=sys.stderr)
+    from yoloprof.sweep.machine import WAITS, wait_summary
+
+    if wait_summary():
+        print(f"{PROG}: {wait_summary()}", file=sys.stderr)
+    WAITS.clear()
     failed = int((df["status"] == "failed").sum()) if len(df) else 0
     if failed:
         print(f"{PROG}: {failed} of {len(df)} jobs failed (tracebacks in <job dir>/{files.JOB_LOG})",
@@ -292,6 +297,9 @@ def _run(argv: list[str]) -> tuple[int, Path | None]:
     from yoloprof.sweep.progress import SweepProgress
 
     started = time.time()
+    from yoloprof.sweep.machine import WAITS
+
+    WAITS.clear()  # "waits for another timed capture": said once per sweep, then counted
     try:
         with SweepProgress(plan.total), resumes.launch_only(selected, rerun):
             _launch(overrides + dir_overrides(plan.sweep_dir), plan.multirun, config_dir,
@@ -318,9 +326,9 @@ def interrupted(sweep_dir: Path, total: int | None, since: float = 0.0) -> int:
     rows = [p for p in row_files(sweep_dir) if p.parent.name.isdigit()
             and (total is None or int(p.parent.name) < total)]
     new = sum(1 for p in rows if p.stat().st_mtime >= since)
-    print(f"{PROG}: interrupted: {len(rows)} of {total if total is not None else '?'} jobs have a row "
-          f"({new} written by this run); nothing half-written; continue with: yoloprof sweep "
-          f"resume={sweep_dir}", file=sys.stderr)
+    by_run = f" ({new} by this run)" if new != len(rows) else ""
+    print(f"{PROG}: interrupted after {len(rows)} of {total if total is not None else '?'} jobs{by_run}; "
+          f"nothing half-written; continue with: yoloprof sweep resume={sweep_dir}", file=sys.stderr)
     return 130
 
 
