@@ -12,7 +12,7 @@ import pytest
 import yoloprof.capture.api as capture_api
 from helpers.profiles import cpu_train_profile
 from yoloprof.cli import main
-from yoloprof.config.outdirs import last_two, run_dir
+from yoloprof.profiles.outdirs import last_two, run_dir
 from yoloprof.errors import UsageError
 
 

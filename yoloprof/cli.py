@@ -38,7 +38,7 @@ def _run_capture(args: argparse.Namespace, mode: str) -> int:
     from yoloprof.config.cli_args import settings_from_args
     from yoloprof.sweep.machine import timed_slot
 
-    from yoloprof.config.outdirs import run_dir
+    from yoloprof.profiles.outdirs import run_dir
 
     settings = settings_from_args(args, mode)
     out_dir = run_dir(args.project, mode, args.exist_ok)  # train, train2, ...: earlier ones are kept
@@ -180,7 +180,7 @@ def _last_two(args: argparse.Namespace) -> None:
         return
     if args.before is not None:
         raise UsageError("compare: give BEFORE AFTER or --last PROJECT, not both")
-    from yoloprof.config.outdirs import last_two
+    from yoloprof.profiles.outdirs import last_two
 
     args.before, args.after = (str(p) for p in last_two(args.last))
     print(f"yoloprof compare: {args.before} -> {args.after}", file=sys.stderr)
