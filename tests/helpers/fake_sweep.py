@@ -31,8 +31,8 @@ def _held(batch: int) -> bool:
     env = os.environ
     if env.get("FAKE_HOLD_BATCH") == str(batch):
         return True
-    return (env.get("FAKE_HOLD_TASK") is not None and env.get("FAKE_HOLD_TASK") == env.get("SLURM_ARRAY_TASK_ID")
-            and env.get("SLURM_RESTART_COUNT") == "0")
+    held = (env.get("FAKE_HOLD_TASK") or "").split(",")  # one task or several: "1,3"
+    return env.get("SLURM_ARRAY_TASK_ID") in held and env.get("SLURM_RESTART_COUNT") == "0"
 
 
 def fake_capture(settings, out_dir, *, progress: bool = False) -> dict:
