@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from yoloprof.profiles.io import write_bytes_atomic
 from yoloprof.profiles.model import metric
 
 
@@ -68,7 +69,7 @@ def fake_capture(settings, out_dir, *, progress: bool = False) -> dict:
         profile["metrics"]["peak_mem_mb"] = metric([per * settings.batch] * settings.repeat, "MiB", "lower")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "profile.json").write_text(json.dumps(profile), encoding="utf-8")
+    write_bytes_atomic(out / "profile.json", json.dumps(profile).encode())  # as the real capture: atomic
     return profile
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from yoloprof.config.settings import CaptureSettings
+from yoloprof.errors import YoloprofError
 from yoloprof.defs.files import PROFILE as PROFILE_NAME
 from yoloprof.config.translate import job_values
 from yoloprof.profiles.jobstate import read_manifest_field, read_state, write_state
@@ -33,6 +34,16 @@ from yoloprof.profiles.rows import (ROW_NAME, failed_row, overrides_json, read_r
                                  utc_now, write_row)
 
 log = logging.getLogger("yoloprof.sweep")
+
+
+class JobNotWritten(YoloprofError):
+    """A job's row or state could not be written (ENOSPC, EDQUOT, EIO...): the sweep stops there,
+    since the next job would meet the same disk; every finished job is untouched (atomic writes),
+    and resume= reruns this one and those after it."""
+
+    def __init__(self, num: int, job_dir: Path, exc: OSError) -> None:
+        super().__init__(f"job {num} could not be written to {job_dir}: {exc.strerror or exc}; the "
+                         f"finished jobs are intact; make room, then: yoloprof sweep resume={job_dir.parent}")
 
 
 def _job_num(hydra_cfg: Any) -> int:
@@ -185,7 +196,10 @@ def run_job(cfg: DictConfig) -> str | float:
         progress.notify_done(num, "kept")
         return _returned(cfg, old, "kept")
     prior = read_state(job_dir)
-    _state(job_dir, num, "running", base)
+    try:
+        _state(job_dir, num, "running", base)
+    except OSError as exc:
+        raise JobNotWritten(num, job_dir, exc) from exc
     started, t0 = utc_now(), time.perf_counter()
     try:
         from yoloprof.sweep.usertask import run_user_task, user_task
@@ -217,8 +231,11 @@ def run_job(cfg: DictConfig) -> str | float:
         else:
             _state(job_dir, num, "interrupted" if isinstance(exc, KeyboardInterrupt) else "preempted", base)
         raise
-    write_row(job_dir / ROW_NAME, row)
-    _state(job_dir, num, "done" if row["status"] == "ok" else "failed", base)
+    try:
+        write_row(job_dir / ROW_NAME, row)
+        _state(job_dir, num, "done" if row["status"] == "ok" else "failed", base)
+    except OSError as exc:  # a full disk, a quota: this job is lost, the finished ones are whole
+        raise JobNotWritten(num, job_dir, exc) from exc
     progress.notify_done(num, row["status"])
     return _returned(cfg, row, str(row["status"]))
 
