@@ -30,9 +30,15 @@ def _two_jobs(sweep_env, monkeypatch) -> Path:
     return sweep
 
 
-def test_resume_with_other_overrides_is_refused_naming_the_difference(sweep_env, monkeypatch):
-    sweep = _two_jobs(sweep_env, monkeypatch)
+def test_resume_refuses_other_overrides_keeps_finished_jobs_and_reruns_only_when_confirmed(
+        sweep_env, monkeypatch, capsys):
+    import yoloprof.capture.api as capture_api
+    from helpers.fake_sweep import fake_capture
+
+    sweep = _two_jobs(sweep_env, monkeypatch)  # job 0 ok, job 1 failed
     before = _snapshot(sweep / "0")
+    state0 = read_state(sweep / "0")
+    # other overrides: refused, one line naming each difference, nothing touched
     with pytest.raises(UsageError) as err:
         main([f"resume={sweep}", "-m", "batch=4", "imgsz=64", *QUIET])
     msg = str(err.value)
@@ -41,15 +47,33 @@ def test_resume_with_other_overrides_is_refused_naming_the_difference(sweep_env,
         main([f"resume={sweep}", "-m", "batch=1,2", "imgsz=64", *QUIET[1:], "device=cuda:0"])
     with pytest.raises(UsageError, match="imgsz=64 missing"):
         main([f"resume={sweep}", "-m", "batch=1,2", *QUIET])
-    assert _snapshot(sweep / "0") == before
+    # an interrupted resume: counts the planned jobs, never marks the finished one interrupted
+    def interrupt(settings, out_dir, **kw):
+        raise KeyboardInterrupt
 
-
-def test_resume_with_the_stored_overrides_in_another_order_continues(sweep_env, monkeypatch, capsys):
-    sweep = _two_jobs(sweep_env, monkeypatch)
-    before = _snapshot(sweep / "0")
+    monkeypatch.setattr(capture_api, "capture", interrupt)
+    capsys.readouterr()
+    assert main([f"resume={sweep}"]) == 130
+    assert "interrupted after 2 of 2 jobs (0 by this run)" in capsys.readouterr().err
+    assert read_state(sweep / "0") == state0 and read_state(sweep / "1")["state"] == "interrupted"
+    # the stored overrides in another order: the same sweep, continued; job 0 not launched at all
+    monkeypatch.setattr(capture_api, "capture", fake_capture)
     assert main([f"resume={sweep}", *reversed(QUIET), "imgsz=64", "batch=1,2", "-m"]) == 0
+    assert "1 of 2 jobs have an ok row; running 1:" in capsys.readouterr().err
     assert _snapshot(sweep / "0") == before
     assert list(read_rows(sweep)["status"]) == ["ok", "ok"]
+    # finished jobs run again only when confirmed
+    with pytest.raises(UsageError, match="finished job.* 0; add --yes"):
+        main([f"resume={sweep}", "rerun=0"])
+    with pytest.raises(UsageError, match="no job 7"):
+        main([f"resume={sweep}", "rerun=7", "--yes"])
+    with pytest.raises(UsageError, match="with resume="):
+        main(["rerun=0", *QUIET])
+    assert _snapshot(sweep / "0") == before
+    kept1 = _snapshot(sweep / "1")
+    assert main([f"resume={sweep}", "rerun=0", "--yes"]) == 0
+    assert (sweep / "0" / ROW_NAME).read_bytes() != before[ROW_NAME]  # rewritten, as confirmed
+    assert read_state(sweep / "0")["state"] == "done" and _snapshot(sweep / "1") == kept1
 
 
 def test_resume_alone_reproduces_every_stored_override_and_runs_what_it_says(sweep_env, monkeypatch, capsys):
@@ -75,23 +99,6 @@ def test_resume_alone_reproduces_every_stored_override_and_runs_what_it_says(swe
     assert [p["job_num"] for p in manifest["planned"]] == [0, 1, 2]
 
 
-def test_finished_jobs_rerun_only_when_confirmed(sweep_env, monkeypatch, capsys):
-    sweep = _two_jobs(sweep_env, monkeypatch)
-    assert main([f"resume={sweep}"]) == 0
-    before = _snapshot(sweep / "0")
-    with pytest.raises(UsageError, match="finished job.* 0; add --yes"):
-        main([f"resume={sweep}", "rerun=0"])
-    assert _snapshot(sweep / "0") == before
-    with pytest.raises(UsageError, match="no job 7"):
-        main([f"resume={sweep}", "rerun=7", "--yes"])
-    with pytest.raises(UsageError, match="with resume="):
-        main(["rerun=0", *QUIET])
-    old_row = (sweep / "0" / ROW_NAME).read_bytes()
-    assert main([f"resume={sweep}", "rerun=0", "--yes"]) == 0
-    assert (sweep / "0" / ROW_NAME).read_bytes() != old_row  # rewritten, as confirmed
-    assert read_state(sweep / "0")["state"] == "done"
-
-
 def test_an_edited_grid_is_refused_on_resume(sweep_env, tmp_path, monkeypatch):
     conf = tmp_path / "conf" / "sweep"
     conf.mkdir(parents=True)
@@ -103,27 +110,6 @@ def test_an_edited_grid_is_refused_on_resume(sweep_env, tmp_path, monkeypatch):
     with pytest.raises(UsageError, match="job 1 is now .*batch=4.*planned .*batch=2"):
         main([f"resume={sweep}"])
     assert _snapshot(sweep / "1") == before
-
-
-def test_interrupted_resume_counts_planned_jobs_and_keeps_finished_states(sweep_env, monkeypatch, capsys):
-    import yoloprof.capture.api as capture_api
-    from helpers.fake_sweep import fake_capture
-
-    sweep = _two_jobs(sweep_env, monkeypatch)
-    states = {n: read_state(sweep / str(n)) for n in (0, 1)}
-
-    def interrupt(settings, out_dir, **kw):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(capture_api, "capture", interrupt)
-    capsys.readouterr()
-    assert main([f"resume={sweep}"]) == 130
-    err = capsys.readouterr().err
-    assert "interrupted after 2 of 2 jobs (0 by this run)" in err
-    assert read_state(sweep / "0") == states[0]  # the finished job: untouched
-    assert read_state(sweep / "1")["state"] == "interrupted"
-    monkeypatch.setattr(capture_api, "capture", fake_capture)
-    assert main([f"resume={sweep}"]) == 0
 
 
 def test_runs_of_and_parse_rerun():
