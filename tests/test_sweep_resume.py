@@ -77,7 +77,8 @@ def test_resume_refuses_other_overrides_keeps_finished_jobs_and_reruns_only_when
 
 
 def test_resume_alone_reproduces_every_stored_override_and_runs_what_it_says(sweep_env, monkeypatch, capsys):
-    (Path.cwd() / "mymodels.py").write_text("import torch\ndef Net(width=4):\n    return torch.nn.Conv2d(3, width, 3)\n")
+    (Path.cwd() / "mymodels.py").write_text("import torch\ndef Net(width=4):\n"
+                                            "    return torch.nn.Conv2d(3, width, 3)\n")
     monkeypatch.setenv("FAKE_FAIL_BATCH", "2")
     assert main(["-m", "batch=1,2,3", "imgsz=64", "+model.width=8", "model._target_=mymodels.Net", *QUIET]) == 1
     [sweep] = sweep_env()

@@ -190,11 +190,7 @@ def run_job(cfg: DictConfig) -> str | float:
     progress.notify_start(num, overrides)
     old = _finished(job_dir, num)
     if old is not None:  # never launched by a grid resume; a search sweeper's may ask again
-        if old.get("config_hash") != _identity_hash(cfg):
-            log.error("job %d: its ok row is of another configuration (config %s); left untouched: "
-                      "rerun it with resume=%s rerun=%d --yes", num, old.get("config_hash"), job_dir.parent, num)
-        progress.notify_done(num, "kept")
-        return _returned(cfg, old, "kept")
+        return _kept(cfg, job_dir, num, old)
     prior = read_state(job_dir)
     try:
         _state(job_dir, num, "running", base)
@@ -225,11 +221,7 @@ def run_job(cfg: DictConfig) -> str | float:
                          str(exc) if isinstance(exc, (WorkerError, MachineBusy)) else exc)
         _release_memory()
     except BaseException as exc:
-        if prior is not None and (read_row(job_dir / ROW_NAME) or {}).get("status") == "ok":
-            # a confirmed rerun stopped midway: its finished row stands, and so does its state
-            write_state(job_dir, num, **{k: v for k, v in prior.items() if k not in ("schema", "job_num", "updated_at")})
-        else:
-            _state(job_dir, num, "interrupted" if isinstance(exc, KeyboardInterrupt) else "preempted", base)
+        _stopped(job_dir, num, prior, "interrupted" if isinstance(exc, KeyboardInterrupt) else "preempted", base)
         raise
     try:
         write_row(job_dir / ROW_NAME, row)
@@ -238,6 +230,24 @@ def run_job(cfg: DictConfig) -> str | float:
         raise JobNotWritten(num, job_dir, exc) from exc
     progress.notify_done(num, row["status"])
     return _returned(cfg, row, str(row["status"]))
+
+
+def _kept(cfg: DictConfig, job_dir: Path, num: int, old: dict[str, Any]) -> str | float:
+    """A finished job asked for again: its folder is left exactly as it is."""
+    if old.get("config_hash") != _identity_hash(cfg):
+        log.error("job %d: its ok row is of another configuration (config %s); left untouched: "
+                  "rerun it with resume=%s rerun=%d --yes", num, old.get("config_hash"), job_dir.parent, num)
+    progress.notify_done(num, "kept")
+    return _returned(cfg, old, "kept")
+
+
+def _stopped(job_dir: Path, num: int, prior: dict[str, Any] | None, state: str, base: dict[str, Any]) -> None:
+    """Ctrl-C or the scheduler's stop: the job is marked `state`, unless it has a finished row (a
+    confirmed rerun stopped midway): that row stands, and so does its earlier state."""
+    if prior is not None and (read_row(job_dir / ROW_NAME) or {}).get("status") == "ok":
+        write_state(job_dir, num, **{k: v for k, v in prior.items() if k not in ("schema", "job_num", "updated_at")})
+    else:
+        _state(job_dir, num, state, base)
 
 
 def _identity_hash(cfg: DictConfig) -> str | None:
