@@ -41,9 +41,19 @@ def _array_tasks(array_id: str) -> list[str]:
     return [line.strip() for line in out.splitlines() if line.strip()]
 
 
-def test_scancel_mid_sweep_is_named_cancelled_and_resume_submits_that_task_alone(tmp_path):
+@pytest.mark.parametrize("accounting", ["on", "off"])
+def test_scancel_mid_sweep_is_named_cancelled_and_resume_submits_that_task_alone(tmp_path, accounting):
+    """`off`: a `sacct` that fails as it does without slurmdbd comes first on PATH, so only squeue
+    and scontrol can say what became of the task (submitit alone would wait for it forever)."""
     driver = write_driver(tmp_path)
     env = {**os.environ, **fake_jobs_env(), "FAKE_HOLD_BATCH": "2", "NO_COLOR": "1"}
+    if accounting == "off":
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        (bin_dir / "sacct").write_text("#!/bin/sh\necho 'sacct: error: Slurm accounting storage is disabled' >&2\n"
+                                       "exit 1\n")
+        (bin_dir / "sacct").chmod(0o755)
+        env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
     env.pop("YOLOPROF_SWEEP_ID", None)
     proc = subprocess.Popen(driver_cmd(driver, *ARGS), cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
