@@ -8,11 +8,14 @@ from __future__ import annotations
 import pytest
 
 from helpers.fake_sweep import fake_step_ms
-from test_sweep_cluster import SLURM, TINY, fake_jobs, slurm, sweep_dirs  # noqa: F401 - fixtures
 from yoloprof.profiles.jobstate import describe, read_state
 from yoloprof.profiles.rows import ROW_NAME, read_rows
 from yoloprof.sweep import scheduler_state
 from yoloprof.sweep.app import main
+
+# the fake capture in the job processes (fixture `fake_jobs`), 32 px inference, no trace pass
+ARGS = ["-m", "hydra/launcher=submitit_slurm", "analysis.enabled=false", "device=cpu", "mode=infer",
+        "imgsz=32", "workers=0", "capture.warmup=1", "capture.runs=2", "repeat=2", "capture.trace=false"]
 
 
 def _runner(answers: dict[str, str]):
@@ -47,8 +50,8 @@ def test_cancel_timeout_node_failure_without_sacct_then_resume_submits_those_alo
     monkeypatch.setenv("FAKE_SLURM_NO_SACCT", "1")  # accounting off: squeue/scontrol must tell
     monkeypatch.setattr(scheduler_state, "ASK_S", 0.3)
     monkeypatch.setattr(scheduler_state, "RESULT_GRACE_S", 0.3)
-    assert main([*SLURM, *TINY, "batch=1,2,3,4"]) == 1
-    [sweep] = sweep_dirs(tmp_path)
+    assert main([*ARGS, "batch=1,2,3,4"]) == 1
+    [sweep] = sorted((tmp_path / "runs" / "profile" / "sweeps" / "adhoc").iterdir())
     states = {n: read_state(sweep / str(n))["state"] for n in range(4)}
     assert states == {0: "node_failure", 1: "cancelled", 2: "done", 3: "timed_out"}
     assert describe(read_state(sweep / "1")).startswith("cancelled on the scheduler")
