@@ -81,3 +81,20 @@ def test_a_typo_in_a_users_yaml_names_file_line_key_and_the_closest(sweep_env, t
     (conf / "mine.yaml").write_text("# @package _global_\n" + text)
     msg = _refused(["--config-dir", str(tmp_path / "conf"), "+sweep=mine"], tmp_path)
     assert msg == (f"{conf / 'mine.yaml'}, line {line}: unknown key {key!r} (did you mean {hint!r}?)")
+
+
+def test_a_dataset_changed_since_is_listed_again(tmp_path):
+    from yoloprof.config.settings import CaptureSettings
+    from yoloprof.workloads.inputcheck import CLI, check_data
+
+    data = tmp_path / "ds"
+    (data / "images").mkdir(parents=True)
+    settings = CaptureSettings.for_mode("train", data=str(data), batch=1, warmup=0, steps=2)
+    with pytest.raises(UsageError, match="no images"):
+        check_data(settings, CLI)
+    _dataset(tmp_path / "more", 2)
+    for sub in ("images", "labels"):
+        (data / sub).mkdir(exist_ok=True)
+        for f in (tmp_path / "more" / sub).iterdir():
+            f.rename(data / sub / f.name)
+    check_data(settings, CLI)  # the images added since are seen

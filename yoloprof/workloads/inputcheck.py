@@ -48,8 +48,19 @@ class Names:
 CLI, HYDRA = Names(hydra=False), Names(hydra=True)
 
 
-@functools.lru_cache(maxsize=64)
+def _stamp(data: str) -> tuple[int, ...]:
+    """Modification times of the data path and its images/labels folders: a dataset changed since
+    (images added in a notebook, say) is listed again, not answered from the cache."""
+    path = Path(data).expanduser()
+    return tuple(p.stat().st_mtime_ns for p in (path, path / "images", path / "labels") if p.exists())
+
+
 def _listing(data: str, split: str) -> tuple[tuple[Path, ...], str]:
+    return _cached_listing(data, split, _stamp(data))
+
+
+@functools.lru_cache(maxsize=64)  # a grid of many configurations on one dataset lists it once
+def _cached_listing(data: str, split: str, _stamp: tuple[int, ...]) -> tuple[tuple[Path, ...], str]:
     """(image paths, where they were looked for) of a data.yaml or dataset folder, by name only."""
     from yoloprof.workloads.images import list_images
     from yoloprof.workloads.yolodata import YAML_SUFFIXES, dataset_yaml, yaml_split_images
