@@ -35,6 +35,16 @@ def finished(sweep: Path) -> dict[str, bytes]:
     return out
 
 
+def started_since(root: Path, since: float) -> bool:
+    for path in root.glob("runs/profile/sweeps/adhoc/*/*/job_state.json"):
+        try:
+            if path.stat().st_mtime >= since:
+                return True
+        except FileNotFoundError:
+            continue
+    return False
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--kills", type=int, default=12)
@@ -55,13 +65,14 @@ def main() -> int:
     t0 = time.perf_counter()
     while True:
         sweeps = [p.parent for p in root.glob("runs/profile/sweeps/adhoc/*/yoloprof_sweep.json")]
+        started = time.time()
         proc = subprocess.Popen(driver_cmd(driver, *([f"resume={sweeps[0]}"] if sweeps else grid)), cwd=root,
                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         runs += 1
         if kills < args.kills:
-            while proc.poll() is None and not list(root.glob("runs/profile/sweeps/adhoc/*/*/job_state.json")):
+            while proc.poll() is None and not started_since(root, started):  # a job of this run runs
                 time.sleep(0.02)
-            time.sleep(rng.uniform(0.0, 4 * args.sleep))
+            time.sleep(rng.uniform(0.0, 8 * args.sleep))  # within the next few jobs, anywhere
             if proc.poll() is None:
                 proc.send_signal(signal.SIGKILL)
                 kills += 1
