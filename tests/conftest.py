@@ -114,3 +114,61 @@ def slow_start():
         yield mod
     finally:
         sys.path.remove(assets)
+
+
+def sweep_env(tmp_path, monkeypatch):
+    """Run sweeps in tmp_path with the fake capture; returns a function giving the sweep dirs."""
+    import yoloprof.capture.api as capture_api
+    from helpers.fake_sweep import fake_capture
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(capture_api, "capture", fake_capture)
+    for var in ("YOLOPROF_SWEEP_ID", "YOLOPROF_LAUNCHER", "YOLOPROF_RERUN", "FAKE_FAIL_BATCH", "FAKE_OOM_BATCH",
+                "FAKE_SLEEP"):
+        monkeypatch.delenv(var, raising=False)
+    for name in [m for m in sys.modules if m == "mymodels" or m.startswith("mymodels.")]:
+        monkeypatch.delitem(sys.modules, name)  # each test writes its own mymodels.py in its tmp_path
+
+    def sweep_dirs(name: str = "adhoc") -> list[Path]:
+        return sorted((tmp_path / "runs" / "profile" / "sweeps" / name).iterdir())
+    return sweep_dirs
+
+
+@pytest.fixture
+def slurm(tmp_path, monkeypatch):
+    """Fake SLURM commands on PATH, sweeps written under tmp_path; returns the fake's state reader."""
+    import fakeslurm
+    from yoloprof.sweep import sweeper
+
+    env = fakeslurm.install(tmp_path / "bin", tmp_path / "slurm")
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("FAKE_SLURM_PREEMPT", raising=False)
+    monkeypatch.delenv("YOLOPROF_SWEEP_ID", raising=False)
+    monkeypatch.chdir(tmp_path)
+    # ask sacct every second, not every few minutes (each call is a Python process, ~0.03 s of
+    # CPU; submitit asks while any job has no result yet; a finished job is seen by its result file)
+    from submitit.slurm.slurm import SlurmJob
+    monkeypatch.setattr(SlurmJob.watcher, "_delay_s", 1.0)
+    # the fake never requeues a PREEMPTED task (it shows REQUEUED instead): no need to wait long
+    monkeypatch.setattr(sweeper, "PREEMPTED_GRACE_S", 0.5)
+    return fakeslurm
+
+
+@pytest.fixture
+def fake_jobs(monkeypatch):
+    """The sweep's job processes run the fake capture (they are about the scheduler's path, not
+    the capture). Returns the check that a sweep's ok rows hold the fake's numbers, recomputed:
+    those jobs did run the fake, in their own processes."""
+    from helpers.fake_sweep import fake_jobs_env, fake_step_ms
+
+    for key, value in fake_jobs_env().items():
+        monkeypatch.setenv(key, value)
+    for var in ("FAKE_SLEEP", "FAKE_HOLD_TASK", "FAKE_FAIL_BATCH", "FAKE_OOM_BATCH", "FAKE_PEAK_MEM_PER_IMAGE"):
+        monkeypatch.delenv(var, raising=False)
+
+    def check(df) -> None:  # a pandas DataFrame of rows
+        for row in df.itertuples():
+            steps = [fake_step_ms(row.batch, row.imgsz, row.trial, r) for r in range(row.repeat)]
+            assert row.device_name == "fake-cpu" and list(row.step_ms_samples) == pytest.approx(steps)
+    return check

@@ -20,7 +20,12 @@ Preemption is simulated from the environment of `sbatch`: `FAKE_SLURM_PREEMPT=TA
 waits until a file matching the glob FILE (`{task}` = the task index) exists while TASK runs, then either
 signals the task as SLURM does before preempting a requeueable job (MODE `requeue`: SIGTERM, then
 SIGUSR2; submitit checkpoints and calls `scontrol requeue`) or kills it outright and marks it
-PREEMPTED for good (MODE `kill`). Only the task's first attempt is preempted.
+PREEMPTED for good (MODE `kill`). Only the task's first attempt is preempted. The other ends a
+task can meet on one node are modes too, each killing the task and leaving the state SLURM gives:
+`cancel` (as `scancel ID` does: CANCELLED), `timeout` (a task over its time limit: TIMEOUT),
+`node_fail` (its node set down: NODE_FAIL). Several tasks: `1:cancel:F;3:timeout:F`.
+`FAKE_SLURM_NO_SACCT=1` makes sacct fail as it does where accounting is off; then only
+`squeue -t all -j ID` and `scontrol show job ID` say what became of a task.
 """
 
 from __future__ import annotations
@@ -38,7 +43,9 @@ from pathlib import Path
 
 COMMANDS = ("sbatch", "srun", "sacct", "squeue", "scancel", "scontrol")
 NODE = "fakenode1"
-FINAL = ("COMPLETED", "FAILED", "CANCELLED", "PREEMPTED", "TIMEOUT")
+FINAL = ("COMPLETED", "FAILED", "CANCELLED", "PREEMPTED", "TIMEOUT", "NODE_FAIL")
+# MODE of FAKE_SLURM_PREEMPT -> the final state of a task killed that way
+KILL_STATES = {"kill": "PREEMPTED", "cancel": "CANCELLED", "timeout": "TIMEOUT", "node_fail": "NODE_FAIL"}
 
 
 def install(bin_dir: Path, state_dir: Path) -> dict[str, str]:
@@ -154,9 +161,19 @@ def _task_env(job: dict, task: str) -> dict[str, str]:
     return env
 
 
+def _fate(job: dict, task: str) -> tuple[str, str] | None:
+    """(mode, trigger glob) that FAKE_SLURM_PREEMPT sets for `task`, if any."""
+    for item in (job.get("preempt") or "").split(";"):
+        target, _, rest = item.partition(":")
+        if item and target == task:
+            mode, _, trigger = rest.partition(":")
+            return mode, trigger
+    return None
+
+
 def _preempt_watch(job: dict, task: str, proc: subprocess.Popen) -> None:
     """Wait for the trigger file while the task runs, then preempt it (first attempt only)."""
-    target, mode, trigger = job["preempt"].split(":", 2)
+    mode, trigger = _fate(job, task)
     pattern = trigger.replace("{task}", task)
     while proc.poll() is None and not glob.glob(pattern):
         time.sleep(0.05)
@@ -173,7 +190,7 @@ def _preempt_watch(job: dict, task: str, proc: subprocess.Popen) -> None:
                 return
             time.sleep(0.3)
         return
-    _update_task(job["id"], task, state="PREEMPTED", final=True)
+    _update_task(job["id"], task, state=KILL_STATES[mode], final=True)
     _signal_task(proc, signal.SIGKILL)
 
 
@@ -193,8 +210,7 @@ def _run_task(job_id: str, task: str) -> None:
         proc = subprocess.Popen(["bash", job["script"]], env=_task_env(job, task), start_new_session=True,
                                 stdin=subprocess.DEVNULL)
         _update_task(job_id, task, pid=proc.pid)
-        preempt = job.get("preempt")
-        if preempt and preempt.split(":", 1)[0] == task and attempts == 1:
+        if _fate(job, task) and attempts == 1:
             _preempt_watch(job, task, proc)
         code = proc.wait()
         state = load_job(job_id)["tasks"][task]
@@ -272,9 +288,13 @@ def _task_lines(ids: list[str]) -> list[tuple[str, dict]]:
 
 
 def sacct(args: list[str]) -> int:
+    if os.environ.get("FAKE_SLURM_NO_SACCT"):
+        print("sacct: error: Slurm accounting storage is disabled", file=sys.stderr)
+        return 1
     ids = [args[i + 1] for i, a in enumerate(args) if a == "-j"]
     fields = args[args.index("-o") + 1].split(",") if "-o" in args else ["JobID", "State", "NodeList"]
-    print("|".join(fields))
+    if "-n" not in args:
+        print("|".join(fields))
     for name, info in _task_lines(ids):
         values = {"JobID": name, "State": info["state"], "NodeList": info.get("node") or "None assigned"}
         print("|".join(values.get(f, "") for f in fields))
@@ -282,10 +302,15 @@ def sacct(args: list[str]) -> int:
 
 
 def squeue(args: list[str]) -> int:
-    print("JOBID|STATE|NODELIST")
-    for name, info in _task_lines([]):
-        if info["state"] not in FINAL:
-            print(f"{name}|{info['state']}|{info.get('node') or ''}")
+    """`squeue [-h] [-t all] [-j ID] [-o %i|%T]`: unfinished tasks; with `-t all` the finished ones
+    too (SLURM keeps them for MinJobAge)."""
+    ids = [args[i + 1] for i, a in enumerate(args) if a == "-j"]
+    every = "-t" in args and args[args.index("-t") + 1].lower() == "all"
+    if "-h" not in args:
+        print("JOBID|STATE|NODELIST")
+    for name, info in _task_lines(ids):
+        if every or info["state"] not in FINAL:
+            print(f"{name}|{info['state']}" + ("" if "-o" in args else f"|{info.get('node') or ''}"))
     return 0
 
 
@@ -317,6 +342,10 @@ def scontrol(args: list[str]) -> int:
     if args[:1] == ["requeue"]:
         for main, task in _tasks_of(args[1]):
             _update_task(main, task, state="REQUEUED")
+        return 0
+    if args[:2] == ["show", "job"]:
+        for name, info in _task_lines([args[2]]):
+            print(f"JobId={name} JobName=fake JobState={info['state']} Reason=None NodeList={info.get('node')}")
         return 0
     print(f"fake scontrol: unsupported {' '.join(args)}", file=sys.stderr)
     return 1

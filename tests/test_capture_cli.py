@@ -257,7 +257,7 @@ def test_ctrl_c_leaves_the_previous_profile_intact(tmp_path):
     env = {**os.environ, "NO_COLOR": "1", RUNTIME_ENV: str(runtime)}
     proc = subprocess.Popen([sys.executable, "-m", "yoloprof", "run", "--device", "cpu", "--batch", "2",
                              "--imgsz", "64", "--steps", "400", "--warmup", "1", "--workers", "0",
-                             "--project", str(tmp_path)], stderr=subprocess.PIPE, env=env)
+                             "--project", str(tmp_path), "--exist-ok"], stderr=subprocess.PIPE, env=env)
     deadline = time.monotonic() + 120
     while not (runtime / REGISTRY / f"{proc.pid}.json").exists():  # torch imported, capture starting
         assert proc.poll() is None and time.monotonic() < deadline, "the capture never started"

@@ -59,7 +59,7 @@ def test_interrupt_at_each_stage(tmp_path, monkeypatch, stage):
     workers = "2" if stage == "loader-shutdown" else "0"  # only multi-process loaders shut down
     so, se = io.StringIO(), io.StringIO()
     with redirect_stdout(so), redirect_stderr(se):
-        code = main([*TINY, "--workers", workers, "--project", str(tmp_path)])
+        code = main([*TINY, "--workers", workers, "--project", str(tmp_path), "--exist-ok"])
     assert code == 130, se.getvalue()
     assert se.getvalue() == "yoloprof: interrupted\n"
     _assert_untouched(out)
@@ -72,7 +72,8 @@ def test_interrupt_while_workers_shut_down_end_to_end(tmp_path):
     out = _previous_run(tmp_path)
     env = {**os.environ, "NO_COLOR": "1", interrupt.TEST_STAGE_ENV: "loader-shutdown"}
     env.pop("YOLOPROF_DEBUG", None)
-    proc = subprocess.run([sys.executable, "-m", "yoloprof", *TINY, "--workers", "2", "--project", str(tmp_path)],
+    proc = subprocess.run([sys.executable, "-m", "yoloprof", *TINY, "--workers", "2", "--project", str(tmp_path),
+                           "--exist-ok"],
                           env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert proc.returncode == 130, proc.stderr
     assert proc.stderr == "yoloprof: interrupted\n"

@@ -21,17 +21,7 @@ from helpers.paths import SWEEPS
 QUIET = ["device=cpu", "workers=0", "analysis.enabled=false", "launch.isolation=inprocess"]
 
 
-@pytest.fixture
-def sweep_env(tmp_path, monkeypatch):
-    """Run sweeps in tmp_path with the fake capture; returns a function giving the sweep dirs."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(capture_api, "capture", fake_capture)
-    for var in ("YOLOPROF_SWEEP_ID", "YOLOPROF_LAUNCHER", "FAKE_FAIL_BATCH", "FAKE_OOM_BATCH", "FAKE_SLEEP"):
-        monkeypatch.delenv(var, raising=False)
-
-    def sweep_dirs(name: str = "adhoc") -> list[Path]:
-        return sorted((tmp_path / "runs" / "profile" / "sweeps" / name).iterdir())
-    return sweep_dirs
+# the `sweep_env` fixture (fake capture, sweeps in tmp_path) is in conftest.py
 
 
 def test_multirun_grid_writes_profile_and_row_per_job(sweep_env, capsys):

@@ -15,11 +15,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import fakeslurm
-from helpers.fake_sweep import fake_capture, fake_jobs_env, fake_step_ms
+from helpers.fake_sweep import fake_capture
 from yoloprof.errors import UsageError
 from yoloprof.profiles.jobstate import count_states, job_states, read_state, write_state
-from yoloprof.sweep import sweeper
 from yoloprof.sweep.app import main
 from yoloprof.profiles.rows import RESULTS_NAME, ROW_NAME, ROW_SCHEMA, read_rows, write_row
 
@@ -32,39 +30,7 @@ TINY = ["device=cpu", "size=n", "mode=infer", "imgsz=32", "workers=0", "capture.
 SLURM = ["-m", "hydra/launcher=submitit_slurm", "analysis.enabled=false"]
 
 
-@pytest.fixture
-def slurm(tmp_path, monkeypatch):
-    """Fake SLURM commands on PATH, sweeps written under tmp_path; returns the fake's state reader."""
-    env = fakeslurm.install(tmp_path / "bin", tmp_path / "slurm")
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("FAKE_SLURM_PREEMPT", raising=False)
-    monkeypatch.delenv("YOLOPROF_SWEEP_ID", raising=False)
-    monkeypatch.chdir(tmp_path)
-    # ask sacct every second, not every few minutes (each call is a Python process, ~0.03 s of
-    # CPU; submitit asks while any job has no result yet; a finished job is seen by its result file)
-    from submitit.slurm.slurm import SlurmJob
-    monkeypatch.setattr(SlurmJob.watcher, "_delay_s", 1.0)
-    # the fake never requeues a PREEMPTED task (it shows REQUEUED instead): no need to wait long
-    monkeypatch.setattr(sweeper, "PREEMPTED_GRACE_S", 0.5)
-    return fakeslurm
-
-
-@pytest.fixture
-def fake_jobs(monkeypatch):
-    """The sweep's job processes run the fake capture (they are about the scheduler's path, not
-    the capture). Returns the check that a sweep's ok rows hold the fake's numbers, recomputed:
-    those jobs did run the fake, in their own processes."""
-    for key, value in fake_jobs_env().items():
-        monkeypatch.setenv(key, value)
-    for var in ("FAKE_SLEEP", "FAKE_HOLD_TASK", "FAKE_FAIL_BATCH", "FAKE_OOM_BATCH", "FAKE_PEAK_MEM_PER_IMAGE"):
-        monkeypatch.delenv(var, raising=False)
-
-    def check(df: pd.DataFrame) -> None:
-        for row in df.itertuples():
-            steps = [fake_step_ms(row.batch, row.imgsz, row.trial, r) for r in range(row.repeat)]
-            assert row.device_name == "fake-cpu" and list(row.step_ms_samples) == pytest.approx(steps)
-    return check
+# the `slurm` and `fake_jobs` fixtures are in conftest.py
 
 
 def preempt(monkeypatch, tmp_path: Path, task: int, mode: str) -> None:

@@ -18,6 +18,18 @@ def test_cfg_job_shows_the_implied_sweep_name_of_a_user_file(tmp_path, capsys):
     assert "sweep_name: other" in capsys.readouterr().out.splitlines()
 
 
+def test_cfg_job_after_overrides_with_an_implied_sweep_name(tmp_path, capsys):
+    """`+sweep=mine batch=2 --cfg job`: the implied `sweep_name=mine` joins the overrides, not
+    the end of the command line (Hydra's parser took it for an unknown argument)."""
+    from yoloprof.sweep.app import main
+
+    (tmp_path / "sweep").mkdir()
+    (tmp_path / "sweep" / "mine.yaml").write_text("# @package _global_\nhydra:\n  mode: MULTIRUN\n")
+    assert main(["--config-dir", str(tmp_path), "+sweep=mine", "batch=2", "--cfg", "job"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "sweep_name: mine" in lines and "batch: 2" in lines
+
+
 def test_hydra_output_dir_overrides_are_refused_with_the_way_out(tmp_path, monkeypatch, capsys):
     """Hydra writes a single run to hydra.run.dir exactly; yoloprof used to write to <parent>/0
     instead. Now it refuses, names the key and says how to choose the folder, and writes nothing."""

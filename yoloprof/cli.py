@@ -38,8 +38,10 @@ def _run_capture(args: argparse.Namespace, mode: str) -> int:
     from yoloprof.config.cli_args import settings_from_args
     from yoloprof.sweep.machine import timed_slot
 
+    from yoloprof.profiles.outdirs import run_dir
+
     settings = settings_from_args(args, mode)
-    out_dir = Path(args.project) / mode
+    out_dir = run_dir(args.project, mode, args.exist_ok)  # train, train2, ...: earlier ones are kept
     # registered (not locked) so that sweep jobs timing at the same time record it (other_captures)
     from yoloprof.capture.record import record_capture
     from yoloprof.profiles.rows import utc_now
@@ -254,6 +256,18 @@ def cmd_hotspots(args: argparse.Namespace) -> int:
     return _emit(args, result, render_hotspots)
 
 
+def _last_two(args: argparse.Namespace) -> None:
+    """`compare --last PROJECT`: the two latest captures of a run/infer project, as BEFORE AFTER."""
+    if args.last is None:
+        return
+    if args.sides or args.run_a or args.run_b:
+        raise UsageError("compare: give BEFORE AFTER (or --run-a/--run-b) or --last PROJECT, not both")
+    from yoloprof.profiles.outdirs import last_two
+
+    args.sides = [str(p) for p in last_two(args.last)]
+    print(f"yoloprof compare: {args.sides[0]} -> {args.sides[1]}", file=sys.stderr)
+
+
 def _compare_sides(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     """BEFORE AFTER, or several per side: A1 A2 ... vs B1 B2 ... (one profile per process)."""
     sides = list(args.sides or [])
@@ -288,6 +302,7 @@ def _compare_ab(args: argparse.Namespace) -> dict:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    _last_two(args)
     from yoloprof.render.terminal import render_compare
 
     if args.run_a or args.run_b:
@@ -542,6 +557,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         p.add_argument("--project", default=OUTPUT_KEYS["project"][0],
                        help=f"{OUTPUT_KEYS['project'][1]} (default: %(default)s)")
         p.add_argument("--json", action="store_true", help="print the profile as JSON on stdout")
+        p.add_argument("--exist-ok", action="store_true",
+                       help=f"write into PROJECT/{mode} again instead of a new {mode}2, {mode}3, ...")
 
     def reader(name: str, help: str, fn: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
         p = add(name, help, fn)
@@ -603,6 +620,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--max-runs", type=int, default=20, help="with --run-a/-b: most processes in all")
     p.add_argument("--budget-s", type=float, default=None, help="with --run-a/-b: time budget in seconds")
     p.add_argument("--noise-file", default=None, help="the noise-floor store (default: per user)")
+    p.add_argument("--last", metavar="PROJECT", default=None,
+                   help="compare the two latest captures of a run/infer --project (e.g. train2, train3)")
     p.add_argument("--metric", action="append", default=None, help="repeatable; default: headline metrics")
     p.add_argument("--alpha", type=float, default=ALPHA)
     p.add_argument("--noise", type=float, default=NOISE)

@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from yoloprof.profiles.io import write_bytes_atomic
 from yoloprof.profiles.model import metric
 
 
@@ -31,8 +32,8 @@ def _held(batch: int) -> bool:
     env = os.environ
     if env.get("FAKE_HOLD_BATCH") == str(batch):
         return True
-    return (env.get("FAKE_HOLD_TASK") is not None and env.get("FAKE_HOLD_TASK") == env.get("SLURM_ARRAY_TASK_ID")
-            and env.get("SLURM_RESTART_COUNT") == "0")
+    held = (env.get("FAKE_HOLD_TASK") or "").split(",")  # one task or several: "1,3"
+    return env.get("SLURM_ARRAY_TASK_ID") in held and env.get("SLURM_RESTART_COUNT") == "0"
 
 
 def fake_capture(settings, out_dir, *, progress: bool = False) -> dict:
@@ -68,7 +69,7 @@ def fake_capture(settings, out_dir, *, progress: bool = False) -> dict:
         profile["metrics"]["peak_mem_mb"] = metric([per * settings.batch] * settings.repeat, "MiB", "lower")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "profile.json").write_text(json.dumps(profile), encoding="utf-8")
+    write_bytes_atomic(out / "profile.json", json.dumps(profile).encode())  # as the real capture: atomic
     return profile
 
 

@@ -29,8 +29,9 @@ from yoloprof.profiles.io import write_bytes_atomic
 SETTINGS_FILE = files.ANALYSIS_SETTINGS
 SETTINGS_SCHEMA = "yoloprof.analysis/1"
 # Files an analysis writes into its folder (parquet tables are matched by suffix): the only ones
-# a newer analysis of the same folder removes when it no longer writes them (e.g. report.html
-# after --no-html), so a folder never mixes the files of two runs.
+# a newer analysis of the same folder removes when it no longer writes them, so a folder never
+# mixes the files of two runs - except an output it was not asked for (`keep`: report.html under
+# --no-html), which an analysis never removes or changes.
 OUTPUT_SUFFIXES = (".parquet", ".md", ".csv", ".html")
 
 
@@ -97,12 +98,15 @@ def _write(folder: Path, outputs: dict[str, bytes]) -> None:
             os.fsync(fh.fileno())
 
 
-def _commit_named(folder: Path, outputs: dict[str, bytes]) -> None:
+def _commit_named(folder: Path, outputs: dict[str, bytes], keep: tuple[str, ...] = ()) -> None:
     root = folder.parent
     root.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=root))
     try:
         _write(stage, outputs)
+        for name in keep:  # not asked for: the earlier one moves into the new folder as it is
+            if name not in outputs and (folder / name).is_file():
+                shutil.copy2(folder / name, stage / name)
         os.chmod(stage, 0o777 & ~_umask())
         old = None
         if folder.exists():
@@ -116,14 +120,15 @@ def _commit_named(folder: Path, outputs: dict[str, bytes]) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def _commit_default(folder: Path, outputs: dict[str, bytes]) -> None:
+def _commit_default(folder: Path, outputs: dict[str, bytes], keep: tuple[str, ...] = ()) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / SETTINGS_FILE).unlink(missing_ok=True)  # from here until the end: "being written"
     for fname, data in outputs.items():
         if fname != SETTINGS_FILE:
             write_bytes_atomic(folder / fname, data)
     for stale in folder.iterdir():
-        if stale.is_file() and stale.suffix in OUTPUT_SUFFIXES and stale.name not in outputs:
+        if stale.is_file() and stale.suffix in OUTPUT_SUFFIXES and stale.name not in outputs \
+                and stale.name not in keep:
             stale.unlink()
     write_bytes_atomic(folder / SETTINGS_FILE, outputs[SETTINGS_FILE])
 
@@ -148,17 +153,18 @@ def _locked(root: Path) -> Iterator[None]:
 
 
 def commit(folder: Path, name: str, outputs: dict[str, bytes],
-           settings: AnalysisSettings | None = None) -> dict[str, Path]:
+           settings: AnalysisSettings | None = None, keep: tuple[str, ...] = ()) -> dict[str, Path]:
     """Write every output (settings.json included) into `folder`, together or not at all; the
     target is checked again under the lock, so a concurrent analysis with other settings that got
-    there first is never overwritten."""
+    there first is never overwritten. `keep`: outputs this analysis was not asked to write
+    (report.html under --no-html): an earlier one stays byte for byte, never removed."""
     if SETTINGS_FILE not in outputs:
         raise ValueError("an analysis is committed with its settings.json")
     root = folder if name == DEFAULT_NAME else folder.parent
     with _locked(root):
         if settings is not None:
             check_target(folder, settings, name)
-        (_commit_default if name == DEFAULT_NAME else _commit_named)(folder, outputs)
+        (_commit_default if name == DEFAULT_NAME else _commit_named)(folder, outputs, keep)
     return {fname: folder / fname for fname in outputs}
 
 

@@ -14,6 +14,7 @@ from yoloprof.capture import interrupt
 from yoloprof.capture.device import DeviceInfo, resolve_device
 from yoloprof.capture.heap import frozen_heap
 from yoloprof.capture.preflight import check_memory, check_model_inputs, check_output_dir
+from yoloprof.workloads.inputcheck import CLI, check_inputs
 from yoloprof.capture.progress import CaptureProgress
 from yoloprof.config.settings import CaptureSettings
 from yoloprof import warn
@@ -83,6 +84,7 @@ def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = 
     settings = settings.validate().resolved()  # canonical device, effective precision and threads
     device = resolve_device(settings.device)
     check_model_inputs(settings)
+    check_inputs(settings, CLI)  # data exists, has images and labels, fills the steps; model keywords
     amp = settings.autocast
     warnings = precision_warnings(settings, device) + device_warnings(settings, device)
     check_memory(settings, device, amp)  # --batch -1: estimated at batch 1, the least it can be

@@ -248,6 +248,7 @@ class Profile(LoopDevice):
     def _end_trace(self) -> None:
         _, trace_name = output_names(self._rank)
         self._trace_path = self._session.export(self.out_dir / trace_name)
+        self._notes.extend(self._session.native_notes)  # torch's C++ log lines: kept, not printed
         self._session = None
 
     def _begin_flops(self) -> None:
@@ -291,6 +292,7 @@ class Profile(LoopDevice):
             self._end_timed()
         elif window == "trace" and self._session is not None:
             self._session.stop()  # an incomplete trace window is not analysed
+            self._notes.extend(self._session.native_notes)
         elif window == "flops" and self._flop_counter is not None:
             self._flop_counter.__exit__(None, None, None)
         elif window == "modules" and self._recorder is not None:

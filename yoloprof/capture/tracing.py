@@ -12,7 +12,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, ContextManager, Iterator
 
 from yoloprof.capture import interrupt
 from yoloprof.capture.device import DeviceInfo, synchronize
@@ -55,29 +55,12 @@ def _is_chatter(line: bytes) -> bool:
     return line.startswith(_KINETO_CHATTER) or any(token in line for token in _KINETO_NOISE)
 
 
-@contextlib.contextmanager
-def _kineto_chatter_filtered() -> Iterator[None]:
-    """Route fd 2 through a temp file around profiler state changes and pass on every line that is
-    not Kineto's chatter (errors and warnings still reach the user, just a moment later)."""
-    sys.stderr.flush()
-    try:
-        saved = os.dup(2)
-    except OSError:  # no usable stderr: nothing to filter
-        yield
-        return
-    with tempfile.TemporaryFile() as tmp:
-        os.dup2(tmp.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            tmp.seek(0)
-            kept = [ln for ln in tmp.read().splitlines(keepends=True) if not _is_chatter(ln)]
-            if kept:
-                sys.stderr.write(b"".join(kept).decode(errors="replace"))
-                sys.stderr.flush()
+def _kineto_chatter_filtered() -> ContextManager[Any]:
+    """fd 2 sorted for a block: Kineto's chatter dropped, torch's C++ log lines counted, every
+    other line passed on (warn.native_stderr; TraceSession holds one from start to stop)."""
+    from yoloprof import warn
+
+    return warn.native_stderr(drop=_is_chatter)
 
 
 CUPTI_TEARDOWN_ENV = "TEARDOWN_CUPTI"
@@ -129,6 +112,8 @@ class TraceSession:
         self.schedule = schedule
         self.steps_done = 0
         self._stopped = False
+        self._window = contextlib.ExitStack()  # fd 2 read from start() to stop() (torch's C++ log)
+        self.native_notes: list[str] = []  # torch's C++ log lines of the window, for the profile
         self._prof = torch.profiler.profile(
             activities=activities(device),
             schedule=torch.profiler.schedule(wait=schedule.wait, warmup=schedule.warmup,
@@ -143,23 +128,45 @@ class TraceSession:
         return self.steps_done >= self.schedule.total
 
     def start(self) -> None:
+        """Start profiling. From here to stop(), what C++ writes on fd 2 is sorted (warn.native_stderr):
+        the allocator's "Memory block of unknown size" lines (logged while memory is profiled, when
+        a block allocated before the window is freed) go to the profile's warnings, not the terminal;
+        Kineto's chatter is dropped; anything else reaches the terminal when the window closes."""
         cupti_teardown(self.device)
-        with _kineto_chatter_filtered():
+        from yoloprof import warn
+
+        self._log = self._window.enter_context(warn.native_stderr(drop=_is_chatter))
+        try:
             self._prof.start()
+        except BaseException:
+            self._window.close()
+            raise
 
     def step(self) -> None:
         """One step boundary: the device is synchronised first, so the step's GPU work lands
         inside its own ProfilerStep span."""
         synchronize(self.device)
-        with _kineto_chatter_filtered():
-            self._prof.step()
+        self._prof.step()
         self.steps_done += 1
 
     def stop(self) -> None:
         if not self._stopped:
             self._stopped = True
-            with _kineto_chatter_filtered():
+            try:
                 self._prof.stop()
+            finally:
+                self._window.close()
+                self._record_native()
+
+    def _record_native(self) -> None:
+        from yoloprof import warn
+
+        log = getattr(self, "_log", None)
+        self.native_notes = log.notes() if log is not None else []
+        collector = warn.current()
+        if collector is not None:
+            for note in self.native_notes:
+                collector.keep(note)
 
     def export(self, out_path: Path, gzip: bool = False) -> Path:
         """Stop (if still running) and write the active window to `out_path` atomically."""

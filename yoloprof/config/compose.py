@@ -63,7 +63,7 @@ def compose_job(overrides: list[str] | None = None, config_dir: str | None = Non
                                         run_mode=RunMode.RUN,
                                         with_log_configuration=False)
         except Exception as exc:  # noqa: BLE001 - turned into one line for the user
-            raise UsageError(one_line(exc)) from exc
+            raise UsageError(one_line(exc, hydra)) from exc
 
 
 def sweep_options(hydra: object, group: str = "sweep") -> list[str]:
@@ -109,12 +109,56 @@ def _unknown_key(exc: BaseException) -> str | None:
     return None
 
 
-def one_line(exc: BaseException) -> str:
+_IN_FILE = re.compile(r"^In '([^']+)': ConfigKeyError")
+
+
+def _source_file(hydra: object, config_path: str) -> str:
+    """The file Hydra read `sweep/mine` from (the first source on its search path holding it)."""
+    try:
+        for source in hydra.config_loader.repository.get_sources():  # type: ignore[attr-defined]
+            if source.is_config(config_path):
+                root = source.path.split("://", 1)[-1]
+                return os.path.join(root, config_path + ".yaml") if source.scheme() == "file" else \
+                    f"{source.path}/{config_path}.yaml"
+    except Exception:  # noqa: BLE001 - Hydra internals: the config path alone still names it
+        pass
+    return f"{config_path}.yaml"
+
+
+def _key_in_file(exc: BaseException, hydra: object | None) -> str | None:
+    """A key of a user's YAML file that the schema does not have (`capture: {stesp: 3}`): Hydra
+    says `ConfigKeyError ... reference_type=CaptureConf`; yoloprof names the file, the line, the
+    key and the closest known key."""
+    from omegaconf.errors import ConfigKeyError
+
+    from yoloprof.config.schema import known_keys
+    from yoloprof.config.settings import unknown_key_message
+
+    match = _IN_FILE.match(str(exc))
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and not isinstance(cause, ConfigKeyError):
+        cause = cause.__cause__ or cause.__context__
+    if not match or cause is None or not getattr(cause, "full_key", None):
+        return None
+    full_key = str(cause.full_key)
+    path = _source_file(hydra, match.group(1)) if hydra is not None else f"{match.group(1)}.yaml"
+    leaf = re.escape(full_key.rsplit(".", 1)[-1])
+    try:
+        lines = open(path, encoding="utf-8").read().splitlines()
+        line = next((n for n, text in enumerate(lines, 1) if re.match(rf"\s*{leaf}\s*:", text)), None)
+    except OSError:
+        line = None
+    where = f"{path}, line {line}" if line else path
+    return f"{where}: unknown key {unknown_key_message(full_key, known_keys())}"
+
+
+def one_line(exc: BaseException, hydra: object | None = None) -> str:
     """Hydra/OmegaConf errors are multi-line with hints about HYDRA_FULL_ERROR; yoloprof prints one
-    line that keeps what matters: the key, the value and the valid values."""
+    line that keeps what matters: the key, the value and the valid values (and, with the `hydra`
+    that composed, the user's file a wrong key is in)."""
     from omegaconf.errors import OmegaConfBaseException
 
-    yaml_where = _yaml_error(exc) or _unknown_key(exc)
+    yaml_where = _yaml_error(exc) or _key_in_file(exc, hydra) or _unknown_key(exc)
     if yaml_where:
         return yaml_where
     parts: list[str] = []

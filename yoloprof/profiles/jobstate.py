@@ -33,8 +33,21 @@ STATE_NAME = files.JOB_STATE
 STATE_SCHEMA = "yoloprof.job_state/1"
 # pending: planned, not started; running: started, no row yet; done / failed: its row says so;
 # preempted: the scheduler stopped it (it reruns on requeue or resume=); interrupted: Ctrl-C;
-# kept: resume kept its earlier ok row.
-JOB_STATES = ("pending", "running", "done", "failed", "preempted", "interrupted", "kept")
+# kept: resume kept its earlier ok row. What the scheduler says of a job that ended without a
+# result (sweep/scheduler_state.py): cancelled (scancel), timed_out (time limit), node_failure
+# (the node went down), out_of_memory (the cgroup's limit), lost (it ended, nobody says how).
+JOB_STATES = ("pending", "running", "done", "failed", "preempted", "interrupted", "kept",
+              "cancelled", "timed_out", "node_failure", "out_of_memory", "lost")
+# What `analyze` says of a job without a row, per state.
+_DESCRIBED = {"running": "running", "preempted": "preempted by the scheduler; rerun it with resume=",
+              "interrupted": "interrupted (Ctrl-C); rerun it with resume=",
+              "pending": "pending (planned, not started)",
+              "cancelled": "cancelled on the scheduler (scancel); rerun it with resume=",
+              "timed_out": "stopped at its time limit by the scheduler; rerun it with resume= (a longer "
+                           "hydra.launcher.timeout_min?)",
+              "node_failure": "its node failed; rerun it with resume=",
+              "out_of_memory": "killed for memory by the scheduler; rerun it with resume= (more mem_gb?)",
+              "lost": "ended on the scheduler without a result; rerun it with resume="}
 _ROW_STATUS = {"ok": "done", "failed": "failed", "skipped": "done"}
 
 
@@ -111,9 +124,7 @@ def describe(record: dict[str, Any] | None) -> str:
     where = ", ".join(p for p in (f"node {record['node']}" if record.get("node") else "",
                                   f"cluster job {record['cluster_job_id']}" if record.get("cluster_job_id") else "",
                                   f"attempt {record['attempt']}" if record.get("attempt") else "") if p)
-    text = {"running": "running", "preempted": "preempted by the scheduler; rerun it with resume=",
-            "interrupted": "interrupted (Ctrl-C); rerun it with resume=",
-            "pending": "pending (planned, not started)"}.get(state, f"{state}, but no row")
+    text = _DESCRIBED.get(state, f"{state}, but no row")
     return f"{text} ({where})" if where else text
 
 

@@ -24,6 +24,11 @@ PALETTE = ["#2f6fb0", "#e07b39", "#3a9a5b", "#c44e52", "#8172b2", "#937860", "#d
 
 
 def _plt():
+    import logging
+
+    # matplotlib logs "generated new fontManager" at INFO on its first run; under a sweep Hydra's
+    # root handler prints INFO as `[HYDRA] ...`: its warnings still show, its progress notes do not
+    logging.getLogger("matplotlib").setLevel(max(logging.WARNING, logging.getLogger("matplotlib").level))
     import matplotlib
 
     matplotlib.use("Agg", force=True)

@@ -70,7 +70,8 @@ def _report_html(result: AnalysisResult) -> bytes:
 def write_outputs(result: AnalysisResult, *, html: bool = True) -> dict[str, Path]:
     """Render and write every output into the analysis' folder, together or not at all."""
     result.files = commit(result.out_dir, result.name, render_outputs(result, html=html),
-                          AnalysisSettings.from_mapping(result.settings))
+                          AnalysisSettings.from_mapping(result.settings),
+                          keep=() if html else (names.REPORT_HTML,))  # not asked for: left as it is
     return result.files
 
 

@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -27,6 +28,7 @@ from yoloprof.config.paths import conf_dir
 from yoloprof.config.schema import SWEEP_ID_ENV, new_sweep_id, register
 from yoloprof.defs import files
 from yoloprof.errors import UsageError, YoloprofError
+from yoloprof.sweep import resume as resumes
 from yoloprof.sweep.plan import (dir_overrides, discard_if_unused, new_manifest, plan_sweep, prepare_dir,
                                  read_manifest)
 
@@ -127,6 +129,18 @@ def implied_sweep_name(overrides: list[str], composed: str) -> str | None:
     return None
 
 
+def _flags_then_overrides(argv: list[str], overrides: list[str], extra: list[str]) -> list[str]:
+    """Hydra's parser takes the overrides as one positional run: flags first (`--cfg job`,
+    `--config-dir conf`), then every override, the implied ones last."""
+    rest, left = [], list(overrides)
+    for arg in argv:
+        if left and arg == left[0]:
+            left.pop(0)
+        else:
+            rest.append(arg)
+    return [*rest, *normalise_overrides(overrides), *extra]
+
+
 def _passthrough(argv: list[str], args: argparse.Namespace) -> int:
     """--help, --cfg job, --info ...: Hydra prints, nothing runs. The config shown is the one a
     run would use, the implied sweep name included."""
@@ -139,7 +153,7 @@ def _passthrough(argv: list[str], args: argparse.Namespace) -> int:
             name = implied_sweep_name(overrides, str(compose_job(overrides, args.config_dir).sweep_name))
             extra = [f"sweep_name={name}"] if name else []
     saved = sys.argv
-    sys.argv = [PROG, *normalise_overrides(argv), *extra]
+    sys.argv = [PROG, *_flags_then_overrides(argv, list(args.overrides), extra)]
     try:
         hydra_app()
     except SystemExit as exc:
@@ -198,6 +212,11 @@ def finish(sweep_dir: Path, total: int | None, analysis: dict[str, Any]) -> int:
     if missing:  # e.g. a job the scheduler killed without requeueing it (its job_state.json says so)
         print(f"{PROG}: warning: {missing} of {total} jobs wrote no row; "
               f"rerun them with resume={sweep_dir}", file=sys.stderr)
+    from yoloprof.sweep.machine import WAITS, wait_summary
+
+    if wait_summary():
+        print(f"{PROG}: {wait_summary()}", file=sys.stderr)
+    WAITS.clear()
     failed = int((df["status"] == "failed").sum()) if len(df) else 0
     if failed:
         print(f"{PROG}: {failed} of {len(df)} jobs failed (tracebacks in <job dir>/{files.JOB_LOG})",
@@ -244,19 +263,21 @@ def json_summary(sweep_dir: Path) -> dict[str, Any]:
 
 def _run(argv: list[str]) -> tuple[int, Path | None]:
     """(exit code, sweep dir or None when nothing was swept)."""
-    args = _parse(list(argv))
+    yes = "--yes" in argv  # ours: confirms rerun= of finished jobs
+    args = _parse([a for a in argv if a != "--yes"])
     if args.shell_completion:
         return _shell_completion(list(args.overrides)), None
     if any(getattr(args, flag, None) for flag in _INFO_FLAGS):
         return _passthrough(list(argv), args), None
     overrides, resume = split_resume(list(args.overrides))
+    overrides, rerun_text = resumes.split_rerun(overrides)
     refuse_dir_overrides(overrides)
     multirun, config_dir = bool(args.multirun), args.config_dir
+    if rerun_text is not None and resume is None:
+        raise UsageError("rerun= reruns finished jobs of a sweep: give it with resume=DIR")
     if resume is not None:
-        manifest = read_manifest(resume)
-        if not overrides:  # `yoloprof sweep resume=DIR` alone: the sweep as it was started
-            overrides, multirun = list(manifest["overrides"]), bool(manifest["multirun"])
-            config_dir = config_dir or manifest.get("config_dir")
+        manifest = read_manifest(resume)  # its overrides, -m and config dir, or one line refusing
+        overrides, multirun, config_dir = resumes.check_overrides(manifest, resume, overrides, multirun, config_dir)
         os.environ[SWEEP_ID_ENV] = resume.name
     else:
         os.environ[SWEEP_ID_ENV] = new_sweep_id()
@@ -268,14 +289,19 @@ def _run(argv: list[str]) -> tuple[int, Path | None]:
     if implied:  # a user file without sweep_name
         overrides.append(f"sweep_name={implied}")
         plan = plan_sweep(overrides + pinned, multirun_flag=multirun, config_dir=config_dir)
+    selected, rerun = None, set()
     if resume is not None:
-        show_resume(plan.sweep_dir, plan.jobs)
+        selected, rerun = resume_selection(plan, manifest, rerun_text, yes)
     prepare_dir(plan, resume=resume is not None, manifest=new_manifest(
         plan, overrides, config_dir, analysis=analysis_record(plan.analysis)))
     from yoloprof.sweep.progress import SweepProgress
 
+    started = time.time()
+    from yoloprof.sweep.machine import WAITS
+
+    WAITS.clear()  # "waits for another timed capture": said once per sweep, then counted
     try:
-        with SweepProgress(plan.total):
+        with SweepProgress(plan.total), resumes.launch_only(selected, rerun):
             _launch(overrides + dir_overrides(plan.sweep_dir), plan.multirun, config_dir,
                     str(plan.launch.get("order", "interleave")))
     except UsageError:
@@ -283,7 +309,7 @@ def _run(argv: list[str]) -> tuple[int, Path | None]:
             discard_if_unused(plan.sweep_dir)
         raise
     except KeyboardInterrupt:
-        return interrupted(plan.sweep_dir, plan.total), None
+        return interrupted(plan.sweep_dir, plan.total, started), None
     except NoFeasiblePoint as exc:  # the rows are whole: consolidate and show them, then say so
         finish(plan.sweep_dir, plan.total, plan.analysis)
         print(f"{PROG}: error: {exc}", file=sys.stderr)
@@ -291,29 +317,32 @@ def _run(argv: list[str]) -> tuple[int, Path | None]:
     return finish(plan.sweep_dir, plan.total, plan.analysis), plan.sweep_dir
 
 
-def interrupted(sweep_dir: Path, total: int | None) -> int:
+def interrupted(sweep_dir: Path, total: int | None, since: float = 0.0) -> int:
     """Ctrl-C: one line, exit 130. Every row on disk is whole (atomic writes); the job that was
-    running wrote none and is marked `interrupted`; results.parquet is left as it was."""
+    running wrote none and is marked `interrupted`; results.parquet is left as it was. Counted:
+    the planned jobs with a row, and those of them written by this run (since `since`)."""
     from yoloprof.profiles.rows import row_files
 
-    done = len(row_files(sweep_dir))
-    print(f"{PROG}: interrupted after {done} of {total if total is not None else '?'} jobs; nothing "
-          f"half-written; continue with: yoloprof sweep resume={sweep_dir}", file=sys.stderr)
+    rows = [p for p in row_files(sweep_dir) if p.parent.name.isdigit()
+            and (total is None or int(p.parent.name) < total)]
+    new = sum(1 for p in rows if p.stat().st_mtime >= since)
+    by_run = f" ({new} by this run)" if new != len(rows) else ""
+    print(f"{PROG}: interrupted after {len(rows)} of {total if total is not None else '?'} jobs{by_run}; "
+          f"nothing half-written; continue with: yoloprof sweep resume={sweep_dir}", file=sys.stderr)
     return 130
 
 
-def show_resume(sweep_dir: Path, jobs: list[list[str]] | None, limit: int = 20) -> None:
-    """Before a resume runs anything: which jobs already have a row and the overrides of the
-    ones it will run (a job whose ok row matches its config hash is then kept, not rerun)."""
-    from yoloprof.profiles.rows import ROW_NAME, read_row
-
-    if jobs is None:
-        return
-    missing = [(n, job) for n, job in enumerate(jobs)
-               if (read_row(sweep_dir / str(n) / ROW_NAME) or {}).get("status") != "ok"]
-    print(f"{PROG}: resume {sweep_dir}: {len(jobs) - len(missing)} of {len(jobs)} jobs have an ok row; "
-          f"running {len(missing)}:", file=sys.stderr)
-    for n, job in missing[:limit]:
-        print(f"{PROG}:   job {n}: {' '.join(job) or '(defaults)'}", file=sys.stderr)
-    if len(missing) > limit:
-        print(f"{PROG}:   ... and {len(missing) - limit} more", file=sys.stderr)
+def resume_selection(plan: Any, manifest: dict[str, Any], rerun_text: str | None,
+                     yes: bool) -> tuple[set[int] | None, set[int]]:
+    """(the job numbers a resume launches, None for a search sweeper; the confirmed reruns),
+    after checking the grid is the planned one and printing what will run (sweep/resume.py)."""
+    if plan.jobs is None:
+        if rerun_text is not None:
+            raise UsageError("rerun= needs a grid sweep (the basic sweeper): a search decides its own jobs")
+        return None, set()
+    resumes.check_planned(manifest, plan.sweep_dir, plan.jobs)
+    rerun = resumes.parse_rerun(rerun_text, len(plan.jobs)) if rerun_text is not None else set()
+    resumes.confirm_rerun(plan.sweep_dir, rerun, yes)
+    run = resumes.to_run(plan.sweep_dir, len(plan.jobs), rerun)
+    resumes.describe(plan.sweep_dir, plan.jobs, run, rerun)
+    return set(run), rerun

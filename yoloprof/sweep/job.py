@@ -21,6 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from yoloprof.capture.record import environment_columns, record_sweep_row, settings_columns
 from yoloprof.config.settings import CaptureSettings
+from yoloprof.errors import YoloprofError
 from yoloprof.defs.files import PROFILE as PROFILE_NAME
 from yoloprof.config.translate import job_values
 from yoloprof.profiles.jobstate import read_manifest_field, read_state, write_state
@@ -32,6 +33,16 @@ from yoloprof.profiles.rows import (ROW_NAME, failed_row, overrides_json, read_r
                                  utc_now, write_row)
 
 log = logging.getLogger("yoloprof.sweep")
+
+
+class JobNotWritten(YoloprofError):
+    """A job's row or state could not be written (ENOSPC, EDQUOT, EIO...): the sweep stops there,
+    since the next job would meet the same disk; every finished job is untouched (atomic writes),
+    and resume= reruns this one and those after it."""
+
+    def __init__(self, num: int, job_dir: Path, exc: OSError) -> None:
+        super().__init__(f"job {num} could not be written to {job_dir}: {exc.strerror or exc}; the "
+                         f"finished jobs are intact; make room, then: yoloprof sweep resume={job_dir.parent}")
 
 
 def _job_num(hydra_cfg: Any) -> int:
@@ -84,9 +95,13 @@ def _release_memory() -> None:
         pass
 
 
-def _kept(job_dir: Path, chash: str) -> bool:
+def _finished(job_dir: Path, num: int) -> dict[str, Any] | None:
+    """This job's earlier ok row, unless the user confirmed rerunning it (sweep/resume.py): a
+    finished job's row, profile and state are then left exactly as they are."""
+    from yoloprof.sweep.resume import rerun_requested
+
     old = read_row(job_dir / ROW_NAME)
-    return bool(old and old.get("status") == "ok" and old.get("config_hash") == chash)
+    return old if old and old.get("status") == "ok" and not rerun_requested(num) else None
 
 
 def execution_columns(hc: Any, cfg: DictConfig, job_dir: Path) -> dict[str, Any]:
@@ -148,18 +163,20 @@ def run_job(cfg: DictConfig) -> str | float:
                             "swept": swept_values(hc, cfg, overrides),
                             **environment_columns(launcher), **execution_columns(hc, cfg, job_dir)}
     progress.notify_start(num, overrides)
-    _state(job_dir, num, "running", base)
+    old = _finished(job_dir, num)
+    if old is not None:  # never launched by a grid resume; a search sweeper's may ask again
+        return _kept(cfg, job_dir, num, old)
+    prior = read_state(job_dir)
+    try:
+        _state(job_dir, num, "running", base)
+    except OSError as exc:
+        raise JobNotWritten(num, job_dir, exc) from exc
     started, t0 = utc_now(), time.perf_counter()
     try:
         from yoloprof.sweep.usertask import run_user_task, user_task
 
         settings, task = settings_from_cfg(cfg), user_task(cfg)
         base.update(identity_columns(settings, task))
-        if _kept(job_dir, base["config_hash"]):
-            log.info("job %d: kept the existing ok row (config %s)", num, base["config_hash"])
-            _state(job_dir, num, "kept", base)
-            progress.notify_done(num, "kept")
-            return _returned(cfg, read_row(job_dir / ROW_NAME) or {}, "kept")
         label = f"sweep {base['sweep_id']} job {num}"
         with timed_slot(settings.device, base["machine_policy"], label) as machine:
             if task is not None:
@@ -179,13 +196,44 @@ def run_job(cfg: DictConfig) -> str | float:
                          str(exc) if isinstance(exc, (WorkerError, MachineBusy)) else exc)
         _release_memory()
     except BaseException as exc:
-        _state(job_dir, num, "interrupted" if isinstance(exc, KeyboardInterrupt) else "preempted", base)
+        _stopped(job_dir, num, prior, "interrupted" if isinstance(exc, KeyboardInterrupt) else "preempted", base)
         raise
-    write_row(job_dir / ROW_NAME, row)
+    try:
+        write_row(job_dir / ROW_NAME, row)
+        _state(job_dir, num, "done" if row["status"] == "ok" else "failed", base)
+    except OSError as exc:  # a full disk, a quota: this job is lost, the finished ones are whole
+        raise JobNotWritten(num, job_dir, exc) from exc
     record_sweep_row(str(cfg.project), row, job_dir)  # the project's results store (history)
-    _state(job_dir, num, "done" if row["status"] == "ok" else "failed", base)
     progress.notify_done(num, row["status"])
     return _returned(cfg, row, str(row["status"]))
+
+
+def _kept(cfg: DictConfig, job_dir: Path, num: int, old: dict[str, Any]) -> str | float:
+    """A finished job asked for again: its folder is left exactly as it is."""
+    if old.get("config_hash") != _identity_hash(cfg):
+        log.error("job %d: its ok row is of another configuration (config %s); left untouched: "
+                  "rerun it with resume=%s rerun=%d --yes", num, old.get("config_hash"), job_dir.parent, num)
+    progress.notify_done(num, "kept")
+    return _returned(cfg, old, "kept")
+
+
+def _stopped(job_dir: Path, num: int, prior: dict[str, Any] | None, state: str, base: dict[str, Any]) -> None:
+    """Ctrl-C or the scheduler's stop: the job is marked `state`, unless it has a finished row (a
+    confirmed rerun stopped midway): that row stands, and so does its earlier state."""
+    if prior is not None and (read_row(job_dir / ROW_NAME) or {}).get("status") == "ok":
+        write_state(job_dir, num, **{k: v for k, v in prior.items() if k not in ("schema", "job_num", "updated_at")})
+    else:
+        _state(job_dir, num, state, base)
+
+
+def _identity_hash(cfg: DictConfig) -> str | None:
+    from yoloprof.config.translate import settings_from_cfg
+    from yoloprof.sweep.usertask import user_task
+
+    try:
+        return identity_columns(settings_from_cfg(cfg), user_task(cfg))["config_hash"]
+    except Exception:  # noqa: BLE001 - a config that no longer builds: certainly another one
+        return None
 
 
 def _returned(cfg: DictConfig, row: dict[str, Any], status: str) -> str | float:

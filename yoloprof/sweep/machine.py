@@ -125,6 +125,15 @@ def _open_lock(name: str) -> IO[str]:
     return open(folder / f"{name}.lock", "a+", encoding="utf-8")
 
 
+WAITS: list[str] = []  # the jobs of this process that waited for another timed capture
+
+
+def wait_summary() -> str | None:
+    """One line for the end of a sweep when more than one job waited (the first said so)."""
+    return f"{len(WAITS)} jobs waited for another timed capture (machine_wait_s in their rows)" \
+        if len(WAITS) > 1 else None
+
+
 def _acquire(handles: list[tuple[IO[str], int]], policy: str, label: str) -> float:
     """Take every lock; returns the seconds spent waiting. `refuse` raises MachineBusy instead."""
     t0, said = time.perf_counter(), False
@@ -139,9 +148,12 @@ def _acquire(handles: list[tuple[IO[str], int]], policy: str, label: str) -> flo
             raise MachineBusy(f"another timed capture holds this machine ({others or 'unregistered'}); "
                               "launch.machine=wait waits for it, launch.machine=shared times them together")
         if not said:
-            print(f"yoloprof sweep: {label} waits for another timed capture on this machine "
-                  f"({others or 'unregistered'})", file=sys.stderr, flush=True)
             said = True
+            WAITS.append(label)
+            if len(WAITS) == 1:  # once per process; the rest counted (wait_summary) and in each row
+                print(f"yoloprof sweep: {label} waits for another timed capture on this machine "
+                      f"({others or 'unregistered'}); each job's wait is its row's machine_wait_s",
+                      file=sys.stderr, flush=True)
         fcntl.flock(handle, mode)
     return time.perf_counter() - t0
 

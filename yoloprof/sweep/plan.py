@@ -28,6 +28,7 @@ from yoloprof.errors import UsageError
 from yoloprof.defs import files
 from yoloprof.profiles.io import write_bytes_atomic
 from yoloprof.sweep import launchers
+from yoloprof.workloads.inputcheck import HYDRA, check_inputs
 
 MANIFEST_SCHEMA = "yoloprof.sweep/1"
 # What the manifest's `config_hash` covers: what resume= would run from it.
@@ -150,6 +151,7 @@ def validate_job_configs(jobs: list[list[str]], compose: Callable[[list[str]], D
             if composed is not None:
                 composed.append(job_cfg)
             settings.append(settings_from_cfg(job_cfg))
+            check_inputs(settings[-1], HYDRA)  # data and model keywords, named by their Hydra keys
             targets.add(OmegaConf.select(job_cfg, "model._target_"))
             targets.add(OmegaConf.select(job_cfg, "task._target_", default=None))
         except UsageError as exc:
@@ -233,7 +235,7 @@ def plan_sweep(overrides: list[str], *, multirun_flag: bool, config_dir: str | N
                                        run_mode=RunMode.MULTIRUN if multirun else RunMode.RUN)
             jobs = expand_jobs(hydra, cfg) if multirun else [list(cfg.hydra.overrides.task)]
         except Exception as exc:  # noqa: BLE001 - any composition problem is the user's input
-            raise UsageError(one_line(exc)) from exc
+            raise UsageError(one_line(exc, hydra)) from exc
         launcher = str(OmegaConf.select(cfg, "hydra.runtime.choices.hydra/launcher") or "basic")
         launcher_cfg = OmegaConf.to_container(cfg.hydra.launcher, resolve=False)
         try:  # resolved as the launcher will be (resources derived from the sweep's settings)

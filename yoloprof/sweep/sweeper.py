@@ -13,13 +13,12 @@ subclasses these hooks wrap three methods for the duration of one sweep (restore
   launch.order=as_given), so the jobs run in the order the pre-flight planned and recorded;
 - `BaseSubmititLauncher.launch` waits for every job even when one was killed by the scheduler
   without a result (submitit would raise and abandon the others): that job is marked `preempted`
-  in its state file and reruns with resume=.
+  in its state file (what the scheduler says: cancelled, timed_out, ...) and reruns with resume=.
 """
 
 from __future__ import annotations
 
 import contextlib
-import time
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -93,41 +92,29 @@ def _ordering(original: Any, order: str) -> Any:
     return staticmethod(split_arguments)
 
 
-def _wait(job: Any) -> bool:
-    """Wait for a submitit job; False when it stays PREEMPTED (submitit would wait for it forever:
-    it counts PREEMPTED as unfinished, since SLURM may requeue such a job within seconds)."""
-    since = None
-    while not job.done():
-        if str(job.state).upper().startswith("PREEMPTED"):
-            since = since if since is not None else time.monotonic()
-            if time.monotonic() - since > PREEMPTED_GRACE_S:
-                return False
-        else:
-            since = None
-        time.sleep(POLL_S)
-    return True
-
-
 def _results(job: Any, job_dir: Path) -> Any:
     """One submitit job's JobReturn; a job that ended without a result (killed by the scheduler)
-    becomes a completed return whose value says so, and its state file says `preempted`."""
+    becomes a completed return whose value says so, and its state file says what the scheduler
+    says happened (sweep/scheduler_state.py: cancelled, preempted, timed_out, node_failure, ...)."""
     from hydra.core.utils import JobReturn, JobStatus
     from submitit.core.utils import FailedJobError, UncompletedJobError
 
     from yoloprof.profiles.jobstate import read_state, write_state
+    from yoloprof.sweep import scheduler_state
 
     try:
-        if not _wait(job):
-            raise UncompletedJobError(f"job {job.job_id} preempted and not requeued")
-        return job.results()[0]
+        ended = scheduler_state.wait(job, POLL_S, preempted_grace_s=PREEMPTED_GRACE_S)
+        if ended is None:
+            return job.results()[0]
     except (UncompletedJobError, FailedJobError):
-        state = read_state(job_dir) or {}
-        if state.get("state") in (None, "running", "pending"):
-            write_state(job_dir, int(job_dir.name), "preempted",
-                        **{k: state.get(k) for k in ("attempt", "launcher", "cluster_job_id", "node")})
-        ret = JobReturn()
-        ret.status, ret.return_value = JobStatus.COMPLETED, "preempted"
-        return ret
+        ended = scheduler_state.outcome(job)
+    state = read_state(job_dir) or {}
+    if state.get("state") in (None, "running", "pending", "preempted"):  # the job's own guess: replaced
+        write_state(job_dir, int(job_dir.name), ended,
+                    **{k: state.get(k) for k in ("attempt", "launcher", "cluster_job_id", "node")})
+    ret = JobReturn()
+    ret.status, ret.return_value = JobStatus.COMPLETED, ended
+    return ret
 
 
 def _tolerant_launch(original: Any) -> Any:
