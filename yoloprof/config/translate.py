@@ -154,10 +154,10 @@ def group_hash(settings: CaptureSettings, task: dict[str, Any] | None = None) ->
 
 def check_target(target: str) -> None:
     """Fail before the first job when a model `_target_` does not import, naming it and why."""
-    from hydra._internal.utils import _locate  # hydra.utils.get_object also logs an error
+    from yoloprof.config.hydra_adapter import locate
 
     try:
-        _locate(target)
+        locate(target)
     except Exception as exc:  # noqa: BLE001 - any import failure is the user's to see
         cause = exc.__cause__ or exc
         raise UsageError(f"model _target_ {target!r} does not import: "
