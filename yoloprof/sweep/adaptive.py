@@ -73,12 +73,14 @@ def _row_metrics() -> list[str]:
 
 
 def round_jobs(configs: list[list[str]], trials: dict[int, range], order: str) -> list[list[str]]:
-    """The jobs of one round: each configuration's new trials, trials outermost (interleaved)."""
-    from yoloprof.sweep.plan import interleave
-
-    jobs = [grid.with_trial(configs[c], t) for t in sorted({t for r in trials.values() for t in r})
-            for c in sorted(trials) if t in trials[c]]
-    return interleave(jobs) if order == "interleave" else jobs
+    """The jobs of one round: each configuration's new trials, trials outermost; interleaved, every
+    odd trial runs its configurations in reverse (A B, B A, ...), as `plan.interleave` orders a
+    grid, so a drift of the machine falls on every configuration alike across rounds too."""
+    jobs: list[list[str]] = []
+    for t in sorted({t for r in trials.values() for t in r}):
+        group = [grid.with_trial(configs[c], t) for c in sorted(trials) if t in trials[c]]
+        jobs += group[::-1] if order == "interleave" and t % 2 else group
+    return jobs
 
 
 def first_round(configs: list[list[str]], min_trials: int, order: str = "interleave") -> list[list[str]]:
@@ -93,8 +95,9 @@ def process_values(rows: Any, metric: str) -> dict[str, list[float]]:
     for row in rows.to_dict("records"):
         if row.get("status") != "ok" or row.get("group_hash") is None:
             continue
-        values = list(row.get(samples) or []) if samples in row and row.get(samples) is not None else []
-        value = sum(values) / len(values) if len(values) else row.get(metric)
+        raw = row.get(samples)
+        values = [float(v) for v in raw] if raw is not None and not isinstance(raw, float) else []
+        value = sum(values) / len(values) if values else row.get(metric)
         if value is None or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
             continue
         out.setdefault(str(row["group_hash"]), []).append((int(row.get("trial") or 0), math.log(value)))
@@ -129,7 +132,12 @@ class Rounds:
     def run_round(self, trials: dict[int, range], look: int) -> list[Any]:
         jobs = round_jobs(self.configs, trials, self.runner.order())
         first = self.runner.next_job
-        self.runner.validate(jobs, total=first + len(jobs))
+        if not self.rounds:  # later rounds only add trial values to configurations already checked
+            self.runner.validate(jobs, total=first + len(jobs))
+        else:
+            from yoloprof.sweep import progress
+
+            progress.set_total(first + len(jobs))
         t0 = time.monotonic()
         returns = self.runner.launch(jobs)
         self.job_s.append((time.monotonic() - t0) / max(1, len(jobs)))
@@ -209,7 +217,9 @@ class Rounds:
             "configs": labels, "trials": {labels.get(self.group.get(c, ""), str(c)): n
                                           for c, n in enumerate(self.trials)},
             "comparisons": self.decisions}
-        manifest["jobs"] = self.runner.next_job
+        manifest["jobs"] = self.runner.next_job  # every round's jobs are the sweep's planned jobs
+        manifest["planned"] = [{"job_num": n, "overrides": job} for r in self.rounds
+                               for n, job in zip(r["jobs"], r["job_overrides"])]
         write_bytes_atomic(path, json.dumps(manifest, indent=1, default=str).encode())
 
 
