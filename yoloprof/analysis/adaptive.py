@@ -54,21 +54,32 @@ def apply_sequential(comparisons: pd.DataFrame, metrics: pd.DataFrame, sweep_dir
     df = comparisons.copy()
     tested = [i for i in df.index if (df.at[i, "group_hash"], df.at[i, "metric"]) in logs
               and (df.at[i, "baseline_hash"], df.at[i, "metric"]) in logs]
-    family = df.loc[tested, "metric"].value_counts().to_dict()
-    for i in tested:
+    for metric, rows in df.loc[tested].groupby("metric", sort=False):
+        _judge(df, list(rows.index), logs, plan, alpha=alpha, noise=noise)
+    return df
+
+
+def _judge(df: pd.DataFrame, index: list[Any], logs: dict[tuple[str, str], list[float]], plan: list[int], *,
+           alpha: float, noise: float) -> None:
+    """One metric's comparisons, each at the last look both its sides reached, Holm step-down."""
+    sides, kept = [], []
+    for i in index:
         b = logs[(df.at[i, "baseline_hash"], df.at[i, "metric"])]
         a = logs[(df.at[i, "group_hash"], df.at[i, "metric"])]
         look = _look(plan, min(len(a), len(b)))
-        if look == 0 or not (np.isfinite(a).all() and np.isfinite(b).all()):
-            continue
-        better = df.at[i, "better"]
-        d = sequential.decide(b, a, look, plan, better=better if better in ("lower", "higher") else None,
-                              alpha=alpha, noise=noise, family=int(family[df.at[i, "metric"]]))
+        if look and np.isfinite(a).all() and np.isfinite(b).all():
+            sides.append((b, a, look))
+            kept.append(i)
+    if not kept:
+        return
+    better = df.at[kept[0], "better"]
+    found = sequential.decide_family(sides, plan, better=better if better in ("lower", "higher") else None,
+                                     alpha=alpha, noise=noise)
+    for i, d in zip(kept, found):
         code = "inconclusive" if d.code == sequential.UNDECIDED else d.code
         ratio, low, high = _oriented(d, better)
-        note = (f"sequential rule (trial=auto): look {look} of {len(plan)} at {d.n_cand} processes per side, "
-                f"nominal level {d.level:.2g} (alpha {alpha} over {family[df.at[i, 'metric']]} comparisons)")
+        note = (f"sequential rule (trial=auto): look {d.look} of {len(plan)} at {d.n_cand} processes per side, "
+                f"nominal level {d.level:.2g} (alpha {alpha}, Holm step-down over {len(kept)} comparisons)")
         df.loc[i, ["ratio", "ci_low", "ci_high", "verdict_code", "verdict", "p_adj"]] = [
             ratio, low, high, code, verdict_words(code, better), np.nan]
         df.at[i, "warnings"] = "; ".join(w for w in (str(df.at[i, "warnings"] or ""), note) if w)
-    return df

@@ -16,9 +16,12 @@ stops (docs/sweeps.md "The stopping rule", proven by bench/bench_adaptive.py):
   nearly the fixed design's level, so power at the full size is close to the fixed design's.
   The two-sided boundaries c_1..c_K follow from the exact joint law of the look statistics
   (independent increments), computed by numerical integration (`boundaries`).
-- **A family of comparisons** splits alpha equally (Bonferroni: alpha / family per comparison),
-  which holds the family-wise rate under any dependence between comparisons (they share their
-  baseline configuration).
+- **A family of comparisons** splits alpha as Holm does, step-down (`decide_family`): each open
+  comparison is tested at alpha / (m - r), r the comparisons already called improved or regressed;
+  a rejection passes its share on to the others, at the same look and later ones. This is the
+  graphical (Bonferroni-based) procedure for group-sequential designs of Maurer & Bretz (2013,
+  Stat Biopharm Res 5:311), which holds the family-wise rate under any dependence between the
+  comparisons (they share their baseline configuration).
 - **Repeated confidence intervals** (Jennison & Turnbull): at look k the interval on the ratio is
   exp(d +- t_{df}(1 - p_k/2) se), with p_k = 2(1 - Phi(c_k)) the look's nominal level, d the
   difference of mean logs and Welch's se and df. The verdict is `metrics.stats.classify` of that
@@ -124,7 +127,8 @@ def look_plan(min_trials: int, max_trials: int, step: int = 1) -> tuple[int, ...
 @dataclass(frozen=True)
 class Decision:
     """One look at one comparison. `ratio`, `low`, `high` are candidate / baseline on the metric's
-    own scale (geometric means); `level` is the look's nominal two-sided level p_k."""
+    own scale (geometric means), the look's repeated confidence interval at its nominal two-sided
+    level p_k (`level`); the call of a difference uses the family's smaller level."""
 
     code: str          # improved | regressed | equivalent | undecided, or at the last look the
     #                    fixed analysis' within_noise | inconclusive
@@ -160,20 +164,48 @@ def decide(base_logs: Sequence[float], cand_logs: Sequence[float], look: int, pl
         raise ValueError(f"look {look} needs {n} finite values per side (got {len(b)} and {len(a)})")
     # a look's boundary depends only on the looks up to it: the whole plan's are computed (and
     # cached) once, and every look of the sweep reads its own
-    c = boundaries([k / plan[-1] for k in plan], alpha / max(1, family))[look - 1]
-    level = float(2.0 * norm.sf(c))
+    fractions = [k / plan[-1] for k in plan]
+    level = float(2.0 * norm.sf(boundaries(fractions, alpha)[look - 1]))
+    family_level = float(2.0 * norm.sf(boundaries(fractions, alpha / max(1, family))[look - 1]))
     vb, va = b.var(ddof=1) / n, a.var(ddof=1) / n
     d, se = float(a.mean() - b.mean()), math.sqrt(vb + va)
-    if se == 0.0:
-        half = 0.0
-    else:
-        df = (vb + va) ** 2 / (vb ** 2 / (n - 1) + va ** 2 / (n - 1))
-        half = float(student.isf(level / 2.0, df)) * se
-    ratio, low, high = math.exp(d), math.exp(d - half), math.exp(d + half)
-    # oriented so that > 1 is better, as classify reads it (lower-is-better metrics invert)
-    o_low, o_high = (1 / high, 1 / low) if better == "lower" else (low, high)
-    p_proxy = 0.0 if (o_low > 1 or o_high < 1) else 1.0  # the RCI excludes 1 <=> crossed c_k
-    code = classify(o_low, o_high, p_proxy, alpha=0.5, noise=noise)
+    df = (vb + va) ** 2 / (vb ** 2 / (n - 1) + va ** 2 / (n - 1)) if se > 0 else 1.0
+
+    def half(p: float) -> float:  # an early look's level can be 1e-20: the interval is (0, inf) then
+        return min(float(student.isf(p / 2.0, df)) * se, 700.0) if se > 0 else 0.0
+
+    ratio, low, high = math.exp(d), math.exp(d - half(level)), math.exp(d + half(level))
+    # different from 1 at the family's level (the error-controlled call), as the fixed analysis
+    # calls a difference on its multiplicity-adjusted p; the noise band is read off the look's own
+    # interval, as the fixed analysis reads it off its unadjusted one
+    significant = abs(d) > half(family_level) if se > 0 else d != 0
+    o_low, o_high = (1 / high, 1 / low) if better == "lower" else (low, high)  # > 1 is better
+    code = classify(o_low, o_high, 0.0 if significant else 1.0, alpha=0.5, noise=noise)
+    if code in ("improved", "regressed", "within_noise") and not significant:
+        code = "inconclusive"
     if code not in STOPPING and look < len(plan):
         code = UNDECIDED
     return Decision(code, ratio, low, high, level, look, n, n)
+
+
+REJECTING = ("improved", "regressed")
+
+
+def decide_family(sides: Sequence[tuple[Sequence[float], Sequence[float], int]], plan: Sequence[int], *,
+                  better: str | None = "lower", alpha: float = ALPHA, noise: float = NOISE,
+                  family: int | None = None, rejected: int = 0) -> list[Decision]:
+    """`decide` for a family of comparisons, each (base_logs, cand_logs, look), step-down: all at
+    alpha / (m - rejected) first, then again with each new improved/regressed passing its share
+    on, until no new one. `family` m defaults to len(sides) + rejected (comparisons decided
+    improved/regressed earlier and no longer looked at)."""
+    m = family if family is not None else len(sides) + rejected
+    out: list[Decision] = []
+    while True:
+        share = max(1, m - rejected - sum(d.code in REJECTING for d in out))
+        new = [decide(b, a, look, plan, better=better, alpha=alpha, noise=noise, family=share)
+               for b, a, look in sides]
+        if out and sum(d.code in REJECTING for d in new) == sum(d.code in REJECTING for d in out):
+            return new
+        out = new
+        if not any(d.code in REJECTING for d in out):
+            return out

@@ -158,16 +158,20 @@ class Rounds:
         values = process_values(rows, self.s.metric)
         better = registry.better(self.s.metric) or "lower"
         n = self.plan[look - 1]
+        todo: list[tuple[str, str]] = []
         for g, base in pairs.items():
             if self.decisions.get(g, {}).get("decided"):
                 continue
-            a, b = values.get(g, []), values.get(base, [])
-            if len(a) < n or len(b) < n:
+            if len(values.get(g, [])) < n or len(values.get(base, [])) < n:
                 self.decisions[g] = {"baseline": base, "code": "failed", "look": look, "decided": False,
                                      "why": f"fewer than {n} ok jobs on a side"}
-                continue
-            d = sequential.decide(b, a, look, self.plan, better=better, alpha=self.s.alpha,
-                                  noise=self.s.noise, family=len(pairs))
+            else:
+                todo.append((g, base))
+        rejected = sum(d["code"] in sequential.REJECTING for d in self.decisions.values())
+        found = sequential.decide_family([(values[b], values[g], look) for g, b in todo], self.plan,
+                                         better=better, alpha=self.s.alpha, noise=self.s.noise,
+                                         family=len(pairs), rejected=rejected)
+        for (g, base), d in zip(todo, found):
             self.decisions[g] = {"baseline": base, **asdict(d), "decided": d.decided}
         self.rounds[-1]["decisions"] = {g: dict(v) for g, v in self.decisions.items()}
         open_groups = {g for g, d in self.decisions.items() if d["code"] == sequential.UNDECIDED}
@@ -211,7 +215,7 @@ class Rounds:
         labels = {g: " ".join(i for i in self.configs[c] if not i.lstrip("+").startswith("trial="))
                   for c, g in self.group.items()}
         manifest["adaptive"] = {
-            "settings": asdict(self.s), "rule": "lan-demets-obrien-fleming", "plan": list(self.plan),
+            "settings": asdict(self.s), "rule": "lan-demets-obrien-fleming, holm step-down", "plan": list(self.plan),
             "family": len(self.decisions), "stopped": stopped, "why": STOPS[stopped],
             "wall_s": round(time.monotonic() - self.started, 3), "rounds": self.rounds,
             "configs": labels, "trials": {labels.get(self.group.get(c, ""), str(c)): n
