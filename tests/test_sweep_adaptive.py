@@ -55,3 +55,22 @@ def test_identical_work_is_never_called_different_within_its_budget(tmp_path, mo
     assert record["stopped"] in ("decided", "max_trials") and len(rows) <= 12
     analysis = pd.read_parquet(sweep / "analysis" / "comparisons.parquet")
     assert not analysis["verdict_code"].isin(["improved", "regressed"]).any()
+
+
+@pytest.mark.slow
+def test_a_real_sweep_of_identical_work_calls_nothing_improved_or_regressed(tmp_path, monkeypatch):
+    """Real tiny captures (infer, 32 px), two labels of identical work (trace settings of a capture
+    whose trace pass is off), trial=auto: no improved/regressed verdict from the sweep's rule nor
+    from its analysis, and the manifest says how it stopped."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("YOLOPROF_SWEEP_ID", raising=False)
+    tiny = ["size=n", "mode=infer", "imgsz=32", "capture.warmup=1", "capture.runs=2", "repeat=1",
+            "capture.trace=false", "capture.modules=false"]
+    assert main(["trial=auto", "capture.trace_active=1,2", "hydra.sweep.dir=S", "adaptive.min_trials=2",
+                 "adaptive.max_trials=3", *QUIET, *tiny]) == 0
+    record = json.loads((tmp_path / "S" / files.MANIFEST).read_text())["adaptive"]
+    assert [d["code"] for d in record["comparisons"].values()] != [] and \
+        not {d["code"] for d in record["comparisons"].values()} & {"improved", "regressed"}
+    assert record["stopped"] in ("decided", "max_trials") and record["rounds"][0]["jobs"] == [0, 1, 2, 3]
+    analysis = pd.read_parquet(tmp_path / "S" / "analysis" / "comparisons.parquet")
+    assert len(analysis) and not analysis["verdict_code"].isin(["improved", "regressed"]).any()

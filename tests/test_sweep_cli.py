@@ -95,7 +95,7 @@ def _first_point(spec: dict) -> list[str]:
     out = []
     for key, value in spec["hydra"]["sweeper"]["params"].items():
         first = str(value).split(",")[0]
-        first = "0" if first.startswith("range(") else first
+        first = "0" if first.startswith("range(") or first == "auto" else first  # auto: one fixed trial
         out.append(f"{key}={ {'batch': '1', 'imgsz': '64'}.get(key, first) }")
     if "n_trials" in spec["hydra"]["sweeper"]:  # a search sweeper: one trial of the fixed point
         out.append("hydra.sweeper.n_trials=1")

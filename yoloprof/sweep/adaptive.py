@@ -104,12 +104,15 @@ def process_values(rows: Any, metric: str) -> dict[str, list[float]]:
     return {g: [v for _, v in sorted(vals)] for g, vals in out.items()}
 
 
-def pairs_of(rows: Any, s: Settings) -> dict[str, str]:
-    """group_hash -> baseline group_hash, as the analysis pairs them."""
+def pairs_of(sweep_dir: Path, s: Settings) -> dict[str, str]:
+    """group_hash -> baseline group_hash, as the analysis pairs them (the rows as it collects them)."""
+    from yoloprof.analysis.collect import collect
     from yoloprof.analysis.configs import build_configs, plan_baseline
+    from yoloprof.errors import ProfileError
 
-    ok = rows[rows["status"] == "ok"]
-    if ok.empty:
+    try:
+        ok = collect(sweep_dir, load_profiles=False).ok
+    except ProfileError:  # no ok job yet
         return {}
     plan = plan_baseline(build_configs(ok), baseline=list(s.baseline) or None, vary=s.vary)
     return dict(plan.pairs)
@@ -154,7 +157,7 @@ class Rounds:
 
         rows = read_rows(self.sweep_dir)
         self._map_groups(rows)
-        pairs = pairs_of(rows, self.s)
+        pairs = pairs_of(self.sweep_dir, self.s)
         values = process_values(rows, self.s.metric)
         better = registry.better(self.s.metric) or "lower"
         n = self.plan[look - 1]

@@ -114,9 +114,15 @@ def expand_jobs(hydra: Any, cfg: DictConfig) -> list[list[str]] | None:
     return jobs
 
 
-def _auto_params(cfg: DictConfig) -> bool:
-    """A sweep file's `hydra.sweeper.params.trial: auto` (the yoloprof sweeper's adaptive switch)."""
-    return str(OmegaConf.select(cfg, "hydra.sweeper.params.trial", default="")) == "auto"
+def _adaptive(hydra: Any, cfg: DictConfig) -> bool:
+    """Does the grid say `trial=auto` (a sweep file's params or the command line; the last wins)?"""
+    from yoloprof.sweep import grid
+
+    node = cfg.hydra.sweeper.params
+    params = OmegaConf.to_container(node, resolve=False) if node is not None else {}
+    args = grid.params_items(params) + list(OmegaConf.to_container(cfg.hydra.overrides.task, resolve=False))
+    trials = [a.split("=", 1)[1] for a in args if a.lstrip("+").startswith(f"{grid.TRIAL_KEY}=")]
+    return bool(trials) and trials[-1] == grid.AUTO
 
 
 def check_launcher(launcher: str, launcher_cfg: dict[str, Any], devices: list[str], machine: str) -> None:
@@ -241,12 +247,13 @@ def plan_sweep(overrides: list[str], *, multirun_flag: bool, config_dir: str | N
     with hydra_session(config_dir) as hydra:
         check_sweep_name(hydra, overrides)
         try:
-            adaptive = AUTO_TRIAL[1] in overrides  # trial=auto is a sweep, -m or not
-            multirun = multirun_flag or adaptive or hydra.get_mode(CONFIG_NAME, overrides) == RunMode.MULTIRUN
+            # trial=auto is a sweep, -m or not
+            multirun = multirun_flag or AUTO_TRIAL[1] in overrides or \
+                hydra.get_mode(CONFIG_NAME, overrides) == RunMode.MULTIRUN
             cfg = hydra.compose_config(CONFIG_NAME, overrides, with_log_configuration=False,
                                        run_mode=RunMode.MULTIRUN if multirun else RunMode.RUN)
             jobs = expand_jobs(hydra, cfg) if multirun else [list(cfg.hydra.overrides.task)]
-            adaptive = adaptive or _auto_params(cfg)
+            adaptive = multirun and jobs is not None and _adaptive(hydra, cfg)
         except Exception as exc:  # noqa: BLE001 - any composition problem is the user's input
             raise UsageError(one_line(exc)) from exc
         launcher = str(OmegaConf.select(cfg, "hydra.runtime.choices.hydra/launcher") or "basic")
