@@ -1,12 +1,11 @@
 """The sweep's pre-flight: compose the sweep once, expand its grid as Hydra's BasicSweeper will,
 check the launcher and create the sweep dir - before the first capture starts.
 
-The per-job checks of a grid run inside Hydra's own pre-launch composition (sweep/sweeper.py, which
-calls `validate_job_configs`), and the launcher reuses the configs they composed (sweeper.py): a
-job is composed once, or twice past the first 32 or when it shares its check with other trials,
-never three times. The expansion here uses the sweeper's own `split_arguments`, so order and count
-match what Hydra runs; it gives the progress display its total and the joblib check each job's
-device.
+The per-job checks of a grid run in yoloprof's sweeper before its first job (sweep/sweeper.py, which
+calls `validate_grid`), and the launcher reuses the configs they composed (sweeper.py): a job is
+composed once, or twice past the first 32 or when it shares its check with other trials, never
+three times. The expansion here is the sweeper's own (sweep/grid.py), so order and count match
+what Hydra runs; it gives the progress display its total and the joblib check each job's device.
 """
 
 from __future__ import annotations
