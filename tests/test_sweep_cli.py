@@ -205,8 +205,9 @@ def test_installed_wheel_runs_a_sweep_from_an_unrelated_folder(tmp_path):
     assert where.startswith(str(venv))
     # a packaged experiment file, collapsed to one point: the conf/ groups ship inside the wheel
     # with --json: a real capture in a forked worker puts nothing on stdout beside the one document
+    # (trial=0: the demo's trial=auto collapsed to one trial; the sweeper plugin ships in the wheel)
     proc = subprocess.run([str(venv / "bin" / "yoloprof"), "sweep", "--json", "+sweep=demo", *TINY, "batch=1",
-                           "precision=float32"], cwd=work, capture_output=True, text=True, env=env, timeout=600)
+                           "precision=float32", "trial=0"], cwd=work, capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     [sweep] = sweep_dirs(work, "demo")
     assert read_rows(sweep).iloc[0]["status"] == "ok"

@@ -112,9 +112,12 @@ def pairs_of(sweep_dir: Path, s: Settings) -> dict[str, str]:
 
     try:
         ok = collect(sweep_dir, load_profiles=False).ok
-    except ProfileError:  # no ok job yet
+        plan = plan_baseline(build_configs(ok), baseline=list(s.baseline) or None, vary=s.vary)
+    except (ProfileError, UsageError) as exc:  # no ok job yet; a vary/baseline that pairs nothing
+        from yoloprof.sweep.launchers import say
+
+        say(f"trial=auto: no comparison to decide ({exc})")
         return {}
-    plan = plan_baseline(build_configs(ok), baseline=list(s.baseline) or None, vary=s.vary)
     return dict(plan.pairs)
 
 
