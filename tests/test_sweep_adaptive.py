@@ -77,3 +77,17 @@ def test_a_real_sweep_of_identical_work_calls_nothing_improved_or_regressed(tmp_
     assert record["stopped"] in ("decided", "max_trials") and record["rounds"][0]["jobs"] == [0, 1, 2, 3]
     analysis = pd.read_parquet(tmp_path / "S" / "analysis" / "comparisons.parquet")
     assert len(analysis) and not analysis["verdict_code"].isin(["improved", "regressed"]).any()
+
+
+def test_rounds_alternate_and_a_sweep_without_comparisons_stops_after_its_first(tmp_path, monkeypatch):
+    from yoloprof.sweep.adaptive import round_jobs
+
+    configs = [["trial=auto", "precision=float32"], ["trial=auto", "precision=bfloat16"]]
+    assert round_jobs(configs, {0: range(2, 3), 1: range(2, 4)}, "interleave") == [
+        ["trial=2", "precision=float32"], ["trial=2", "precision=bfloat16"], ["trial=3", "precision=bfloat16"]]
+    assert [j[1] for j in round_jobs(configs, {0: range(1, 2), 1: range(1, 2)}, "interleave")] == [
+        "precision=bfloat16", "precision=float32"]  # odd trials reversed: A B, B A
+    # one configuration (and an analysis.vary that does not vary): nothing to decide, no error
+    sweep, record, rows = _sweep(tmp_path, monkeypatch, ["adaptive.min_trials=2", "analysis.vary=precision",
+                                                         "analysis.enabled=false"])
+    assert record["stopped"] == "no_comparison" and len(rows) == 2
