@@ -74,12 +74,19 @@ def test_packaged_sweep_files_expand_to_their_grids(sweep_env, name):
     search = ["search.max_peak_mem_mib=null"] if "search" in spec else []  # the fake has no memory
     assert main([f"+sweep={path.stem}", *QUIET, *search]) == 0, path.stem
     expected = spec["hydra"]["sweeper"].get("n_trials", 1)  # a search sweeper runs n_trials jobs
+    auto = spec["hydra"]["sweeper"]["params"].get("trial") == "auto"  # trial=auto: rounds decide
     for value in spec["hydra"]["sweeper"]["params"].values() if expected == 1 else ():
+        if value == "auto":
+            continue
         value = str(value)
         expected *= len(range(*map(int, value[6:-1].split(",")))) if value.startswith("range(") \
             else len(value.split(","))
     [sweep] = sweep_env(path.stem)
     df = read_rows(sweep)
+    if auto:  # min_trials..max_trials jobs per configuration
+        expected *= spec["adaptive"]["min_trials"]
+        assert expected <= len(df) <= expected // spec["adaptive"]["min_trials"] * spec["adaptive"]["max_trials"]
+        expected = len(df)
     assert len(df) == expected and set(df["status"]) == {"ok"}, path.stem
 
 
@@ -204,7 +211,9 @@ def test_joblib_overlapping_gpu_captures_is_refused(sweep_env, tmp_path):
 
 
 def test_analysis_runs_at_the_end_with_the_analysis_group(sweep_env, capsys):
-    assert main(["+sweep=demo", "device=cpu", "analysis.html=false"]) == 0
+    # (trial=0: the demo's trial=auto pinned to one trial per point, tests/test_sweep_adaptive.py
+    # covers the rounds)
+    assert main(["+sweep=demo", "device=cpu", "analysis.html=false", "trial=0"]) == 0
     [sweep] = sweep_env("demo")
     assert (sweep / "analysis").is_dir() and any((sweep / "analysis").iterdir())
     assert len(read_rows(sweep)) == 4

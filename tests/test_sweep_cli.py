@@ -95,7 +95,7 @@ def _first_point(spec: dict) -> list[str]:
     out = []
     for key, value in spec["hydra"]["sweeper"]["params"].items():
         first = str(value).split(",")[0]
-        first = "0" if first.startswith("range(") else first
+        first = "0" if first.startswith("range(") or first == "auto" else first  # auto: one fixed trial
         out.append(f"{key}={ {'batch': '1', 'imgsz': '64'}.get(key, first) }")
     if "n_trials" in spec["hydra"]["sweeper"]:  # a search sweeper: one trial of the fixed point
         out.append("hydra.sweeper.n_trials=1")
@@ -205,8 +205,9 @@ def test_installed_wheel_runs_a_sweep_from_an_unrelated_folder(tmp_path):
     assert where.startswith(str(venv))
     # a packaged experiment file, collapsed to one point: the conf/ groups ship inside the wheel
     # with --json: a real capture in a forked worker puts nothing on stdout beside the one document
+    # (trial=0: the demo's trial=auto collapsed to one trial; the sweeper plugin ships in the wheel)
     proc = subprocess.run([str(venv / "bin" / "yoloprof"), "sweep", "--json", "+sweep=demo", *TINY, "batch=1",
-                           "precision=float32"], cwd=work, capture_output=True, text=True, env=env, timeout=600)
+                           "precision=float32", "trial=0"], cwd=work, capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     [sweep] = sweep_dirs(work, "demo")
     assert read_rows(sweep).iloc[0]["status"] == "ok"

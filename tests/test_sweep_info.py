@@ -30,14 +30,42 @@ def test_cfg_job_after_overrides_with_an_implied_sweep_name(tmp_path, capsys):
     assert "sweep_name: mine" in lines and "batch: 2" in lines
 
 
-def test_hydra_output_dir_overrides_are_refused_with_the_way_out(tmp_path, monkeypatch, capsys):
-    """Hydra writes a single run to hydra.run.dir exactly; yoloprof used to write to <parent>/0
-    instead. Now it refuses, names the key and says how to choose the folder, and writes nothing."""
+def test_hydra_sweep_subdir_is_refused_with_the_way_out(tmp_path, monkeypatch, capsys):
+    """Job folders are named by job number (resume and analysis find them so): renaming them is
+    refused in one line that names the key and the folder settings that do work; nothing written."""
     from yoloprof.cli import main
 
     monkeypatch.chdir(tmp_path)
-    for key in ("hydra.run.dir", "hydra.sweep.dir", "hydra.sweep.subdir"):
-        assert main(["sweep", f"{key}=X/one", "device=cpu"]) == 2
-        err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and key in err[0] and "project=DIR" in err[0]
+    assert main(["sweep", "-m", "hydra.sweep.subdir=job_${hydra.job.num}", "device=cpu"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "hydra.sweep.subdir" in err[0] and "hydra.sweep.dir=DIR" in err[0]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_hydra_sweep_dir_and_run_dir_are_the_sweep_folder(tmp_path, monkeypatch):
+    """`hydra.sweep.dir=X` (Hydra's convention, as lightning-hydra-template sets it): the jobs, the
+    manifest and results.parquet are in X and nowhere else; `hydra.run.dir=Y` for a single run
+    likewise (its one job in Y/0). An existing empty X is taken as it is."""
+    import pandas as pd
+
+    import yoloprof.capture.api as capture_api
+    from helpers.fake_sweep import fake_capture
+    from yoloprof.defs import files
+    from yoloprof.sweep.app import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(capture_api, "capture", fake_capture)
+    monkeypatch.delenv("YOLOPROF_SWEEP_ID", raising=False)
+    quiet = ["device=cpu", "workers=0", "analysis.enabled=false", "launch.isolation=inprocess"]
+    (tmp_path / "X").mkdir()
+    assert main(["-m", "batch=1,2", "hydra.sweep.dir=X", *quiet]) == 0
+    x = tmp_path / "X"
+    assert sorted(p.name for p in x.iterdir() if p.is_dir()) == ["0", "1"]
+    assert (x / files.MANIFEST).is_file() and (x / "0" / "row.parquet").is_file()
+    assert sorted(pd.read_parquet(x / files.RESULTS)["batch"]) == [1, 2]
+    monkeypatch.delenv("YOLOPROF_SWEEP_ID", raising=False)
+    assert main(["hydra.run.dir=out/Y", *quiet]) == 0
+    y = tmp_path / "out" / "Y"
+    assert (y / files.MANIFEST).is_file() and (y / "0" / "row.parquet").is_file()
+    assert len(pd.read_parquet(y / files.RESULTS)) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["X", "out"]  # no runs/ folder elsewhere

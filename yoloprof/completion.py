@@ -78,17 +78,16 @@ def _flag_candidates(sub: argparse.ArgumentParser, before: list[str], word: str)
 
 
 def _sweep_candidates(before: list[str], word: str) -> list[str]:
-    from hydra._internal.config_loader_impl import ConfigLoaderImpl
-    from hydra._internal.utils import create_config_search_path
     from hydra.plugins.completion_plugin import DefaultCompletionPlugin
 
+    from yoloprof.config.hydra_adapter import config_loader, search_path
     from yoloprof.config.paths import conf_dir
     from yoloprof.config.schema import register
 
     register()
     config_dir = before[before.index("--config-dir") + 1] if "--config-dir" in before[:-1] else None
     overrides = [w for w in before if "=" in w or w in ("-m", "--multirun")]
-    loader = ConfigLoaderImpl(config_search_path=create_config_search_path(config_dir or f"file://{conf_dir()}"))
+    loader = config_loader(search_path(config_dir or f"file://{conf_dir()}"))
     line = " ".join(overrides + [word])
     if not word:
         line += " "

@@ -109,3 +109,29 @@ def driver_cmd(driver: Path, *args: str) -> list[str]:
 # Tiny real-capture settings (about a second per job on an idle 2-core CPU).
 TINY = ["device=cpu", "size=n", "imgsz=64", "workers=0", "capture.warmup=1", "capture.steps=2",
         "capture.runs=2", "repeat=1", "analysis.enabled=false"]
+
+
+def noisy_capture(settings, out_dir, *, progress: bool = False) -> dict:
+    """The fake capture with run-to-run noise, for adaptive sweeps: each job (process) draws its own
+    level, lognormal with FAKE_PROCESS_CV (default 0.03), seeded by the job's settings and trial
+    so a rerun gives the same numbers; FAKE_SLOW="<precision>:<factor>" slows one precision down.
+    The image size does not change the work here: `imgsz=64,96` are two labels of identical work."""
+    import random
+
+    cv = float(os.environ.get("FAKE_PROCESS_CV", "0.03"))
+    slow_precision, _, factor = os.environ.get("FAKE_SLOW", ":1").partition(":")
+    rng = random.Random(f"{settings.precision}/{settings.imgsz}/{settings.batch}/{settings.trial}")
+    level = 10.0 * settings.batch * rng.lognormvariate(0.0, cv)
+    level *= float(factor) if settings.precision == slow_precision else 1.0
+    steps = [level * rng.lognormvariate(0.0, cv / 4) for _ in range(settings.repeat)]
+    profile = {
+        "schema": "yoloprof.profile/1", "kind": settings.mode, "config": settings.resolved().to_dict(),
+        "env": {"device_name": "fake-cpu"},
+        "metrics": {"step_ms": metric(steps, "ms", "lower"),
+                    "img_per_s": metric([settings.batch * 1000.0 / s for s in steps], "img/s", "higher")},
+        "verdict": {"bound": "compute", "why": "fake", "evidence": {}}, "warnings": [],
+    }
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "profile.json").write_text(json.dumps(profile), encoding="utf-8")
+    return profile

@@ -115,6 +115,9 @@ def analyze_collected(c: Collected, *, baseline: list[str] | None = None, vary: 
     drift = drift_table(jobs, dict(zip(cfg.table.index, cfg.table["config"].astype(str))), alpha=alpha)
     env_diffs = env_differences(c.ok, cfg, plan.pairs)
     comparisons = apply_env_flags(comparisons, env_diffs)
+    from yoloprof.analysis.adaptive import apply_sequential  # trial=auto: the rule that stopped it
+
+    comparisons = apply_sequential(comparisons, tables["metrics"], c.sweep_dir, alpha=alpha, noise=noise)
     memory = pareto_memory(names, tables["metrics"], devices)
     view = sorted(set(names) | set(registry.names("view")) | {memory})
     gm = gmean_table(tables["metrics"], cfg, view, alpha)

@@ -27,14 +27,14 @@ CONFIG_NAME = "config"
 def hydra_session(config_dir: str | None = None) -> Iterator[object]:
     """A Hydra instance over the conf (+ a user's `--config-dir`), cleared on exit so the next
     `hydra.main` or compose in this process starts clean."""
-    from hydra._internal.hydra import Hydra
-    from hydra._internal.utils import create_config_search_path
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.config_search_path import SearchPathQuery
 
+    from yoloprof.config.hydra_adapter import main_hydra, search_path as make_search_path
+
     register()
     GlobalHydra.instance().clear()
-    search_path = create_config_search_path(f"file://{conf_dir()}")
+    search_path = make_search_path(f"file://{conf_dir()}")
     if config_dir is not None:
         path = os.path.abspath(config_dir)
         if not os.path.isdir(path):
@@ -42,15 +42,21 @@ def hydra_session(config_dir: str | None = None) -> Iterator[object]:
         search_path.prepend(provider="command-line", path=f"file://{path}",
                             anchor=SearchPathQuery(provider="schema"))
     try:
-        yield Hydra.create_main_hydra2(task_name="yoloprof", config_search_path=search_path)
+        yield main_hydra("yoloprof", search_path)
     finally:
         GlobalHydra.instance().clear()
 
 
+# `trial=auto` on the command line: the adaptive sweep's switch, not a trial number (`trial` is an
+# int), so it goes to the sweeper's params, where a sweep file would put it (docs/sweeps.md).
+AUTO_TRIAL = ("trial=auto", "++hydra.sweeper.params.trial=auto")
+
+
 def normalise_overrides(overrides: list[str]) -> list[str]:
     """`+sweep=X` and `sweep=X` both select an experiment file: the group's default is null (DESIGN.md
-    section 8), which Hydra only lets the plain form replace."""
-    return [item[1:] if item.startswith("+sweep=") else item for item in overrides]
+    section 8), which Hydra only lets the plain form replace. `trial=auto` becomes the sweeper's."""
+    return [item[1:] if item.startswith("+sweep=") else AUTO_TRIAL[1] if item.lstrip("+") == AUTO_TRIAL[0]
+            else item for item in overrides]
 
 
 def compose_job(overrides: list[str] | None = None, config_dir: str | None = None) -> DictConfig:

@@ -76,6 +76,26 @@ class SearchConf:
 
 
 @dataclass
+class AdaptiveConf:
+    """How a `trial=auto` sweep decides (sweep/adaptive.py, docs/sweeps.md "Adaptive trials"):
+    rounds of one new job (one fresh process, one replicate) per configuration still undecided
+    against its baseline, until each comparison of `metric` is improved, regressed or equivalent
+    under the group-sequential rule of metrics/sequential.py, or the budget ends. Not part of
+    config_hash: it decides how many trials run, not what one trial measures."""
+
+    # wall seconds for the whole sweep; a round that would end past it is not started (None: no
+    # limit but max_trials)
+    budget_s: Optional[float] = None
+    # most trials (processes) per configuration; the rule's last look is at this many, so it sets
+    # how alpha is spent across looks, and thus the design: not only a cap
+    max_trials: int = 12
+    # trials of every configuration in the first round (the first look; at least 2 for a variance)
+    min_trials: int = 3
+    # the row metric each comparison decides on (its direction from the metric registry)
+    metric: str = "step_ms"
+
+
+@dataclass
 class DataConf:
     """The `data` group: `synthetic` (generated) or `yolo` (a data.yaml, dataset or image folder)."""
 
@@ -130,6 +150,7 @@ YoloprofConf = make_dataclass("YoloprofConf", [
     ("analysis", AnalysisConf, field(default_factory=AnalysisConf)),
     ("launch", LaunchConf, field(default_factory=LaunchConf)),
     ("search", SearchConf, field(default_factory=SearchConf)),
+    ("adaptive", AdaptiveConf, field(default_factory=AdaptiveConf)),
     # a user's own function to run instead of the built-in capture (sweep/usertask.py): an open
     # dict, `_target_` plus the function's keyword arguments; None = the built-in capture
     ("task", Any, field(default=None)),

@@ -46,11 +46,11 @@ def hydra_app(cfg: DictConfig) -> str:
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
-    from hydra._internal.utils import get_args_parser
+    from yoloprof.config.hydra_adapter import args_parser
 
     try:
         # intermixed: `yoloprof sweep batch=1,2 -m` works as well as `-m batch=1,2`
-        return get_args_parser().parse_intermixed_args(argv)
+        return args_parser().parse_intermixed_args(argv)
     except SystemExit as exc:  # argparse already printed the usage line
         raise UsageError(f"invalid arguments for {PROG}: {' '.join(argv)}") from exc
 
@@ -74,7 +74,7 @@ class NoFeasiblePoint(YoloprofError):
                          "search.metric or was above search.max_peak_mem_mib (see the job table)")
 
 
-def _launch(overrides: list[str], multirun: bool, config_dir: str | None, order: str = "interleave") -> None:
+def _launch(overrides: list[str], multirun: bool, config_dir: str | None) -> None:
     """Run hydra.main with our argv; restore argv and the environment whatever happens."""
     from hydra.core.global_hydra import GlobalHydra
 
@@ -82,11 +82,8 @@ def _launch(overrides: list[str], multirun: bool, config_dir: str | None, order:
     sys.argv = [PROG, *(["-m"] if multirun else []), *(["--config-dir", config_dir] if config_dir else []),
                 *overrides]
     os.environ["HYDRA_FULL_ERROR"] = "1"
-    from yoloprof.sweep.sweeper import sweep_hooks
-
     try:
-        with sweep_hooks(order):
-            hydra_app()
+        hydra_app()  # the sweeper is yoloprof's own (hydra/sweeper: yoloprof, sweep/sweeper.py)
     except SystemExit as exc:
         if exc.code not in (0, None):
             raise YoloprofError(f"hydra stopped the sweep (exit {exc.code})") from exc
@@ -105,19 +102,20 @@ def _launch(overrides: list[str], multirun: bool, config_dir: str | None, order:
         GlobalHydra.instance().clear()
 
 
-# Hydra's output-dir keys: yoloprof lays a sweep out itself (<project>/sweeps/<name>/<id>/<job>),
-# because resume, consolidation and analysis find the jobs there.
-DIR_KEYS = ("hydra.run.dir", "hydra.sweep.dir", "hydra.sweep.subdir")
+# Hydra's output-dir keys: `hydra.sweep.dir=X` (and for a single run `hydra.run.dir=X`) is the
+# sweep folder, with the jobs, manifest and results.parquet in it (plan.sweep_dir_of); the job
+# folders inside it are always named by job number, because resume, consolidation and analysis
+# find the jobs there.
+FIXED_DIR_KEYS = ("hydra.sweep.subdir",)
 
 
 def refuse_dir_overrides(overrides: list[str]) -> None:
-    """Hydra would write a single run to `hydra.run.dir` exactly; yoloprof cannot honour that and
-    still find the job for resume and analysis, so it says so instead of writing elsewhere."""
+    """`hydra.sweep.subdir` would rename the job folders, which yoloprof finds by job number."""
     for item in overrides:
         key = item.lstrip("+~").partition("=")[0]
-        if key in DIR_KEYS:
-            raise UsageError(f"{key} is set by yoloprof: jobs go to <project>/sweeps/<sweep_name>/<id>/<job>; "
-                             "choose the folder with project=DIR and the name with sweep_name=NAME")
+        if key in FIXED_DIR_KEYS:
+            raise UsageError(f"{key} is set by yoloprof: jobs go to <sweep dir>/<job number>; choose the "
+                             "sweep folder with hydra.sweep.dir=DIR (or project=DIR and sweep_name=NAME)")
 
 
 def implied_sweep_name(overrides: list[str], composed: str) -> str | None:
@@ -302,8 +300,7 @@ def _run(argv: list[str]) -> tuple[int, Path | None]:
     WAITS.clear()  # "waits for another timed capture": said once per sweep, then counted
     try:
         with SweepProgress(plan.total), resumes.launch_only(selected, rerun):
-            _launch(overrides + dir_overrides(plan.sweep_dir), plan.multirun, config_dir,
-                    str(plan.launch.get("order", "interleave")))
+            _launch(overrides + dir_overrides(plan.sweep_dir), plan.multirun, config_dir)
     except UsageError:
         if resume is None:
             discard_if_unused(plan.sweep_dir)

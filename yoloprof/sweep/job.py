@@ -62,8 +62,8 @@ def identity_columns(settings: CaptureSettings, task: dict[str, Any] | None = No
 
 # Override keys that are not settings of the capture: Hydra's own, how the sweep launches and
 # analyses (recorded in their own columns or the manifest), the experiment file, our resume.
-_NOT_SWEPT_PREFIXES = ("hydra.", "launch.", "analysis.")
-_NOT_SWEPT_KEYS = ("sweep", "sweep_name", "resume", "analysis", "launch")
+_NOT_SWEPT_PREFIXES = ("hydra.", "launch.", "analysis.", "adaptive.")
+_NOT_SWEPT_KEYS = ("sweep", "sweep_name", "resume", "analysis", "launch", "adaptive")
 
 
 def swept_values(hc: Any, cfg: DictConfig, overrides: list[str]) -> dict[str, Any]:

@@ -1,12 +1,11 @@
 """The sweep's pre-flight: compose the sweep once, expand its grid as Hydra's BasicSweeper will,
 check the launcher and create the sweep dir - before the first capture starts.
 
-The per-job checks of a grid run inside Hydra's own pre-launch composition (sweep/sweeper.py, which
-calls `validate_job_configs`), and the launcher reuses the configs they composed (sweeper.py): a
-job is composed once, or twice past the first 32 or when it shares its check with other trials,
-never three times. The expansion here uses the sweeper's own `split_arguments`, so order and count
-match what Hydra runs; it gives the progress display its total and the joblib check each job's
-device.
+The per-job checks of a grid run in yoloprof's sweeper before its first job (sweep/sweeper.py, which
+calls `validate_grid`), and the launcher reuses the configs they composed (sweeper.py): a job is
+composed once, or twice past the first 32 or when it shares its check with other trials, never
+three times. The expansion here is the sweeper's own (sweep/grid.py), so order and count match
+what Hydra runs; it gives the progress display its total and the joblib check each job's device.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from typing import Any, Callable
 
 from omegaconf import DictConfig, OmegaConf
 
-from yoloprof.config.compose import (CONFIG_NAME, hydra_session, normalise_overrides, one_line,
+from yoloprof.config.compose import (AUTO_TRIAL, CONFIG_NAME, hydra_session, normalise_overrides, one_line,
                                       sweep_options)
 from yoloprof.config.device import canonical_device
 from yoloprof.config.settings import CaptureSettings
@@ -46,10 +45,11 @@ class SweepPlan:
     analysis: dict[str, Any] = field(default_factory=dict)
     launch: dict[str, Any] = field(default_factory=dict)  # the `launch` settings (isolation, order, machine)
     launcher_resources: str | None = None  # what the launcher asks for per job, resolved (JSON)
+    adaptive: bool = False  # trial=auto: `jobs` is the first round; the sweeper adds rounds
 
     @property
     def total(self) -> int | None:
-        return None if self.jobs is None else len(self.jobs)
+        return None if self.jobs is None or self.adaptive else len(self.jobs)
 
 
 def quote_value(value: str) -> str:
@@ -95,20 +95,34 @@ def interleave(jobs: list[list[str]]) -> list[list[str]]:
 
 
 def expand_jobs(hydra: Any, cfg: DictConfig) -> list[list[str]] | None:
-    """Job override lists in launch order, from the sweeper's params + the command line (Hydra's
-    order; `interleave` reorders them unless launch.order=as_given)."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra.core.override_parser.overrides_parser import OverridesParser
+    """Job override lists in Hydra's order, from the sweeper's params + the command line, as the
+    yoloprof sweeper expands them (sweep/grid.py; `interleave` reorders them unless
+    launch.order=as_given); for `trial=auto` the first round's jobs. None under a search sweeper."""
+    from yoloprof.sweep import grid
 
     sweeper = OmegaConf.select(cfg, "hydra.sweeper._target_") or ""
-    if not sweeper.endswith("BasicSweeper"):
+    if not sweeper.endswith(("BasicSweeper", "YoloprofSweeper")):
         return None
     node = cfg.hydra.sweeper.params
     params = OmegaConf.to_container(node, resolve=False) if node is not None else {}
-    args = [f"{k}={v}" for k, v in params.items()]
-    args += list(OmegaConf.to_container(cfg.hydra.overrides.task, resolve=False))
-    parsed = OverridesParser.create(config_loader=hydra.config_loader).parse_overrides(args)
-    return BasicSweeper.split_arguments(parsed, None)[0]
+    args = grid.params_items(params) + list(OmegaConf.to_container(cfg.hydra.overrides.task, resolve=False))
+    jobs = grid.expand(grid.parse(hydra.config_loader, args))
+    if jobs and grid.is_auto(jobs[0]):
+        from yoloprof.sweep.adaptive import first_round
+
+        return first_round(jobs, int(cfg.adaptive.min_trials), order="as_given")
+    return jobs
+
+
+def _adaptive(hydra: Any, cfg: DictConfig) -> bool:
+    """Does the grid say `trial=auto` (a sweep file's params or the command line; the last wins)?"""
+    from yoloprof.sweep import grid
+
+    node = cfg.hydra.sweeper.params
+    params = OmegaConf.to_container(node, resolve=False) if node is not None else {}
+    args = grid.params_items(params) + list(OmegaConf.to_container(cfg.hydra.overrides.task, resolve=False))
+    trials = [a.split("=", 1)[1] for a in args if a.lstrip("+").startswith(f"{grid.TRIAL_KEY}=")]
+    return bool(trials) and trials[-1] == grid.AUTO
 
 
 def check_launcher(launcher: str, launcher_cfg: dict[str, Any], devices: list[str], machine: str) -> None:
@@ -216,9 +230,13 @@ def job_devices(cfg: DictConfig, jobs: list[list[str]]) -> list[str]:
     return out
 
 
-def _sweep_dir(cfg: DictConfig, multirun: bool) -> Path:
+def _sweep_dir(cfg: DictConfig, multirun: bool, overrides: list[str] = ()) -> Path:  # type: ignore[assignment]
+    """The sweep folder: hydra.sweep.dir; for a single run the parent of its job folder, or
+    `hydra.run.dir` itself when the user set it (the run's folder, with its one job in it as 0/)."""
     if multirun:
         return Path(str(cfg.hydra.sweep.dir))
+    if any(o.lstrip("+").startswith("hydra.run.dir=") for o in overrides):
+        return Path(str(cfg.hydra.run.dir))
     return Path(str(cfg.hydra.run.dir)).parent
 
 
@@ -230,10 +248,13 @@ def plan_sweep(overrides: list[str], *, multirun_flag: bool, config_dir: str | N
     with hydra_session(config_dir) as hydra:
         check_sweep_name(hydra, overrides)
         try:
-            multirun = multirun_flag or hydra.get_mode(CONFIG_NAME, overrides) == RunMode.MULTIRUN
+            # trial=auto is a sweep, -m or not
+            multirun = multirun_flag or AUTO_TRIAL[1] in overrides or \
+                hydra.get_mode(CONFIG_NAME, overrides) == RunMode.MULTIRUN
             cfg = hydra.compose_config(CONFIG_NAME, overrides, with_log_configuration=False,
                                        run_mode=RunMode.MULTIRUN if multirun else RunMode.RUN)
             jobs = expand_jobs(hydra, cfg) if multirun else [list(cfg.hydra.overrides.task)]
+            adaptive = multirun and jobs is not None and _adaptive(hydra, cfg)
         except Exception as exc:  # noqa: BLE001 - any composition problem is the user's input
             raise UsageError(one_line(exc, hydra)) from exc
         launcher = str(OmegaConf.select(cfg, "hydra.runtime.choices.hydra/launcher") or "basic")
@@ -253,17 +274,19 @@ def plan_sweep(overrides: list[str], *, multirun_flag: bool, config_dir: str | N
         settings = []
         if not multirun:  # a grid is validated inside Hydra's own pre-launch pass (sweep/sweeper.py)
             settings = validate_job_configs(jobs, lambda job: cfg)
-        return SweepPlan(multirun=multirun, sweep_dir=_sweep_dir(cfg, multirun),
+        return SweepPlan(multirun=multirun, sweep_dir=_sweep_dir(cfg, multirun, overrides),
                          sweep_name=str(values["sweep_name"]), launcher=launcher, jobs=jobs,
                          settings=settings, analysis=dict(values["analysis"]), launch=launch,
-                         launcher_resources=launchers.resources(resolved))
+                         launcher_resources=launchers.resources(resolved), adaptive=adaptive)
 
 
 def prepare_dir(plan: SweepPlan, *, resume: bool, manifest: dict[str, Any]) -> None:
     """Create the sweep dir (exclusively for a new sweep: ids never collide) and write the manifest
     that `resume=` reads back; a dir that cannot be written fails here, before any job."""
     try:
-        plan.sweep_dir.mkdir(parents=True, exist_ok=resume)
+        # an empty folder given as hydra.sweep.dir is taken as it is
+        empty = plan.sweep_dir.is_dir() and not any(plan.sweep_dir.iterdir())
+        plan.sweep_dir.mkdir(parents=True, exist_ok=resume or empty)
         write_bytes_atomic(plan.sweep_dir / files.MANIFEST, json.dumps(manifest, indent=1).encode())
     except FileExistsError as exc:
         raise UsageError(f"sweep dir {plan.sweep_dir} already exists; resume it with "

@@ -30,9 +30,9 @@ PROG = "yoloprof sweep"
 # The launching process tells each job which finished jobs the user confirmed to rerun (the jobs
 # inherit the environment, under submitit too): job.py then does not keep their rows.
 RERUN_ENV = "YOLOPROF_RERUN"
-_LAUNCHERS = (("hydra._internal.core_plugins.basic_launcher", "BasicLauncher"),
-              ("hydra_plugins.hydra_joblib_launcher.joblib_launcher", "JoblibLauncher"),
-              ("hydra_plugins.hydra_submitit_launcher.submitit_launcher", "BaseSubmititLauncher"))
+# The job numbers a resume launches while a sweep runs (None: every job): the sweeper asks
+# (`launch_selected`); nothing of Hydra's launchers is patched.
+_SELECTED: list[set[int] | None] = [None]
 
 
 def split_rerun(overrides: list[str]) -> tuple[list[str], str | None]:
@@ -166,44 +166,36 @@ def runs_of(nums: Sequence[int]) -> list[tuple[int, int]]:
     return out
 
 
-def _filtered(original: Any, selected: set[int]) -> Any:
-    def launch(self: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Any:
-        results: dict[int, Any] = {}
-        wanted = [initial_job_idx + i for i in range(len(job_overrides)) if initial_job_idx + i in selected]
-        for start, stop in runs_of(wanted):
-            batch = job_overrides[start - initial_job_idx:stop - initial_job_idx]
-            results.update(zip(range(start, stop), original(self, batch, start)))
-        from yoloprof.sweep import progress
+def launch_selected(launch: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[Any]:
+    """`launch(batch, start)` (the sweeper's launch of a batch) for only the jobs a resume selected,
+    in contiguous runs that keep their numbers (one SLURM array each); a job not selected is
+    finished: it is not launched, its folder stays untouched, and it returns `kept`."""
+    selected = _SELECTED[0]
+    if selected is None:
+        return list(launch(job_overrides, initial_job_idx))
+    results: dict[int, Any] = {}
+    wanted = [initial_job_idx + i for i in range(len(job_overrides)) if initial_job_idx + i in selected]
+    for start, stop in runs_of(wanted):
+        batch = job_overrides[start - initial_job_idx:stop - initial_job_idx]
+        results.update(zip(range(start, stop), launch(batch, start)))
+    from yoloprof.sweep import progress
 
-        for num in sorted(set(range(initial_job_idx, initial_job_idx + len(job_overrides))) - set(results)):
-            progress.notify_done(num, "kept")  # finished: not launched, its folder untouched
-        return [results.get(initial_job_idx + i) or _skipped(job) for i, job in enumerate(job_overrides)]
-
-    launch.__wrapped__ = original  # type: ignore[attr-defined]
-    return launch
+    for num in sorted(set(range(initial_job_idx, initial_job_idx + len(job_overrides))) - set(results)):
+        progress.notify_done(num, "kept")  # finished: not launched, its folder untouched
+    return [results.get(initial_job_idx + i) or _skipped(job) for i, job in enumerate(job_overrides)]
 
 
 @contextlib.contextmanager
 def launch_only(selected: set[int] | None, rerun: set[int]) -> Iterator[None]:
-    """While active, every launcher is handed only the `selected` job numbers (None: all), and
-    the jobs learn which reruns were confirmed (RERUN_ENV)."""
-    import importlib
-
-    saved_env = os.environ.get(RERUN_ENV)
+    """While active, the sweeper launches only the `selected` job numbers (None: all;
+    `launch_selected`), and the jobs learn which reruns were confirmed (RERUN_ENV)."""
+    saved_env, saved = os.environ.get(RERUN_ENV), _SELECTED[0]
     os.environ[RERUN_ENV] = ",".join(map(str, sorted(rerun)))
-    patched: list[tuple[Any, Any]] = []
+    _SELECTED[0] = selected
     try:
-        for module, name in _LAUNCHERS if selected is not None else ():
-            try:
-                cls = getattr(importlib.import_module(module), name)
-            except ImportError:
-                continue
-            patched.append((cls, cls.__dict__["launch"]))
-            cls.launch = _filtered(cls.__dict__["launch"], selected)
         yield
     finally:
-        for cls, original in reversed(patched):
-            cls.launch = original
+        _SELECTED[0] = saved
         if saved_env is None:
             os.environ.pop(RERUN_ENV, None)
         else:

@@ -1,0 +1,93 @@
+"""`trial=auto` sweeps: rounds of new jobs until each comparison is decided, the manifest's record
+of every round, and verdicts that hold under the stopping (metrics/sequential.py; the error-rate
+and power simulation is bench/bench_adaptive.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+import yoloprof.capture.api as capture_api
+from helpers.fake_sweep import noisy_capture
+from yoloprof.defs import files
+from yoloprof.sweep.app import main
+
+QUIET = ["device=cpu", "workers=0", "launch.isolation=inprocess", "analysis.html=false"]
+
+
+def _sweep(tmp_path, monkeypatch, args):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(capture_api, "capture", noisy_capture)
+    monkeypatch.delenv("YOLOPROF_SWEEP_ID", raising=False)
+    assert main(["trial=auto", "hydra.sweep.dir=S", *QUIET, *args]) == 0
+    sweep = tmp_path / "S"
+    return sweep, json.loads((sweep / files.MANIFEST).read_text())["adaptive"], pd.read_parquet(sweep / files.RESULTS)
+
+
+def test_an_8_percent_slowdown_is_called_regressed_and_stops_early(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_SLOW", "bfloat16:1.08")
+    monkeypatch.setenv("FAKE_PROCESS_CV", "0.02")
+    sweep, record, rows = _sweep(tmp_path, monkeypatch, ["precision=float32,bfloat16", "adaptive.max_trials=16"])
+    [(cand, decision)] = record["comparisons"].items()
+    assert decision["code"] == "regressed" and decision["low"] > 1.0, decision
+    assert record["stopped"] == "decided"
+    # rounds: the first with min_trials of each, then one new trial per configuration per round,
+    # new job numbers in order, trials continuing; stopped before max_trials
+    assert record["rounds"][0]["jobs"] == list(range(2 * record["plan"][0]))
+    jobs = [j for r in record["rounds"] for j in r["jobs"]]
+    assert jobs == list(range(len(rows))) and sorted(rows["job_num"]) == jobs
+    per_config = rows.groupby("precision")["trial"].apply(sorted)
+    assert all(list(t) == list(range(len(t))) for t in per_config) and len(per_config.iloc[0]) < 16
+    analysis = pd.read_parquet(sweep / "analysis" / "comparisons.parquet")
+    step = analysis[analysis["metric"] == "step_ms"].iloc[0]
+    assert step["verdict_code"] == "regressed" and "sequential" in step["warnings"]
+    # the analysis applies the rule that stopped the sweep: the same interval (oriented: > 1 better)
+    assert (step["ratio"], step["ci_low"], step["ci_high"]) == pytest.approx(
+        (1 / decision["ratio"], 1 / decision["high"], 1 / decision["low"]))
+
+
+def test_identical_work_is_never_called_different_within_its_budget(tmp_path, monkeypatch):
+    """(The analysis of such a sweep is checked with real captures below.)"""
+    sweep, record, rows = _sweep(tmp_path, monkeypatch, ["imgsz=64,96", "adaptive.max_trials=6",
+                                                         "analysis.enabled=false"])
+    [(cand, decision)] = record["comparisons"].items()
+    assert decision["code"] not in ("improved", "regressed")
+    assert record["stopped"] in ("decided", "max_trials") and len(rows) <= 12
+    # every round is recorded with the decision it led to
+    assert [r["look"] for r in record["rounds"]] == list(range(1, len(record["rounds"]) + 1))
+    assert all(cand in r["decisions"] for r in record["rounds"])
+
+
+@pytest.mark.slow
+def test_a_real_sweep_of_identical_work_calls_nothing_improved_or_regressed(tmp_path, monkeypatch):
+    """Real tiny captures (infer, 32 px), two labels of identical work (trace settings of a capture
+    whose trace pass is off), trial=auto: no improved/regressed verdict from the sweep's rule nor
+    from its analysis, and the manifest says how it stopped."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("YOLOPROF_SWEEP_ID", raising=False)
+    tiny = ["size=n", "mode=infer", "imgsz=32", "capture.warmup=1", "capture.runs=2", "repeat=1",
+            "capture.trace=false", "capture.modules=false"]
+    assert main(["trial=auto", "capture.trace_active=1,2", "hydra.sweep.dir=S", "adaptive.min_trials=2",
+                 "adaptive.max_trials=3", *QUIET, *tiny]) == 0
+    record = json.loads((tmp_path / "S" / files.MANIFEST).read_text())["adaptive"]
+    assert [d["code"] for d in record["comparisons"].values()] != [] and \
+        not {d["code"] for d in record["comparisons"].values()} & {"improved", "regressed"}
+    assert record["stopped"] in ("decided", "max_trials") and record["rounds"][0]["jobs"] == [0, 1, 2, 3]
+    analysis = pd.read_parquet(tmp_path / "S" / "analysis" / "comparisons.parquet")
+    assert len(analysis) and not analysis["verdict_code"].isin(["improved", "regressed"]).any()
+
+
+def test_rounds_alternate_and_a_sweep_without_comparisons_stops_after_its_first(tmp_path, monkeypatch):
+    from yoloprof.sweep.adaptive import round_jobs
+
+    configs = [["trial=auto", "precision=float32"], ["trial=auto", "precision=bfloat16"]]
+    assert round_jobs(configs, {0: range(2, 3), 1: range(2, 4)}, "interleave") == [
+        ["trial=2", "precision=float32"], ["trial=2", "precision=bfloat16"], ["trial=3", "precision=bfloat16"]]
+    assert [j[1] for j in round_jobs(configs, {0: range(1, 2), 1: range(1, 2)}, "interleave")] == [
+        "precision=bfloat16", "precision=float32"]  # odd trials reversed: A B, B A
+    # one configuration (and an analysis.vary that does not vary): nothing to decide, no error
+    sweep, record, rows = _sweep(tmp_path, monkeypatch, ["adaptive.min_trials=2", "analysis.vary=precision",
+                                                         "analysis.enabled=false"])
+    assert record["stopped"] == "no_comparison" and len(rows) == 2
