@@ -116,6 +116,7 @@ def slow_start():
         sys.path.remove(assets)
 
 
+@pytest.fixture
 def sweep_env(tmp_path, monkeypatch):
     """Run sweeps in tmp_path with the fake capture; returns a function giving the sweep dirs."""
     import yoloprof.capture.api as capture_api

@@ -119,19 +119,6 @@ def test_outputs_are_written_together_or_not_at_all(tmp_path: Path, monkeypatch)
     assert not [p for p in (sweep / "analysis").iterdir() if p.name.startswith(".")]
 
 
-def test_no_html_rerun_removes_the_stale_report(tmp_path: Path, monkeypatch) -> None:
-    import yoloprof.render.html as html
-
-    monkeypatch.setattr(html, "render_report", lambda r: "<html>stub</html>")
-    sweep = make_sweep(tmp_path, [{"batch": 4}, {"batch": 8}], batch_truth, trials=3)
-    assert cli_main(["analyze", str(sweep)]) == 0
-    assert (sweep / "analysis" / "report.html").is_file()
-    assert cli_main(["analyze", str(sweep), "--no-html"]) == 0
-    assert not (sweep / "analysis" / "report.html").exists()
-    rec = json.loads((sweep / "analysis" / "settings.json").read_text())
-    assert sorted(p.name for p in (sweep / "analysis").iterdir() if p.is_file()) == rec["files"]
-
-
 def test_json_document_states_settings_and_command(tmp_path: Path, capsys) -> None:
     sweep = make_sweep(tmp_path, [{"batch": 4}, {"batch": 8}], batch_truth, trials=3)
     assert cli_main(["analyze", str(sweep), "--no-html", "--json", "--noise", "0.05"]) == 0
