@@ -16,7 +16,10 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH)"
 	$(PY) -m pip install -q -r requirements.lock
-	$(PY) -m pip install -q --no-deps -e .
+	# compat mode (a .pth with the checkout's root) so that Hydra's plugin discovery, which lists
+	# hydra_plugins/ with pkgutil, sees hydra_plugins/yoloprof_sweeper: setuptools' default
+	# editable finder imports it but cannot list it, so every fresh process lost the sweeper.
+	$(PY) -m pip install -q --no-deps -e . --config-settings editable_mode=compat
 	# Byte-compiled as pip does for an installed package: where PYTHONDONTWRITEBYTECODE is set, a
 	# checkout would otherwise compile every module again in every run (0.04 s of each command).
 	$(PY) -m compileall -q yoloprof

@@ -12,6 +12,7 @@ import pytest
 import yoloprof.capture.api as capture_api
 from helpers.profiles import cpu_train_profile
 from yoloprof.cli import main
+from yoloprof.defs.files import RESULTS_DIR
 from yoloprof.profiles.outdirs import last_two, run_dir
 from yoloprof.errors import UsageError
 
@@ -34,7 +35,8 @@ def test_each_run_gets_its_own_folder_and_compare_last_takes_the_two_latest(tmp_
     args = ["run", "--device", "cpu", "--project", str(tmp_path), "--json"]
     for _ in range(3):
         assert main(args) == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["train", "train2", "train3"]
+    # beside the captures, the project's results store (docs/history.md) is the only other folder
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != RESULTS_DIR) == ["train", "train2", "train3"]
     steps = [json.loads((tmp_path / n / "profile.json").read_text())["metrics"]["step_ms"]["value"]
              for n in ("train", "train2", "train3")]
     assert steps == [50.0, 60.0, 70.0]  # nothing overwritten

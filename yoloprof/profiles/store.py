@@ -89,7 +89,8 @@ def config_key(row: dict[str, Any], config: dict[str, Any] | None = None) -> str
         return str(row["group_hash"])
     if not config:
         return None
-    volatile = {"trial", "seed", "iterations_run", "iterations_lacking", "rank", "world_size", "tensorboard"}
+    volatile = {"trial", "seed", "iterations_run", "iterations_lacking", "rank", "world_size", "tensorboard",
+                "warmup_used", "autobatch"}  # what the capture found (warm-up until steady, batch probes)
     kept = {k: v for k, v in sorted(config.items()) if k not in volatile}
     text = json.dumps(kept, sort_keys=True, default=str)
     return "p" + hashlib.sha256(text.encode()).hexdigest()[:15]
