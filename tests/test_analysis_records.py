@@ -22,7 +22,7 @@ TABLES = ("comparison.csv", "comparison.md", "comparisons.parquet", "configs.par
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> Path:
-    """The shipped demo sweep (vary: precision) run with the fake capture; its end-of-sweep analysis."""
+    """The shipped demo sweep (vary: batch) run with the fake capture; its end-of-sweep analysis."""
     root = tmp_path_factory.mktemp("demo")
     mp = pytest.MonkeyPatch()
     mp.chdir(root)
@@ -44,8 +44,8 @@ def _snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
 
 def test_manifest_records_the_resolved_settings(demo: Path) -> None:
     manifest = json.loads((demo / "yoloprof_sweep.json").read_text())
-    # sweeps/demo.yaml declares `analysis.vary: precision`; the rest are the schema's defaults
-    assert manifest["analysis"] == {"baseline": [], "vary": "precision", "metrics": [], "alpha": 0.05,
+    # sweeps/demo.yaml declares `analysis.vary: batch`; the rest are the schema's defaults
+    assert manifest["analysis"] == {"baseline": [], "vary": "batch", "metrics": [], "alpha": 0.05,
                                     "noise": 0.02, "correction": "holm"}
     rec = json.loads((demo / "analysis" / "settings.json").read_text())
     assert rec["name"] == "default" and rec["settings"] == manifest["analysis"]
@@ -61,18 +61,18 @@ def test_bare_analyze_is_byte_identical_and_baseline_lands_beside(demo: Path, ca
     for name in TABLES:
         assert again[name][0] == first[name][0], name
     md = (demo / "analysis" / "comparison.md").read_text()
-    assert md.startswith('---\nanalysis: "default"\ncommand: "yoloprof analyze ') and '\nvary: "precision"\n' in md
-    assert "each level of precision vs precision=float32" in md
+    assert md.startswith('---\nanalysis: "default"\ncommand: "yoloprof analyze ') and '\nvary: "batch"\n' in md
+    assert "each level of batch vs batch=1" in md
     capsys.readouterr()
 
     before = _snapshot(demo / "analysis")
-    assert cli_main(["analyze", str(demo), "--no-html", "--baseline", "batch=2"]) == 0
+    assert cli_main(["analyze", str(demo), "--no-html", "--baseline", "batch=4"]) == 0
     assert _snapshot(demo / "analysis") == before  # not one byte, not one mtime of the first
-    other = demo / "analysis" / "baseline-batch=2"
+    other = demo / "analysis" / "baseline-batch=4"
     rec = json.loads((other / "settings.json").read_text())
-    assert rec["settings"]["baseline"] == ["batch=2"] and rec["settings"]["vary"] is None
-    assert rec["command"].endswith("--baseline batch=2")
-    assert "baseline batch=2 (given)" in (other / "comparison.md").read_text()
+    assert rec["settings"]["baseline"] == ["batch=4"] and rec["settings"]["vary"] is None
+    assert rec["command"].endswith("--baseline batch=4")
+    assert "baseline batch=4 (given)" in (other / "comparison.md").read_text()
     # the recorded command reproduces it: same folder, same tables
     tables = (other / "comparison.csv").read_bytes()
     assert cli_main(shlex.split(rec["command"])[1:] + ["--no-html"]) == 0
@@ -81,11 +81,11 @@ def test_bare_analyze_is_byte_identical_and_baseline_lands_beside(demo: Path, ca
     capsys.readouterr()
     assert cli_main(["analyze", str(demo), "--list", "--json"]) == 0
     listed = {a["name"]: a for a in json.loads(capsys.readouterr().out)["analyses"]}
-    assert set(listed) == {"default", "baseline-batch=2"}
-    assert listed["default"]["settings"]["vary"] == "precision" and listed["default"]["created_at"]
+    assert set(listed) == {"default", "baseline-batch=4"}
+    assert listed["default"]["settings"]["vary"] == "batch" and listed["default"]["created_at"]
     assert cli_main(["analyze", str(demo), "--list"]) == 0
     out = capsys.readouterr().out
-    assert "baseline-batch=2" in out and "vary precision" in out and "--baseline batch=2" in out
+    assert "baseline-batch=4" in out and "vary batch" in out and "--baseline batch=4" in out
 
 
 def test_same_name_other_settings_is_refused(tmp_path: Path, capsys) -> None:

@@ -216,7 +216,7 @@ def test_analysis_runs_at_the_end_with_the_analysis_group(sweep_env, capsys):
     assert main(["+sweep=demo", "device=cpu", "analysis.html=false", "trial=0"]) == 0
     [sweep] = sweep_env("demo")
     assert (sweep / "analysis").is_dir() and any((sweep / "analysis").iterdir())
-    assert len(read_rows(sweep)) == 4
+    assert len(read_rows(sweep)) == 2  # batch=1,4 (sweeps/demo.yaml)
 
 
 def test_corrupt_row_at_consolidation_is_reported_and_exit_1(sweep_env, capsys):

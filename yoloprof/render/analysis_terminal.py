@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from yoloprof.render.fmt import (NA, COMPARISON_HEADERS, VERDICT_STYLE, comparison_cells, fmt_in, fmt_p,
+from yoloprof.render.fmt import (NA, COMPARISON_HEADERS, RATIO_NOTE, VERDICT_STYLE, comparison_cells, fmt_in, fmt_p,
                                    fmt_ratio)
 
 
@@ -49,7 +49,8 @@ def _comparisons(console: Any, result: Any) -> None:
         console.print("no comparisons: " + why, markup=False, highlight=False)
         return
     s = result.settings
-    t = _table(console, f"comparisons ({s['correction']} correction, alpha {s['alpha']}, noise {s['noise']:.0%})",
+    t = _table(console, f"comparisons ({RATIO_NOTE}; {s['correction']} correction, alpha {s['alpha']}, "
+                        f"noise {s['noise']:.0%})",
                COMPARISON_HEADERS, right=(2, 3, 5, 6))
     for row in cmp.to_dict("records"):
         cells = comparison_cells(row)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from yoloprof.render.fmt import (NA, COMPARISON_HEADERS, VERDICT_STYLE, comparison_cells, fmt_in, fmt_num, fmt_p,
+from yoloprof.render.fmt import (NA, COMPARISON_HEADERS, RATIO_NOTE, VERDICT_STYLE, comparison_cells, fmt_in, fmt_num, fmt_p,
                                    fmt_ratio)
 
 CSS = """
@@ -161,7 +161,7 @@ def render_report(result: Any) -> str:
              "ratio &gt; 1 means better.</p>",
              f'<p class="sub">Analysis <b>{escape(result.name)}</b> ({escape(_settings_text(s))}); '
              f"reproduce with: <code>{escape(result.command or '-')}</code></p>",
-             _cards(result), "<h2>Comparisons</h2>"]
+             _cards(result), f"<h2>Comparisons</h2><p>{escape(RATIO_NOTE)}</p>"]
     parts.append(_table(COMPARISON_HEADERS, _comparison_rows(cmp), {2, 3, 4, 5, 6}) if not cmp.empty
                  else "<p>No comparisons: one configuration only, or no baseline pairs.</p>")
     if not result.best.empty:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pandas as pd
 
-from yoloprof.render.fmt import NA, COMPARISON_HEADERS, comparison_cells, fmt_in, fmt_num, fmt_p, fmt_ratio
+from yoloprof.render.fmt import NA, COMPARISON_HEADERS, RATIO_NOTE, comparison_cells, fmt_in, fmt_num, fmt_p, fmt_ratio
 
 
 def _cell(text: str) -> str:
@@ -49,7 +49,7 @@ def comparison_markdown(result: Any) -> str:
              "- jobs: " + ", ".join(f"{k} {v}" for k, v in result.jobs.items()),
              f"- alpha {s['alpha']}, noise threshold {s['noise']:.0%}, correction {s['correction']}; "
              "ratio > 1 means better (lower-is-better metrics use baseline/value)", ""]
-    parts += ["## Comparisons", ""]
+    parts += ["## Comparisons", "", f"{RATIO_NOTE[0].upper()}{RATIO_NOTE[1:]}.", ""]
     cmp = result.comparisons
     if cmp.empty:
         parts.append("No comparisons (one configuration only, or no baseline pairs).")
