@@ -11,13 +11,13 @@ from yoloprof.render.fmt import (NA, COMPARISON_HEADERS, RATIO_NOTE, VERDICT_STY
                                    fmt_ratio)
 
 
-PLAIN_WIDTH = 200
+PLAIN_WIDTH = 100  # piped, COLUMNS unset: the tables fold their widest cells into 100 columns
 MAX_NOTES = 20  # per-comparison notes printed; all of them are in comparison.md and the HTML
 
 
 def make_console(*, stderr: bool = False, quiet: bool = False) -> Any:
-    """A rich Console; when piped and COLUMNS is unset, wide enough that the comparison table is
-    not folded into 80 columns (logs and CI output are read in wide viewers)."""
+    """A rich Console; when piped and COLUMNS is unset, 100 columns (not rich's 80: the comparison
+    table's cells would fold line after line), which every table of an analysis fits."""
     from rich.console import Console
 
     console = Console(stderr=stderr, quiet=quiet)
@@ -35,8 +35,11 @@ def _table(console: Any, title: str, headers: list[str], right: tuple[int, ...] 
     from rich.table import Table
 
     fancy = console.is_terminal and not console.no_color
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD if fancy else box.ASCII2,
-                  header_style="bold" if fancy else None, expand=False)
+    # plain: rich's SIMPLE_HEAD in ASCII (a rule under the header, no vertical rules: a column
+    # costs its width + 2, so the demo's comparison table fits 100 columns without folding)
+    plain = box.Box("    \n    \n -- \n    \n    \n    \n    \n    \n", ascii=True)
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD if fancy else plain,
+                  header_style="bold" if fancy else None, expand=False, padding=(0, 1, 0, 0), show_edge=False)
     for i, h in enumerate(headers):
         table.add_column(h, justify="right" if i in right else "left", overflow="fold")
     return table
@@ -49,14 +52,20 @@ def _comparisons(console: Any, result: Any) -> None:
         console.print("no comparisons: " + why, markup=False, highlight=False)
         return
     s = result.settings
+    rows = cmp.to_dict("records")
+    # an adaptive sweep's verdicts come from its sequential rule (Holm step-down inside, said in the
+    # notes): a column of n/a adjusted p-values would only take width
+    adj = COMPARISON_HEADERS.index("adj. p")
+    keep = [i for i in range(len(COMPARISON_HEADERS))
+            if i != adj or any(r.get("p_adj") is not None and r.get("p_adj") == r.get("p_adj") for r in rows)]
+    right = tuple(keep.index(i) for i in (2, 3, 5, 6) if i in keep)
     t = _table(console, f"comparisons ({RATIO_NOTE}; {s['correction']} correction, alpha {s['alpha']}, "
-                        f"noise {s['noise']:.0%})",
-               COMPARISON_HEADERS, right=(2, 3, 5, 6))
-    for row in cmp.to_dict("records"):
+                        f"noise {s['noise']:.0%})", [COMPARISON_HEADERS[i] for i in keep], right=right)
+    for row in rows:
         cells = comparison_cells(row)
         style = VERDICT_STYLE.get(row["verdict_code"], ("",))[0]
         cells[-1] = f"[{style}]{cells[-1]}[/]" if style else cells[-1]
-        t.add_row(*cells[:-1], cells[-1])
+        t.add_row(*(cells[i] for i in keep))
     console.print(t)
 
 
