@@ -271,7 +271,13 @@ class _Helper:
             self.failed = True
 
     def join(self) -> tuple[dict[int, parse._Part], dict[int, Any]]:
-        self.queue.put(None)
+        while True:  # the end mark; a sender that died (the helper's pipe broke) drains no more
+            try:
+                self.queue.put(None, timeout=0.05)
+                break
+            except queue.Full:
+                if not self.sender.is_alive():
+                    break
         self.sender.join()
         os.close(self.to_child)
         self.to_child = -1
