@@ -88,11 +88,18 @@ def _final(state: str | None, since: dict[str, float], grace_s: float) -> bool:
     return state in FINAL
 
 
+def _is_slurm(job: Any) -> bool:
+    """A SLURM job (submitit.slurm): only those are asked of sacct/squeue/scontrol. A local job's
+    state is submitit's own (its process); asking a SLURM that is installed but not this job's
+    scheduler cost up to a 30 s time-out per job."""
+    return type(job).__module__.startswith("submitit.slurm")
+
+
 def outcome(job: Any, run: Runner = _run) -> str:
     """The yoloprof state of a job that ended without a result: submitit's last state when it is
     a final one, else the scheduler's (query), else `lost`."""
     state = normalise(str(job.state))
-    if state not in FINAL:
+    if state not in FINAL and _is_slurm(job):
         state = query(str(job.job_id), run) or ""
     return FINAL.get(state, "lost")
 
@@ -107,7 +114,7 @@ def wait(job: Any, poll_s: float = 0.2, run: Runner = _run,
     asked = 0.0
     while not job.done():
         state = normalise(str(job.state))
-        if state not in FINAL:
+        if state not in FINAL and _is_slurm(job):
             if time.monotonic() - asked < ASK_S:
                 time.sleep(poll_s)
                 continue
