@@ -137,3 +137,18 @@ def test_docs_state_the_thresholds_of_the_code() -> None:
     assert f"`CAPTURE_GAP_FLAG_S` = {CAPTURE_GAP_FLAG_S:.0f} s" in doc
     assert f"longer than {MAX_NAME}" in doc
     assert all(f"`{s}`" in doc for s in STATES)
+
+
+def test_jobs_a_moment_apart_give_no_per_hour_rate_instead_of_an_overflow():
+    """Six in-process jobs 0.1 s apart whose step time grows 5% a job: the per-hour slope is about
+    e^(0.05 x 36000), which no float holds; the rate is n/a (NaN), the per-100-jobs one is the fit's."""
+    import pandas as pd
+
+    from yoloprof.analysis.drift import drift_table
+
+    order = np.arange(6, dtype=float)
+    jobs = pd.DataFrame({"group_hash": "g", "metric": "step_ms", "order": order,
+                         "hours": order * 0.1 / 3600, "y": np.log(10.0) + 0.05 * order})
+    row = drift_table(jobs, {"g": "batch=1"}, alpha=0.05).iloc[0]
+    assert math.isnan(row["pct_per_hour"])
+    assert row["pct_per_100_jobs"] == pytest.approx(100 * math.expm1(100 * 0.05))

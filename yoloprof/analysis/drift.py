@@ -150,6 +150,19 @@ def apply_drift(cmp: pd.DataFrame, jobs: pd.DataFrame, *, alpha: float, noise: f
     return cmp
 
 
+# A log change past this has no percentage a float holds (exp overflows near 709).
+MAX_LOG_CHANGE = 700.0
+
+
+def _pct(log_change: float) -> float:
+    """A trend's slope on the log scale as a % change; NaN when it is none (no fit) or beyond what
+    a float holds: jobs a fraction of a second apart give a per-hour slope of thousands of e-folds,
+    which is an extrapolation, not a measurement."""
+    if math.isnan(log_change) or abs(log_change) > MAX_LOG_CHANGE:
+        return math.nan
+    return 100 * math.expm1(log_change)
+
+
 def drift_table(jobs: pd.DataFrame, labels: dict[str, str], *, alpha: float) -> pd.DataFrame:
     """Per configuration and metric: the trend against job order and time (see module doc)."""
     rows = []
@@ -160,8 +173,7 @@ def drift_table(jobs: pd.DataFrame, labels: dict[str, str], *, alpha: float) -> 
         b_o, p_o = _fit(sel["order"].to_numpy(float), y, grp)
         b_t, p_t = _fit(sel["hours"].to_numpy(float), y, grp)
         rows.append({"config": labels.get(g, g), "metric": m, "n_jobs": len(sel),
-                     "pct_per_100_jobs": 100 * math.expm1(100 * b_o) if not math.isnan(b_o) else math.nan,
-                     "p_order": p_o, "pct_per_hour": 100 * math.expm1(b_t) if not math.isnan(b_t) else math.nan,
+                     "pct_per_100_jobs": _pct(100 * b_o), "p_order": p_o, "pct_per_hour": _pct(b_t),
                      "p_time": p_t, "group_hash": g})
     df = pd.DataFrame(rows, columns=[c for c in DRIFT_COLUMNS if c not in ("p_adj", "significant")])
     if df.empty:
