@@ -206,8 +206,13 @@ def test_history_over_a_real_repository_finds_the_slowdown_commit(tmp_path, monk
     assert cp["commit"] == commits[3] and cp["exact"] and cp["direction"] == "regression"
     assert cp["ci_low"] > 1.3
     # the gate: the latest commit again (same speed: passes), then a slower one (exit 4)
-    _capture_at(repo, commits[-1], project)
-    ok = run_main("gate", str(project), str(project / "user" / "profile.json"), cwd=repo)
+    # (a second try only when the first is judged regressed: a neighbour on a 2-core machine,
+    # CI's SLURM jobs or another worker, can slow one whole capture of 6 ms steps by 10%)
+    for _ in range(2):
+        _capture_at(repo, commits[-1], project)
+        ok = run_main("gate", str(project), str(project / "user" / "profile.json"), cwd=repo)
+        if ok.returncode == 0:
+            break
     assert ok.returncode == 0, ok.stdout + ok.stderr
     (repo / "mymodel.py").write_text(MODEL.format(pause=0.018))
     _git(repo, "commit", "-q", "-am", "slower")
