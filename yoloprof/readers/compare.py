@@ -21,7 +21,7 @@ from typing import Any
 from yoloprof.defs import metrics as registry
 from yoloprof.errors import UsageError
 from yoloprof.metrics.sides import differences, flag_reasons, profile_facts
-from yoloprof.metrics.stats import FULL_POWER_TRIALS
+from yoloprof.metrics.stats import CV_WARN, FULL_POWER_TRIALS
 from yoloprof.metrics.nested import NO_FLOOR_WORDS
 from yoloprof.readers._common import COMPARE_DEFAULT, finite, metric_entry, metric_value, per_step
 from yoloprof.config.stats import ALPHA, NOISE
@@ -133,8 +133,8 @@ def compare_metric(name: str, before: dict | list[dict], after: dict | list[dict
             plain = a["value"] / b["value"]  # point ratio, oriented like stats: > 1 = better
             row["ratio"] = 1.0 / plain if better == "lower" else plain
         for side, s in (("before", b), ("after", a)):
-            if s["cv"] is not None and s["cv"] > 0.10:
-                row["warnings"].append(f"{name}: {side} is unstable (CV {s['cv']:.0%} > 10%)")
+            if s["cv"] is not None and s["cv"] > CV_WARN:
+                row["warnings"].append(f"{name}: {side} is unstable (CV {s['cv']:.0%} > {CV_WARN:.0%})")
         return row
     from yoloprof.metrics.nested import compare_nested
 

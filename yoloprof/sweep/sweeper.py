@@ -26,8 +26,9 @@ from typing import Any, Callable, Sequence
 
 log = logging.getLogger("yoloprof.sweep")
 
-# A job whose SLURM state stays PREEMPTED this long is taken as killed for good (not requeued).
-PREEMPTED_GRACE_S = 60.0
+# A job whose SLURM state stays PREEMPTED this long is taken as killed for good (not requeued): the
+# scheduler-state module's value (one home), a module attribute here so a test can shorten it.
+from yoloprof.sweep.scheduler_state import PREEMPTED_GRACE_S  # noqa: E402
 # How often a finished submitit job is looked for: its result file (a stat; the scheduler's own
 # state is asked for at submitit's slower pace). submitit's own wait sleeps 1 s.
 POLL_S = 0.2
