@@ -15,6 +15,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
+from yoloprof.defs.metrics import BYTES_PER_MIB
 from yoloprof.errors import ProfileError, UsageError
 from yoloprof.profiles.blocks import estimated_size, iter_blocks
 from yoloprof.profiles.inputs import HEAD_BYTES
@@ -33,7 +34,7 @@ def stream_min_bytes() -> int:
         mb = -1.0
     if not mb >= 0:
         raise UsageError(f"{STREAM_MIN_ENV}={raw!r} is not a number of MiB >= 0")
-    return int(mb * (1 << 20))
+    return int(mb * BYTES_PER_MIB)
 
 
 def load_streamed(path: str | os.PathLike) -> dict[str, Any] | None:
