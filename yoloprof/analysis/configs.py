@@ -14,18 +14,18 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from yoloprof.config.axes import config_axes, override_keys, per_mode_axes, pooled
 from yoloprof.errors import UsageError
 
-AXIS_COLUMNS = ("mode", "model", "size", "data", "device", "batch", "imgsz", "precision", "threads",
-                "workers", "warmup", "steps", "runs", "repeat")
+# The configuration axes: the capture settings' sweep axes but the pooled (config/axes.py).
+AXIS_COLUMNS = config_axes()
 # Keys that never define a configuration: trials are pooled, seeds are part of a trial.
-NOT_AXES = {"trial", "seed"}
-# Override keys spelled differently from their row column.
-KEY_COLUMNS = {"model._target_": "model", "model.name": "model", "capture.warmup": "warmup",
-               "capture.steps": "steps", "capture.runs": "runs", "data.path": "data"}
+NOT_AXES = set(pooled())
+# Override keys spelled differently from their row column (`capture.steps`, `model._target_`).
+KEY_COLUMNS = override_keys()
 # Row fields that follow from the mode (steps for training, runs for inference, its data): never
 # an axis unless the user swept them.
-DERIVED = ("steps", "runs", "data", "warmup", "batch")
+DERIVED = per_mode_axes()
 
 
 def fmt_value(v: object) -> str:

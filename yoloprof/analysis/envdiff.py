@@ -6,8 +6,8 @@ capture time (the fields and the rule for a
 A side is every ok job of one configuration. A field whose jobs disagree inside a side reads
 `mixed: a, b`. Capture time is the gap between the sides' windows of job start times (none when
 the windows overlap, as in an interleaved sweep). A difference in a field that the compared pair
-differs in on purpose (batch when batch is swept, precision when amp or amp_dtype is) is listed
-but never flags. Any other big difference turns a verdict into a flagged one (verdict code
+differs in on purpose (batch when batch is swept, precision when precision is: `SWEPT_CAUSES`, from
+the settings' axes) is listed but never flags. Any other big difference turns a verdict into a flagged one (verdict code
 `flagged`, never counted as a regression), with the reasons in the `flagged` column.
 """
 
@@ -19,12 +19,13 @@ from typing import Any
 import pandas as pd
 
 from yoloprof.analysis.configs import Configs, fmt_value
+from yoloprof.config.axes import causes
 from yoloprof.defs.envfields import RUNTIME_KEYS
 from yoloprof.metrics.sides import differences, side_facts
 
-# A sides field -> the axes that, when the pair differs in them, make that field differ on purpose.
-SWEPT_CAUSES = {"batch": ("batch",), "precision": ("amp", "amp_dtype", "precision"),
-                "threads": ("threads",), "device": ("device",)}
+# A sides field -> the axes that, when the pair differs in them, make that field differ on purpose
+# (each axis its own field unless its `Axis.causes` says otherwise; old names too: config/axes.py).
+SWEPT_CAUSES = causes()
 FLAGGABLE = ("improved", "regressed", "within_noise", "equivalent")
 DIFF_COLUMNS = ["config", "baseline_config", "field", "label", "before", "after", "big", "expected", "why",
                 "group_hash", "baseline_hash"]

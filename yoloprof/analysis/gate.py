@@ -30,6 +30,7 @@ import numpy as np
 
 from yoloprof.analysis.history import HistoryQuery, _groups, _ordered, git_positions, read_frame
 from yoloprof.capture.record import profile_machine
+from yoloprof.config.axes import history_axes
 from yoloprof.config.stats import ALPHA, NOISE
 from yoloprof.defs import metrics as registry
 from yoloprof.errors import UsageError
@@ -39,8 +40,9 @@ from yoloprof.profiles import store
 
 WINDOW = 30  # most recent baseline processes used
 MIN_BASELINE = 3  # fewer and the gate says inconclusive (and passes)
-# Profile config -> store column, to find the series of a capture the store does not hold.
-AXES = ("mode", "model", "size", "precision", "device", "batch", "imgsz", "warmup", "steps", "runs", "repeat")
+# Profile config -> store column, to find the series of a capture the store does not hold: the
+# axes that describe a configuration in history (`Axis.history`, config/axes.py).
+AXES = history_axes()
 
 
 def _new_side(paths: Sequence[str]) -> list[dict[str, Any]]:

@@ -18,15 +18,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from yoloprof.config.axes import history_axes
 from yoloprof.defs import metrics as registry
 from yoloprof.errors import UsageError
 from yoloprof.metrics.changepoints import ALPHA, find_splits, screen, step_effects
 from yoloprof.profiles import store
 
 DEFAULT_METRIC = "step_ms"
-# Columns that describe a configuration in words (the first row's non-null values).
-LABEL_COLUMNS = ("source", "mode", "model", "size", "precision", "device", "batch", "imgsz", "workers",
-                 "warmup", "steps", "runs", "repeat", "sweep_name", "swept")
+# Columns that describe a configuration in words (the first row's non-null values); the axes are
+# those declared to (`Axis.history`, config/axes.py).
+LABEL_COLUMNS = ("source", *history_axes(), "sweep_name", "swept")
 READ_COLUMNS = ("status", "config_key", "git_commit", "git_dirty", "started_at", "recorded_at",
                 "profile_created_at", "hostname")
 # Read for every row but kept in Arrow: only each series' first row becomes Python values.

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from yoloprof import warn
-from yoloprof.config.settings import CaptureSettings, model_label
+from yoloprof.config.axes import row_values
+from yoloprof.config.settings import CaptureSettings
 from yoloprof.defs import files
 from yoloprof.profiles import store
 from yoloprof.profiles.rows import row_from_profile
@@ -27,21 +28,13 @@ from yoloprof.profiles.rows import row_from_profile
 def settings_columns(settings: CaptureSettings, task: dict[str, Any] | None = None) -> dict[str, Any]:
     """Hashes and axes of a row, from the exact settings the capture receives, resolved as the
     capture resolves them (canonical device, effective precision and thread count); a user task
-    (sweep) enters the hashes, since it decides what runs."""
+    (sweep) enters the hashes, since it decides what runs. The axis columns are the settings' own
+    (config/axes.py: every field declared a sweep axis)."""
     from yoloprof.config.translate import config_hash, group_hash
 
-    builtin = settings.model == "yolo"
     settings = settings.resolved()
-    return {
-        "config_hash": config_hash(settings, task), "group_hash": group_hash(settings, task),
-        "mode": settings.mode, "model": model_label(settings.model),
-        "size": settings.size if builtin else None,
-        "data": settings.data, "precision": settings.precision, "device": settings.device,
-        "batch": settings.batch, "imgsz": settings.imgsz, "workers": settings.workers,
-        "warmup": settings.warmup, "steps": settings.steps, "runs": settings.runs,
-        "repeat": settings.repeat, "trial": settings.trial, "seed": settings.seed,
-        "threads": settings.threads,
-    }
+    return {"config_hash": config_hash(settings, task), "group_hash": group_hash(settings, task),
+            **row_values(settings), "seed": settings.seed}
 
 
 def environment_columns(launcher: str) -> dict[str, Any]:

@@ -15,7 +15,14 @@ Each field carries `Spec` metadata:
 - `hydra`: where the key lives in the Hydra config: "top" (a swept axis: `batch=1,4`), "capture"
   (`capture.steps=3`), a dotted path into a group (`data.images`), or None (built from a group by
   translate.py: model, data, mode);
-- `flag`: the command-line flag (None = not on the command line; "" = the default `--name-with-dashes`).
+- `flag`: the command-line flag (None = not on the command line; "" = the default `--name-with-dashes`);
+- `axis`: an `Axis` when the setting is a sweep axis (a typed column of every row, a configuration
+  axis of the analysis): config/axes.py derives every table of axes from these (docs/CONTRACTS.md
+  "Adding a sweep axis");
+- `pooled`: trials of one configuration differ in it (trial, seed): left out of the group hash and
+  never a configuration axis;
+- `hashed`: "always" (the config hash covers it), or "unless_default" for a setting added after
+  results exist: at its default it is left out of the hash, so older configurations keep theirs.
 
 This module imports only the standard library and errors.py: it sits in the lowest layer.
 """
@@ -50,6 +57,20 @@ JOB_ORDERS = ("interleave", "as_given")
 MACHINE_POLICIES = ("wait", "refuse", "shared")
 # Settings whose old names users may still type: the hint names the replacement.
 RENAMED = {"amp": "precision", "amp_dtype": "precision", "half": "precision"}
+# Spec.hashed: the config hash covers the setting always, or only away from its default.
+HASHED = ("always", "unless_default")
+
+
+@dataclass(frozen=True)
+class Axis:
+    """How a sweep axis appears outside the settings. Its row column's type follows the field's
+    type (str, int, bool, float), its Hydra key the field's `Spec.hydra`."""
+
+    keys: tuple[str, ...] = ()  # other Hydra override keys that set it (`model._target_`)
+    # the compared-side fields (metrics/sides.py) it makes differ on purpose; None = its own name
+    causes: tuple[str, ...] | None = None
+    history: bool = True  # describes a configuration in `history` labels and the gate's matching
+    value: Callable[[Any], Any] | None = None  # its row value from the resolved settings; None = the attribute
 
 
 @dataclass(frozen=True)
@@ -63,6 +84,13 @@ class Spec:
     hydra: str | None = "top"
     flag: str | None = ""
     minimum: int | float | None = None
+    axis: Axis | None = None
+    pooled: bool = False
+    hashed: str = "always"
+
+    def __post_init__(self) -> None:
+        if self.hashed not in HASHED:
+            raise ValueError(f"Spec.hashed must be one of {', '.join(HASHED)}, not {self.hashed!r}")
 
 
 def setting(default: Any, help: str, **spec: Any) -> Any:
@@ -78,39 +106,47 @@ class CaptureSettings:
     """Everything one capture depends on. Build with `for_mode`, check with `validate`."""
 
     mode: str = setting("train", "train: time optimizer steps; infer: time pipeline calls",
-                        choices=MODES, hydra=None, flag=None)
+                        choices=MODES, hydra=None, flag=None, axis=Axis())
     # from Python also a factory callable or an nn.Module instance (copied per trial, never modified)
     model: str = setting("yolo", "'yolo' (built-in detector) or an importable factory of an nn.Module, "
-                         "e.g. mymodels.Net", hydra=None)
+                         "e.g. mymodels.Net", hydra=None,
+                         axis=Axis(keys=("model._target_", "model.name"), value=lambda s: model_label(s.model),
+                                   causes=("model", "model_args", "model_size", "params")))
     model_kwargs: dict[str, Any] = setting({}, "keyword arguments of a model factory (sweeps: model.*)",
                                            hydra=None, flag=None)
     loss: str | None = setting(None, "user models: an importable loss factory; none = a generic "
                                "reduction of the outputs", hydra=None, flag=None, modes=("train",))
-    size: str = setting("n", "built-in detector size", choices=SIZES)
+    size: str = setting("n", "built-in detector size", choices=SIZES,
+                        axis=Axis(value=lambda s: s.size if s.model == "yolo" else None,
+                                  causes=("model_size", "params")))
     weights: str = setting("none", "'none' (seeded random init) or a state-dict file")
     data: str | None = setting(None, "train: synthetic | data.yaml | dataset folder; infer: image or "
                                "folder (none = the bundled sample image)",
-                               per_mode={"train": "synthetic", "infer": None}, hydra=None, flag=None)
+                               per_mode={"train": "synthetic", "infer": None}, hydra=None, flag=None,
+                               axis=Axis(keys=("data.path",), history=False))
     batch: int = setting(1, "batch size; -1 = the largest that fits in ~70% of GPU memory (CUDA only)",
-                         per_mode={"train": 16, "infer": 1})
-    imgsz: int = setting(640, "square input size in pixels, a multiple of 32", minimum=32)
+                         per_mode={"train": 16, "infer": 1}, axis=Axis())
+    imgsz: int = setting(640, "square input size in pixels, a multiple of 32", minimum=32, axis=Axis())
     workers: int = setting(0, "data-loader worker processes (capped at the CPU count)",
-                           per_mode={"train": 8, "infer": 0}, modes=("train",), minimum=0)
+                           per_mode={"train": 8, "infer": 0}, modes=("train",), minimum=0, axis=Axis())
     precision: str = setting("auto", "arithmetic of the step: float32 (no autocast), float16 or bfloat16 "
-                             "(torch.autocast); auto = float16 on CUDA, float32 on CPU", choices=PRECISIONS)
+                             "(torch.autocast); auto = float16 on CUDA, float32 on CPU", choices=PRECISIONS,
+                             axis=Axis())
     threads: int = setting(0, "intra-op CPU threads (torch.set_num_threads) during the capture; "
-                           "0 = auto: half the usable logical CPUs, at least 1", minimum=0)
+                           "0 = auto: half the usable logical CPUs, at least 1", minimum=0,
+                           axis=Axis(history=False))  # history: part of the machine fingerprint
     warmup: int = setting(0, "untimed iterations before the measured ones, at least: more while step times "
-                          "are not steady", per_mode={"train": 5, "infer": 20}, hydra="capture", minimum=0)
+                          "are not steady", per_mode={"train": 5, "infer": 20}, hydra="capture", minimum=0,
+                          axis=Axis())
     warmup_max: int = setting(-1, "most warm-up iterations while waiting for steady step times; -1 = auto "
                               f"(warmup + max(measured, {CAP_EXTRA})); = warmup: a fixed warm-up", hydra="capture",
                               minimum=-1)
     steps: int | None = setting(None, "measured training steps per trial", per_mode={"train": 20, "infer": None},
-                                modes=("train",), hydra="capture", minimum=1)
+                                modes=("train",), hydra="capture", minimum=1, axis=Axis())
     runs: int | None = setting(None, "measured inference calls per trial", per_mode={"train": None, "infer": 100},
-                               modes=("infer",), hydra="capture", minimum=1)
-    repeat: int = setting(1, "timing trials, each kept as one sample", minimum=1)
-    device: str = setting("0", "cpu, N (a CUDA index), cuda or cuda:N")
+                               modes=("infer",), hydra="capture", minimum=1, axis=Axis())
+    repeat: int = setting(1, "timing trials, each kept as one sample", minimum=1, axis=Axis())
+    device: str = setting("0", "cpu, N (a CUDA index), cuda or cuda:N", axis=Axis())
     conf: float = setting(0.25, "NMS confidence threshold", modes=("infer",), hydra="capture")
     iou: float = setting(0.45, "NMS IoU threshold", modes=("infer",), hydra="capture")
     max_det: int = setting(300, "most detections kept per image", modes=("infer",), hydra="capture", minimum=1)
@@ -137,18 +173,19 @@ class CaptureSettings:
     num_classes: int = setting(80, "classes of the built-in detector's head", minimum=1)
     synthetic_images: int | None = setting(None, "synthetic data: images generated (none = exactly enough)",
                                            hydra="data.images", flag=None, modes=("train",))
-    seed: int = setting(0, "seed of weights, synthetic data and loader order")
+    seed: int = setting(0, "seed of weights, synthetic data and loader order", pooled=True)
     trial: int = setting(0, "sweep axis for interleaved repeats; recorded, does not change the capture",
-                         flag=None, minimum=0)
+                         flag=None, minimum=0, axis=Axis(history=False), pooled=True)
 
     @classmethod
     def for_mode(cls, mode: str, **overrides: Any) -> "CaptureSettings":
         """The settings of `mode` with its defaults, then `overrides` (unknown names refused)."""
         if mode not in MODES:
             raise UsageError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
-        unknown = sorted(set(overrides) - set(FIELDS))
+        known = [f.name for f in dataclasses.fields(cls)]  # a subclass's added settings too
+        unknown = sorted(set(overrides) - set(known))
         if unknown:
-            raise UsageError("unknown capture setting(s): " + ", ".join(unknown_key_message(k, FIELDS)
+            raise UsageError("unknown capture setting(s): " + ", ".join(unknown_key_message(k, known)
                                                                          for k in unknown))
         return cls(mode=mode, **{**mode_defaults(mode), **overrides})
 
@@ -158,7 +195,7 @@ class CaptureSettings:
             raise UsageError(f"model must be a name, a factory or an nn.Module, not {type(self.model).__name__}")
         for f in dataclasses.fields(self):
             if f.name != "model" or isinstance(self.model, str):
-                check_value(f.name, getattr(self, f.name), self.mode)
+                check_value(f.name, getattr(self, f.name), self.mode, f.metadata["spec"])
         count, name = (self.steps, "steps") if self.mode == "train" else (self.runs, "runs")
         if count is None:
             raise UsageError(f"{flag_of(name)} must be >= 1 (got None)")
@@ -224,9 +261,9 @@ def spec_of(name: str) -> Spec:
     return FIELDS[name].metadata["spec"]
 
 
-def flag_of(name: str) -> str:
+def flag_of(name: str, spec: Spec | None = None) -> str:
     """The command-line flag of a setting (`max_det` -> `--max-det`); its Hydra key when it has none."""
-    flag = spec_of(name).flag
+    flag = (spec or spec_of(name)).flag
     return "--" + name.replace("_", "-") if flag == "" else flag or name
 
 
@@ -244,13 +281,13 @@ def default_of(name: str, mode: str) -> Any:
     return f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc]
 
 
-def check_value(name: str, value: Any, mode: str) -> None:
+def check_value(name: str, value: Any, mode: str, spec: Spec | None = None) -> None:
     """The rules a type cannot express: valid choices, minimums, the device grammar."""
-    spec = spec_of(name)
+    spec = spec or spec_of(name)
     if spec.choices is not None and value not in spec.choices:
         raise UsageError(f"invalid {name} {value!r}; valid: {', '.join(map(str, spec.choices))}")
     if spec.minimum is not None and value is not None and mode in spec.modes and value < spec.minimum:
-        raise UsageError(f"{flag_of(name)} must be >= {spec.minimum} (got {value})")
+        raise UsageError(f"{flag_of(name, spec)} must be >= {spec.minimum} (got {value})")
     if name == "device":
         parse_device(value)
 

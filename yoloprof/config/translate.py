@@ -17,14 +17,13 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from yoloprof.config.axes import hashed_values, pooled
 from yoloprof.config.settings import FIELDS, CaptureSettings, spec_of, unknown_key_message
 from yoloprof.errors import UsageError
 
 BUILTIN_TARGET = "yoloprof.workloads.models.build_model"
 # Keys of the built-in model entry that are interpolated from top-level settings, not kwargs.
 _BUILTIN_KEYS = ("name", "size", "num_classes", "seed", "weights")
-# What pools trials of one configuration: everything but the trial number and its seed.
-_GROUP_EXCLUDE = ("trial", "seed")
 # Nodes whose keys are open: a user model's factory and a user task take any keyword arguments;
 # hydra is Hydra's.
 _OPEN_NODES = ("model", "hydra", "task")
@@ -138,8 +137,9 @@ def _digest(values: dict[str, Any]) -> str:
 
 def _hashed(settings: CaptureSettings, task: dict[str, Any] | None) -> dict[str, Any]:
     """The resolved settings, so `device=0` and `device=cuda:0`, or `precision=auto` and its
-    effective dtype, are one capture; plus a user task's target and arguments when one runs."""
-    values = settings.resolved().to_dict()
+    effective dtype, are one capture; plus a user task's target and arguments when one runs. A
+    setting added later (`Spec.hashed="unless_default"`) enters only away from its default."""
+    values = hashed_values(settings.resolved())
     if task is not None:  # a user-task job: its target and arguments decide what runs
         values["task"] = task
     return values
@@ -151,9 +151,10 @@ def config_hash(settings: CaptureSettings, task: dict[str, Any] | None = None) -
 
 
 def group_hash(settings: CaptureSettings, task: dict[str, Any] | None = None) -> str:
-    """Pooling key: trials of one configuration share it."""
+    """Pooling key: trials of one configuration share it (the pooled settings, trial and seed,
+    left out: `Spec.pooled`)."""
     values = _hashed(settings, task)
-    for key in _GROUP_EXCLUDE:
+    for key in pooled(type(settings)):
         values.pop(key, None)
     return _digest(values)
 

@@ -19,6 +19,8 @@ from typing import Any, Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from yoloprof.config import axes
+from yoloprof.config.settings import CaptureSettings
 from yoloprof.defs import files
 from yoloprof.defs import metrics as registry
 from yoloprof.defs.envfields import RUNTIME_FIELDS
@@ -34,8 +36,6 @@ METRICS = registry.names("row")
 EXEC_STR = ("isolation", "node", "cluster_job_id", "machine_policy", "concurrency", "launcher_resources")
 EXEC_FLOAT = ("start_footprint_mib", "load_avg_1m", "machine_wait_s")
 EXEC_INT = ("other_captures", "attempt")
-AXES_STR = ("mode", "model", "size", "data", "precision", "device")
-AXES_INT = ("batch", "imgsz", "workers", "threads", "warmup", "steps", "runs", "repeat", "trial")
 ENV_STR = ("torch_version", "python_version", "device_name", "hostname", "launcher", "yoloprof_version",
            "git_commit")
 # Model and data facts (profile `model` section, capture/facts.py): counted, not measured.
@@ -45,13 +45,21 @@ FACTS_FLOAT = ("model_mb",)
 # allocator settings, driver.
 _ARROW = {"bool": pa.bool_(), "str": pa.string()}
 ENV_RUNTIME = tuple((key, _ARROW[kind]) for key, _, kind in RUNTIME_FIELDS)
+# The sweep axes' columns come from the capture settings (config/axes.py): a field's Python type ->
+# its column type. int32, and the order (str, then int, each in field order), are what every
+# existing results.parquet holds.
+AXIS_ARROW = {"str": pa.string(), "int": pa.int32(), "bool": pa.bool_(), "float": pa.float64()}
+
+
+def axis_fields(settings_cls: type[CaptureSettings] = CaptureSettings) -> list[tuple[str, pa.DataType]]:
+    return [(name, AXIS_ARROW[kind]) for name, kind in axes.row_axes(settings_cls)]
+
 
 ROW_SCHEMA = pa.schema(
     [("sweep_name", pa.string()), ("sweep_id", pa.string()), ("job_num", pa.int32()),
      ("config_hash", pa.string()), ("group_hash", pa.string()), ("status", pa.string()),
      ("error", pa.string()), ("started_at", pa.timestamp("us", tz="UTC")), ("wall_s", pa.float64())]
-    + [(name, pa.string()) for name in AXES_STR]
-    + [(name, pa.int32()) for name in AXES_INT]
+    + axis_fields()
     + [("overrides", pa.string())]
     + [(name, pa.float64()) for name in METRICS]
     + [(f"{name}_samples", pa.list_(pa.float64())) for name in METRICS]
@@ -66,6 +74,15 @@ ROW_SCHEMA = pa.schema(
     + list(ENV_RUNTIME)
     + [("warmup_used", pa.int32()), ("warmup_steady", pa.bool_())]  # config.warmup_used, summarised
 )
+
+
+def row_schema(settings_cls: type[CaptureSettings]) -> pa.Schema:
+    """ROW_SCHEMA with the axis columns of `settings_cls` in place of CaptureSettings' (a
+    subclass that adds an axis gets its column)."""
+    fields, ours = list(ROW_SCHEMA), axis_fields()
+    start = ROW_SCHEMA.get_field_index(ours[0][0])
+    fields[start:start + len(ours)] = [pa.field(name, kind) for name, kind in axis_fields(settings_cls)]
+    return pa.schema(fields)
 
 
 class CorruptRowsWarning(UserWarning):
