@@ -154,3 +154,68 @@ def test_a_new_axis_is_written_and_read_as_a_row_column(tmp_path):
     pq.write_table(pa.Table.from_pylist([record], schema=schema), tmp_path / "row.parquet")
     back = pq.read_table(tmp_path / "row.parquet").to_pylist()[0]
     assert back["channels_last"] is True and back["imgsz"] == 640
+
+
+# --- The same axis added to the real settings file: nothing else edited --------------------
+
+NEW_FIELD = ('    channels_last: bool = setting(False, "NHWC memory format for the model and its inputs", '
+             'hydra="capture", axis=Axis(), hashed="unless_default")\n')
+PROBE = r'''
+import argparse, json
+from yoloprof.analysis import configs, envdiff, history
+from yoloprof.capture.record import settings_columns
+from yoloprof.config import schema
+from yoloprof.config.cli_args import add_capture_arguments, settings_from_args
+from yoloprof.config.compose import compose_job
+from yoloprof.config.settings import CaptureSettings
+from yoloprof.config.translate import config_hash, settings_from_cfg
+from yoloprof.profiles.rows import ROW_SCHEMA
+
+parser = argparse.ArgumentParser()
+add_capture_arguments(parser, "train")
+cli = settings_from_args(parser.parse_args(["--channels-last", "--device", "cpu"]), "train")
+job = settings_from_cfg(compose_job(["device=cpu", "capture.channels_last=true"]))
+print(json.dumps({
+    "row_type": str(ROW_SCHEMA.field("channels_last").type),
+    "analysis": "channels_last" in configs.AXIS_COLUMNS,
+    "key": configs.KEY_COLUMNS.get("capture.channels_last"),
+    "causes": envdiff.SWEPT_CAUSES.get("channels_last"),
+    "history": "channels_last" in history.LABEL_COLUMNS,
+    "hydra_key": "capture.channels_last" in schema.known_keys(),
+    "cli": cli.channels_last, "job": job.channels_last,
+    "identity": settings_columns(CaptureSettings.for_mode("train", threads=1, channels_last=True))["channels_last"],
+    "old_hash": config_hash(CaptureSettings.for_mode("train", threads=1)),
+}))
+'''
+
+
+def test_a_field_added_to_the_settings_file_reaches_every_table(tmp_path):
+    """A copy of the package whose settings.py has one more field (and no other change): the
+    row schema, the analysis, envdiff, history, the Hydra schema and the command line have it, a
+    composed job and a parsed command line set it, and an existing configuration's hash is
+    unchanged."""
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from helpers.paths import CONF, REPO, SWEEPS
+
+    pkg = tmp_path / "yoloprof"
+    shutil.copytree(REPO / "yoloprof", pkg, ignore=shutil.ignore_patterns("__pycache__", "conf", "sweeps"))
+    (tmp_path / "conf").symlink_to(CONF)
+    (tmp_path / "sweeps").symlink_to(SWEEPS)
+    settings = pkg / "config" / "settings.py"
+    text = settings.read_text()
+    anchor = "\n    @classmethod\n    def for_mode("
+    assert text.count(anchor) == 1
+    settings.write_text(text.replace(anchor, "\n" + NEW_FIELD + anchor))
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", PROBE], check=False, env=env, cwd=tmp_path, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got == {"row_type": "bool", "analysis": True, "key": "channels_last", "causes": ["channels_last"],
+                   "history": True, "hydra_key": True, "cli": True, "job": True, "identity": True,
+                   "old_hash": PINNED[0][2]}
