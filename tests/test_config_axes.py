@@ -43,6 +43,7 @@ PINNED = [
     ("train", {"model": "mypkg.Net", "model_kwargs": {"width": 32}, "workers": 2, "steps": 5, "threads": 3,
                "device": "cuda:1"}, "502fbcd344fa024b", "742d475d92c94f11", "f75f0619e7812c76"),
 ]
+OLD_NOISE_KEY = "30dab5d55ab61f79"  # metrics/noise.workload_key({"batch": 2}, "train") before the change
 OLD_IDENTITY = {
     "config_hash": "d199e2439f844ca3", "group_hash": "866d2f07032a8b1c", "mode": "train", "model": "mypkg.Net",
     "size": None, "data": "synthetic", "precision": "float32", "device": "cpu", "batch": 16, "imgsz": 640,
@@ -169,6 +170,7 @@ from yoloprof.config.cli_args import add_capture_arguments, settings_from_args
 from yoloprof.config.compose import compose_job
 from yoloprof.config.settings import CaptureSettings
 from yoloprof.config.translate import config_hash, settings_from_cfg
+from yoloprof.metrics.noise import workload_key
 from yoloprof.profiles.rows import ROW_SCHEMA
 
 parser = argparse.ArgumentParser()
@@ -185,6 +187,7 @@ print(json.dumps({
     "cli": cli.channels_last, "job": job.channels_last,
     "identity": settings_columns(CaptureSettings.for_mode("train", threads=1, channels_last=True))["channels_last"],
     "old_hash": config_hash(CaptureSettings.for_mode("train", threads=1)),
+    "noise_key": [workload_key({"batch": 2, "channels_last": v}, "train") for v in (False, True)],
 }))
 '''
 
@@ -218,4 +221,5 @@ def test_a_field_added_to_the_settings_file_reaches_every_table(tmp_path):
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got == {"row_type": "bool", "analysis": True, "key": "channels_last", "causes": ["channels_last"],
                    "history": True, "hydra_key": True, "cli": True, "job": True, "identity": True,
-                   "old_hash": PINNED[0][2]}
+                   "old_hash": PINNED[0][2], "noise_key": [OLD_NOISE_KEY, got["noise_key"][1]]}
+    assert got["noise_key"][1] != OLD_NOISE_KEY  # the new axis away from its default: another workload

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import dataclasses
 import typing
+from collections.abc import Mapping
 from typing import Any
 
-from yoloprof.config.settings import RENAMED, Axis, CaptureSettings, Spec
+from yoloprof.config.settings import MODES, RENAMED, Axis, CaptureSettings, Spec
 
 # A row column's type, by the field's Python type; the row groups its axis columns in this order.
 KINDS = {str: "str", int: "int", bool: "bool", float: "float"}
@@ -134,3 +135,14 @@ def hashed_values(settings: CaptureSettings) -> dict[str, Any]:
         if f.metadata["spec"].hashed == "unless_default" and values[f.name] == default_value(f, settings.mode):
             del values[f.name]
     return values
+
+
+def added_values(config: Mapping[str, Any], mode: str | None,
+                 cls: Settings = CaptureSettings) -> dict[str, Any]:
+    """Of a recorded config (profile.json's `config`), the `hashed="unless_default"` settings away
+    from their default: what another key of a workload (the noise floors') adds, so that keys
+    written before such a setting existed stay valid."""
+    mode = mode if mode in MODES else MODES[0]
+    return {f.name: config[f.name] for f in dataclasses.fields(cls)
+            if f.metadata["spec"].hashed == "unless_default" and f.name in config
+            and config[f.name] != default_value(f, mode)}

@@ -26,6 +26,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from yoloprof.config.axes import added_values
 from yoloprof.errors import UsageError
 
 NOISE_FILE_ENV = "YOLOPROF_NOISE_FILE"
@@ -50,8 +51,10 @@ def machine_key(env: Mapping[str, Any] | None) -> str:
 
 
 def workload_key(config: Mapping[str, Any] | None, kind: str | None = None) -> str:
+    """A digest of the workload fields, plus any setting added since (`hashed="unless_default"`,
+    config/axes.py) that is away from its default: older keys stay valid."""
     config = dict(config or {})
-    return _digest({"kind": kind, **{k: config.get(k) for k in WORKLOAD_FIELDS}})
+    return _digest({"kind": kind, **{k: config.get(k) for k in WORKLOAD_FIELDS}, **added_values(config, kind)})
 
 
 def profile_keys(profile: Mapping[str, Any]) -> tuple[str, str]:
