@@ -131,8 +131,18 @@ def test_a_new_axis_appears_everywhere_from_its_field_alone():
     assert axes.history_axes(WithChannelsLast)[-1] == "channels_last"
     s = WithChannelsLast.for_mode("train", threads=1, device="cpu", channels_last=True)
     assert settings_columns(s)["channels_last"] is True
-    # the swept value becomes a typed column of a written row, and reads back
     assert axes.row_axes(WithChannelsLast)[-1] == ("channels_last", "bool")
+
+
+def test_an_axis_without_a_column_type_is_refused_by_name():
+    @dataclass
+    class WithDictAxis(CaptureSettings):
+        layout: dict = setting({}, "not a column", axis=Axis())  # noqa: RUF009 - a field factory
+
+    with pytest.raises(TypeError, match="'layout'"):
+        axes.row_axes(WithDictAxis)
+    with pytest.raises(ValueError, match="unless_default"):
+        setting(False, "a typo in hashed", hashed="unless-default")
 
 
 def test_a_new_axis_keeps_existing_hashes_at_its_default():
@@ -163,6 +173,7 @@ NEW_FIELD = ('    channels_last: bool = setting(False, "NHWC memory format for t
              'hydra="capture", axis=Axis(), hashed="unless_default")\n')
 PROBE = r'''
 import argparse, json
+import pandas as pd
 from yoloprof.analysis import configs, envdiff, history
 from yoloprof.capture.record import settings_columns
 from yoloprof.config import schema
@@ -177,6 +188,9 @@ parser = argparse.ArgumentParser()
 add_capture_arguments(parser, "train")
 cli = settings_from_args(parser.parse_args(["--channels-last", "--device", "cpu"]), "train")
 job = settings_from_cfg(compose_job(["device=cpu", "capture.channels_last=true"]))
+built = configs.build_configs(pd.DataFrame({
+    "group_hash": ["a", "b"], "mode": ["train", "train"], "batch": [16, 16], "channels_last": [False, True],
+    "overrides": ['["capture.channels_last=false"]', '["capture.channels_last=true"]']}))
 print(json.dumps({
     "row_type": str(ROW_SCHEMA.field("channels_last").type),
     "analysis": "channels_last" in configs.AXIS_COLUMNS,
@@ -188,15 +202,16 @@ print(json.dumps({
     "identity": settings_columns(CaptureSettings.for_mode("train", threads=1, channels_last=True))["channels_last"],
     "old_hash": config_hash(CaptureSettings.for_mode("train", threads=1)),
     "noise_key": [workload_key({"batch": 2, "channels_last": v}, "train") for v in (False, True)],
+    "configs": [built.varying, list(built.table["config"])],
 }))
 '''
 
 
 def test_a_field_added_to_the_settings_file_reaches_every_table(tmp_path):
     """A copy of the package whose settings.py has one more field (and no other change): the
-    row schema, the analysis, envdiff, history, the Hydra schema and the command line have it, a
-    composed job and a parsed command line set it, and an existing configuration's hash is
-    unchanged."""
+    row schema, the analysis (a configuration axis with its label), envdiff, history, the Hydra
+    schema and the command line have it, a composed job and a parsed command line set it, and an
+    existing configuration's hash and noise-floor key are unchanged."""
     import json
     import os
     import shutil
@@ -215,11 +230,12 @@ def test_a_field_added_to_the_settings_file_reaches_every_table(tmp_path):
     assert text.count(anchor) == 1
     settings.write_text(text.replace(anchor, "\n" + NEW_FIELD + anchor))
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-    out = subprocess.run([sys.executable, "-c", PROBE], check=False, env=env, cwd=tmp_path, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run([sys.executable, "-c", PROBE], check=False, env=env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got == {"row_type": "bool", "analysis": True, "key": "channels_last", "causes": ["channels_last"],
                    "history": True, "hydra_key": True, "cli": True, "job": True, "identity": True,
-                   "old_hash": PINNED[0][2], "noise_key": [OLD_NOISE_KEY, got["noise_key"][1]]}
+                   "old_hash": PINNED[0][2], "noise_key": [OLD_NOISE_KEY, got["noise_key"][1]],
+                   "configs": [["channels_last"], ["channels_last=false", "channels_last=true"]]}
     assert got["noise_key"][1] != OLD_NOISE_KEY  # the new axis away from its default: another workload
