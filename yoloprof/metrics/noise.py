@@ -26,7 +26,6 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from yoloprof.config.axes import added_values
 from yoloprof.errors import UsageError
 
 NOISE_FILE_ENV = "YOLOPROF_NOISE_FILE"
@@ -52,7 +51,10 @@ def machine_key(env: Mapping[str, Any] | None) -> str:
 
 def workload_key(config: Mapping[str, Any] | None, kind: str | None = None) -> str:
     """A digest of the workload fields, plus any setting added since (`hashed="unless_default"`,
-    config/axes.py) that is away from its default: older keys stay valid."""
+    config/axes.py) that is away from its default: older keys stay valid. (Imported here: the
+    readers load this module, and their start-up does not load the settings schema.)"""
+    from yoloprof.config.axes import added_values
+
     config = dict(config or {})
     return _digest({"kind": kind, **{k: config.get(k) for k in WORKLOAD_FIELDS}, **added_values(config, kind)})
 
