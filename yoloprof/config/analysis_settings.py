@@ -29,10 +29,17 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping
+from typing import Any
 
-from yoloprof.config.fields import field_default, flag_name, out_of_range, spec_fields, value_type
+from yoloprof.config.fields import (
+    field_default,
+    flag_name,
+    out_of_range,
+    spec_fields,
+    value_type,
+)
 from yoloprof.config.settings import Spec, setting
 from yoloprof.config.stats import ALPHA, CORRECTION, CORRECTIONS, NOISE
 from yoloprof.errors import UsageError
@@ -85,7 +92,7 @@ class AnalysisSettings:
                                        choices=CORRECTIONS)
 
     @classmethod
-    def from_mapping(cls, m: Mapping[str, Any] | None) -> "AnalysisSettings":
+    def from_mapping(cls, m: Mapping[str, Any] | None) -> AnalysisSettings:
         """From a manifest record or a Hydra `analysis` node (extra keys such as `enabled` and
         `html` are ignored; "" / [] / null mean "not set")."""
         m = dict(m or {})
@@ -94,7 +101,7 @@ class AnalysisSettings:
     def to_dict(self) -> dict[str, Any]:
         return {name: list(v) if isinstance(v, tuple) else v for name, v in dataclasses.asdict(self).items()}
 
-    def validate(self, key: Callable[[str], str] | None = None) -> "AnalysisSettings":
+    def validate(self, key: Callable[[str], str] | None = None) -> AnalysisSettings:
         """Raise UsageError naming the setting by `key(name)` (default: its flag; a sweep passes
         `hydra_key`) and its valid values; return self for chaining."""
         key = key or flag_of
@@ -106,7 +113,7 @@ class AnalysisSettings:
             raise UsageError(f"give either {' or '.join(map(key, ONE_OF))}, not both")
         return self
 
-    def with_given(self, *, auto_baseline: bool = False, **given: Any) -> "AnalysisSettings":
+    def with_given(self, *, auto_baseline: bool = False, **given: Any) -> AnalysisSettings:
         """These settings with the given (non-None, non-empty) values replacing them; one of
         baseline/vary replaces the other, `auto_baseline` drops both."""
         cls = type(self)
@@ -122,7 +129,7 @@ class AnalysisSettings:
             out = replace(out, **{name: convert(cls, name, value)})
         return out
 
-    def flags(self, recorded: "AnalysisSettings") -> list[str]:
+    def flags(self, recorded: AnalysisSettings) -> list[str]:
         """The command-line flags that turn `recorded` (the sweep's settings) into these."""
         out: list[str] = []
         if self._pair() != recorded._pair():
@@ -133,7 +140,7 @@ class AnalysisSettings:
                 out += _flag_words(type(self), name, getattr(self, name))
         return out
 
-    def derived_name(self, recorded: "AnalysisSettings") -> str:
+    def derived_name(self, recorded: AnalysisSettings) -> str:
         """A folder name that says how these settings differ from the recorded ones."""
         parts = []
         if self._pair() != recorded._pair():
@@ -165,17 +172,13 @@ class AnalysisOutputs:
     html: bool = analysis_setting(True, "write report.html")
 
 
-SCHEMA: tuple[type, ...] = (AnalysisSettings, AnalysisOutputs)
+# The schema: the settings class first, then the outputs. The generators read it when called.
+SCHEMA: tuple[type[AnalysisSettings], type] = (AnalysisSettings, AnalysisOutputs)
 FIELDS: dict[str, dataclasses.Field] = spec_fields(*SCHEMA)
 
 
-def spec_of(name: str, schema: tuple[type, ...] = SCHEMA) -> AnalysisSpec:
-    return spec_fields(*schema)[name].metadata["spec"]
-
-
-def owner(name: str, schema: tuple[type, ...] = SCHEMA) -> type:
-    """The schema class that holds the field (for its type hints)."""
-    return next(cls for cls in schema if name in spec_fields(cls))
+def spec_of(name: str, schema: tuple[type, ...] | None = None) -> AnalysisSpec:
+    return spec_fields(*(schema or SCHEMA))[name].metadata["spec"]
 
 
 def flag_of(name: str) -> str:
@@ -204,8 +207,9 @@ def convert(cls: type, name: str, value: Any) -> Any:
 
 
 def check_analysis(values: Mapping[str, Any] | None) -> AnalysisSettings:
-    """A sweep's `analysis` node, checked before its first job; errors name the Hydra key."""
-    return AnalysisSettings.from_mapping(values).validate(hydra_key)
+    """A sweep's `analysis` node, checked before its first job; errors name the Hydra key. The
+    settings class is SCHEMA's first (read when called)."""
+    return SCHEMA[0].from_mapping(values).validate(hydra_key)
 
 
 def value_problem(cls: type, name: str, value: Any) -> str | None:

@@ -115,21 +115,22 @@ def all_modes_flags() -> dict[str, list[str]]:
 # the analysis settings (config/analysis_settings.py): options of analyze, compare and gate
 
 
-def analysis_options(command: str, schema: tuple[type, ...] = analysis.SCHEMA) -> list[tuple[type, str]]:
-    """(schema class, setting name) of every analysis setting that is an option of `command`."""
-    return [(cls, name) for cls in schema for name, f in spec_fields(cls).items()
+def analysis_options(command: str, schema: tuple[type, ...] | None = None) -> list[tuple[type, str]]:
+    """(schema class, setting name) of every analysis setting that is an option of `command`
+    (`schema`: the classes of config/analysis_settings.py SCHEMA, read when called)."""
+    return [(cls, name) for cls in schema or analysis.SCHEMA for name, f in spec_fields(cls).items()
             if f.metadata["spec"].flag is not None and command in f.metadata["spec"].modes]
 
 
 def add_analysis_arguments(parser: argparse.ArgumentParser, command: str, *, recorded: bool = False,
-                           schema: tuple[type, ...] = analysis.SCHEMA) -> None:
+                           schema: tuple[type, ...] | None = None) -> None:
     """One option per analysis setting of `command`. `recorded`: a setting not given is the one the
     sweep recorded (`analyze`), so the parsed default is None and the help says so."""
     for cls, name in analysis_options(command, schema):
         f = spec_fields(cls)[name]
         spec, default, kind = f.metadata["spec"], field_default(f), value_type(cls, name)
         shown = _shown(None if default == () else default)
-        unset = f"the sweep's, else {shown}" if recorded and cls is not analysis.AnalysisOutputs else shown
+        unset = f"the sweep's, else {shown}" if recorded and issubclass(cls, analysis.AnalysisSettings) else shown
         kw: dict[str, Any] = {"help": f"{spec.help} (default: {unset})".replace("%", "%%")}
         if kind is bool:
             kw.update(action=argparse.BooleanOptionalAction, default=default)
@@ -159,4 +160,4 @@ def analysis_given(args: argparse.Namespace, command: str) -> dict[str, Any]:
     """The analysis settings a parsed command line gave, by setting name (None = not given);
     outputs such as --html are not settings and stay the command's own."""
     return {name: getattr(args, flag_dest(name, spec_fields(cls)[name].metadata["spec"].flag), None)
-            for cls, name in analysis_options(command) if cls is analysis.AnalysisSettings}
+            for cls, name in analysis_options(command) if issubclass(cls, analysis.AnalysisSettings)}

@@ -16,7 +16,7 @@ import dataclasses
 import math
 import typing
 from enum import Enum
-from typing import Any, List, Optional
+from typing import Any, Optional
 
 
 def spec_fields(*schemas: type) -> dict[str, dataclasses.Field]:
@@ -61,9 +61,9 @@ def hydra_type(cls: type, name: str, enums: dict[str, type[Enum]]) -> Any:
         return enums[name]
     hint = typing.get_type_hints(cls)[name]
     if typing.get_origin(hint) is tuple:
-        return List[item_type(cls, name)]  # type: ignore[misc]
+        return list[item_type(cls, name)]  # type: ignore[misc]
     args = [a for a in typing.get_args(hint) if a is not type(None)]
-    return Optional[args[0]] if args else hint
+    return Optional[args[0]] if args else hint  # noqa: UP045 - the spelling the capture schema has always had
 
 
 def out_of_range(value: Any, spec: Any) -> str | None:

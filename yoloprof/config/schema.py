@@ -28,7 +28,7 @@ from yoloprof.config.paths import sweeps_dir
 from yoloprof.config.settings import (FIELDS, ISOLATIONS, JOB_ORDERS, MACHINE_POLICIES, MODES, OUTPUT_KEYS,
                                       CaptureSettings, default_of, spec_of)
 from yoloprof.config import analysis_settings
-from yoloprof.config.fields import field_default, hydra_type
+from yoloprof.config.fields import field_default, hydra_type, spec_fields
 
 SWEEP_ID_ENV = "YOLOPROF_SWEEP_ID"
 
@@ -120,11 +120,12 @@ def _mode_conf() -> type:
                           + [(name, _hydra_type(name), field(default=MISSING)) for name in per_mode])
 
 
-def analysis_conf(schema: tuple[type, ...] = analysis_settings.SCHEMA) -> type:
-    """The `analysis` node, generated from the analysis settings schema (config/analysis_settings.py):
-    one key per field whose spec says `hydra="analysis"`, typed and defaulted as there."""
+def analysis_conf(schema: tuple[type, ...] | None = None) -> type:
+    """The `analysis` node, generated from the analysis settings schema (config/analysis_settings.py
+    SCHEMA, read when called): one key per field whose spec says `hydra="analysis"`, typed and
+    defaulted as there."""
     out = []
-    for cls in schema:
+    for cls in schema or analysis_settings.SCHEMA:
         for f in dataclasses.fields(cls):
             spec = f.metadata["spec"]
             if spec.hydra != analysis_settings.HYDRA_GROUP:
@@ -142,7 +143,7 @@ def analysis_conf(schema: tuple[type, ...] = analysis_settings.SCHEMA) -> type:
 
 # the analysis' enums are module attributes (`Correction`), so a pickled config finds them by name
 ANALYSIS_ENUMS: dict[str, type[Enum]] = {name: _enum(name, f.metadata["spec"].choices)
-                                         for name, f in analysis_settings.FIELDS.items()
+                                         for name, f in spec_fields(*analysis_settings.SCHEMA).items()
                                          if f.metadata["spec"].choices}
 globals().update({enum.__name__: enum for enum in ANALYSIS_ENUMS.values()})
 ModeConf = _mode_conf()
