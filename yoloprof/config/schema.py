@@ -124,7 +124,7 @@ def analysis_conf(schema: tuple[type, ...] | None = None) -> type:
     """The `analysis` node, generated from the analysis settings schema (config/analysis_settings.py
     SCHEMA, read when called): one key per field whose spec says `hydra="analysis"`, typed and
     defaulted as there."""
-    out = []
+    out: list[tuple[str, Any, Any]] = []
     for cls in schema or analysis_settings.SCHEMA:
         for f in dataclasses.fields(cls):
             spec = f.metadata["spec"]
