@@ -217,3 +217,10 @@ def test_python_api_names_the_flag_and_the_sweep_the_key() -> None:
         AnalysisSettings(alpha=2.0).validate()
     with pytest.raises(Exception, match=r"^analysis\.correction must be one of holm, bh, none, not 'x'"):
         check_analysis({"correction": "x"})
+
+
+def test_docs_table_is_the_generated_one() -> None:
+    from yoloprof.config.reference import ANALYSIS_BEGIN, ANALYSIS_END, analysis_table
+
+    text = (REPO / "docs" / "analysis.md").read_text(encoding="utf-8")
+    assert text[text.index(ANALYSIS_BEGIN):text.index(ANALYSIS_END) + len(ANALYSIS_END)] == analysis_table()

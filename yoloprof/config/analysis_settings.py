@@ -88,7 +88,7 @@ class AnalysisSettings:
     noise: float = analysis_setting(NOISE, "noise threshold as a fraction of the baseline (0.02 = 2%)",
                                     minimum=0.0, below=1.0, modes=COMMANDS)
     correction: str = analysis_setting(CORRECTION, "multiple-comparison correction across a sweep's "
-                                       "comparisons: holm (family-wise), bh (false discovery rate) or none",
+                                       "comparisons: holm = family-wise, bh = false discovery rate",
                                        choices=CORRECTIONS)
 
     @classmethod

@@ -66,21 +66,27 @@ def hydra_type(cls: type, name: str, enums: dict[str, type[Enum]]) -> Any:
     return Optional[args[0]] if args else hint  # noqa: UP045 - the spelling the capture schema has always had
 
 
-def out_of_range(value: Any, spec: Any) -> str | None:
-    """Why a number is outside the spec's bounds (`minimum` inclusive, `above`/`below` exclusive),
-    as `in (0, 1), not 2.0`; None when it is inside (or has no bounds)."""
-    low = getattr(spec, "above", None)
-    low_open = low is not None
-    low = low if low_open else getattr(spec, "minimum", None)
-    high = getattr(spec, "below", None)
-    if low is None and high is None or value is None:
-        return None
-    finite = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    ok = finite and (low is None or (value > low if low_open else value >= low)) and \
-        (high is None or value < high)
-    if ok:
+def interval(spec: Any) -> str | None:
+    """The spec's bounds as text (`(0, 1)`, `[0, 1)`, `>= 1`), or None without any: `minimum` is
+    inclusive, `above` and `below` exclusive."""
+    above, low, high = getattr(spec, "above", None), getattr(spec, "minimum", None), getattr(spec, "below", None)
+    if above is None and low is None and high is None:
         return None
     if high is None:
-        return f"must be {'>' if low_open else '>='} {low}, not {value}"
-    left = "(-inf" if low is None else f"{'(' if low_open else '['}{low:g}"
-    return f"must be in {left}, {high:g}), not {value}"
+        return f"> {above:g}" if above is not None else f">= {low:g}"
+    left = f"({above:g}" if above is not None else f"[{low:g}" if low is not None else "(-inf"
+    return f"{left}, {high:g})"
+
+
+def out_of_range(value: Any, spec: Any) -> str | None:
+    """Why a number is outside the spec's bounds, as `in (0, 1), not 2.0` or `>= 1, not 0`;
+    None when it is inside (or there are no bounds)."""
+    bounds = interval(spec)
+    if bounds is None or value is None:
+        return None
+    above, low, high = getattr(spec, "above", None), getattr(spec, "minimum", None), getattr(spec, "below", None)
+    finite = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if finite and (above is None or value > above) and (low is None or value >= low) and \
+            (high is None or value < high):
+        return None
+    return f"must be {'in ' if high is not None else ''}{bounds}, not {value}"
