@@ -14,9 +14,9 @@ import subprocess
 import sys
 
 import pytest
+from helpers.paths import REPO
 from omegaconf import OmegaConf
 
-from helpers.paths import REPO
 from yoloprof.cli import build_parser, main
 from yoloprof.config import analysis_settings as schema
 from yoloprof.config.analysis_settings import AnalysisSettings, check_analysis
@@ -155,9 +155,9 @@ print(json.dumps(out))
 
 
 def test_a_field_added_to_the_schema_appears_in_both(tmp_path) -> None:
-    env = {"PYTHONPATH": str(REPO), "NO_COLOR": "1", "PATH": "/usr/bin:/bin"}
+    env = {"PYTHONPATH": str(REPO), "NO_COLOR": "1", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     res = subprocess.run([sys.executable, "-c", ADDED, str(tmp_path / "p")], capture_output=True, text=True,
-                         env=env, cwd=tmp_path, timeout=120)
+                         env=env, cwd=tmp_path, timeout=120, check=False)
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout.strip().splitlines()[-1])
     assert out["options"]["compare"] == out["options"]["gate"] == {"--spread": [7, None]}
@@ -224,3 +224,13 @@ def test_docs_table_is_the_generated_one() -> None:
 
     text = (REPO / "docs" / "analysis.md").read_text(encoding="utf-8")
     assert text[text.index(ANALYSIS_BEGIN):text.index(ANALYSIS_END) + len(ANALYSIS_END)] == analysis_table()
+
+
+def test_options_are_there_after_a_top_level_flag() -> None:
+    """`yoloprof --debug compare ... --alpha X`: the command is found after the top-level flag, so
+    its generated options exist (they are generated only for the command being run); --debug
+    lets the error through as itself."""
+    from yoloprof.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"^argument --alpha: must be in \(0, 1\)"):
+        main(["--debug", "compare", "a", "b", "--alpha", "2"])

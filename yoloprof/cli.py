@@ -700,7 +700,8 @@ def _dispatch(argv: list[str]) -> int:
         sweep_main = app.main
 
         return sweep_main([a for a in argv[1:] if a != "--debug"])
-    parser = build_parser(argv[0] if argv else None)
+    # the command is the first word that is not a top-level flag (`yoloprof --debug compare ...`)
+    parser = build_parser(next((a for a in argv if not a.startswith("-")), None))
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
