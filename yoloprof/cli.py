@@ -16,7 +16,6 @@ from typing import Any, Callable, Iterator, Sequence
 from yoloprof import warn
 from yoloprof.defs import files
 from yoloprof.defs.version import __version__
-from yoloprof.config.stats import ALPHA, NOISE
 from yoloprof.errors import PROG, ProfileError, RegressionError, UsageError, YoloprofError, one_line, run_guarded
 
 
@@ -391,9 +390,10 @@ def _analyze_path(args: argparse.Namespace):
 
 
 def _analyze_given(args: argparse.Namespace) -> dict:
-    return {"baseline": args.baseline, "vary": args.vary, "metrics": args.metric, "alpha": args.alpha,
-            "noise": args.noise, "correction": args.correction,
-            "auto_baseline": bool(getattr(args, "auto_baseline", False)), "name": getattr(args, "name", None)}
+    from yoloprof.config.cli_args import analysis_given
+
+    return {**analysis_given(args, "analyze"), "auto_baseline": bool(getattr(args, "auto_baseline", False)),
+            "name": getattr(args, "name", None)}
 
 
 def _analyze_list(args: argparse.Namespace) -> int:
@@ -484,7 +484,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_history_commands(add: Callable[..., argparse.ArgumentParser]) -> None:
+def _add_history_commands(add: Callable[..., argparse.ArgumentParser],
+                           wanted: Callable[[str], bool] = lambda name: True) -> None:
     common = (("--repo", dict(default=None, help="the git repository that orders commits (default: the current "
                                                 "directory's)")),
               ("--where", dict(action="append", default=None, metavar="KEY=VALUE",
@@ -502,10 +503,9 @@ def _add_history_commands(add: Callable[..., argparse.ArgumentParser]) -> None:
             "(exit 4 on a regression)", cmd_gate)
     p.add_argument("project")
     p.add_argument("new", nargs="+", help="the new capture's profile.json (several: one per process)")
-    p.add_argument("--metric", action="append", default=None, help="repeatable; default: step_ms")
     p.add_argument("--window", type=int, default=None, help="most recent baseline captures used (default 30)")
-    p.add_argument("--alpha", type=float, default=ALPHA)
-    p.add_argument("--noise", type=float, default=NOISE)
+    if wanted("gate"):
+        _add_analysis_options(p, "gate")
     for flag, kw in common:
         p.add_argument(flag, **kw)
 
@@ -521,6 +521,13 @@ def cmd_completion(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_analysis_options(p: argparse.ArgumentParser, command: str, recorded: bool = False) -> None:
+    """The statistics options, generated from the analysis settings schema (config/analysis_settings.py)."""
+    from yoloprof.config.cli_args import add_analysis_arguments
+
+    add_analysis_arguments(p, command, recorded=recorded)
+
+
 def _add_jobs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=int, default=None,
                    help="processes parsing a folder of rank traces (default: one per core)")
@@ -529,7 +536,8 @@ def _add_jobs(p: argparse.ArgumentParser) -> None:
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole parser; with `command`, one in which the capture commands other than `command`
     have no options: their options are generated from the settings schema, whose import and
-    expansion are most of the parser's cost, and a reader does not need them."""
+    expansion are most of the parser's cost, and a reader does not need them (the same for the
+    analysis options of analyze, compare and gate)."""
     def wanted(name: str) -> bool:
         return command is None or command == name
 
@@ -622,9 +630,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--noise-file", default=None, help="the noise-floor store (default: per user)")
     p.add_argument("--last", metavar="PROJECT", default=None,
                    help="compare the two latest captures of a run/infer --project (e.g. train2, train3)")
-    p.add_argument("--metric", action="append", default=None, help="repeatable; default: headline metrics")
-    p.add_argument("--alpha", type=float, default=ALPHA)
-    p.add_argument("--noise", type=float, default=NOISE)
+    if wanted("compare"):
+        _add_analysis_options(p, "compare")
     p.add_argument("--fail-on-regression", action="store_true")
     p.add_argument("--json", action="store_true")
     _add_jobs(p)
@@ -641,24 +648,19 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p = add("analyze", "the analysis stages over a finished (or partly finished) sweep", cmd_analyze)
     p.add_argument("sweep_dir")
     # settings left unset are the ones the sweep recorded (docs/analysis.md "Settings")
-    p.add_argument("--baseline", nargs="+", default=None, metavar="KEY=VALUE")
-    p.add_argument("--vary", default=None, metavar="AXIS")
+    if wanted("analyze"):
+        _add_analysis_options(p, "analyze", recorded=True)
     p.add_argument("--auto-baseline", action="store_true",
                    help="ignore the sweep's recorded baseline/vary; use the automatic rule")
-    p.add_argument("--metric", action="append", default=None)
-    p.add_argument("--alpha", type=float, default=None, help=f"significance level (default {ALPHA})")
-    p.add_argument("--noise", type=float, default=None, help=f"noise threshold as a fraction (default {NOISE})")
-    p.add_argument("--correction", default=None, choices=("holm", "bh", "none"))
     p.add_argument("--name", default=None, help="folder name for an analysis with other settings "
                    "(default: derived from the settings)")
     p.add_argument("--list", action="store_true", help="list the analyses of the sweep and exit")
     p.add_argument("--allow-partial", action="store_true",
                    help="exit 0 even when job folders have a missing, corrupt or duplicate row")
-    p.add_argument("--html", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--fail-on-regression", action="store_true")
     p.add_argument("--json", action="store_true")
 
-    _add_history_commands(add)
+    _add_history_commands(add, wanted)
 
     p = add("completion", "print the shell completion script: eval \"$(yoloprof completion bash)\"",
             cmd_completion)
@@ -698,7 +700,8 @@ def _dispatch(argv: list[str]) -> int:
         sweep_main = app.main
 
         return sweep_main([a for a in argv[1:] if a != "--debug"])
-    parser = build_parser(argv[0] if argv else None)
+    # the command is the first word that is not a top-level flag (`yoloprof --debug compare ...`)
+    parser = build_parser(next((a for a in argv if not a.startswith("-")), None))
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)

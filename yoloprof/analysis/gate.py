@@ -135,7 +135,8 @@ def compute_gate(project: Path, new_paths: Sequence[str], *, metrics: Sequence[s
     if any(store.machine_key(profile_machine(p)) != machine for p in profiles[1:]):
         raise UsageError("gate: the new captures come from different machines (fingerprints differ); "
                          "gate one machine at a time")
-    q = HistoryQuery(Path(project), metric=metrics[0], where=where, repo=repo, dirty=dirty, alpha=0.01)
+    # the change-point search at its own level (changepoints.ALPHA, HistoryQuery's default)
+    q = HistoryQuery(Path(project), metric=metrics[0], where=where, repo=repo, dirty=dirty)
     df, _ = read_frame(q, extra=[*metrics, *AXES])
     key, how = _series_key(df, profiles[0], machine)
     notes: list[str] = []

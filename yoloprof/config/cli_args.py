@@ -8,9 +8,10 @@ turns the parsed namespace back into `CaptureSettings` without a hand-written ke
 from __future__ import annotations
 
 import argparse
-import typing
 from typing import Any, Sequence
 
+from yoloprof.config import analysis_settings as analysis
+from yoloprof.config.fields import field_default, flag_dest, flag_name, spec_fields, value_type
 from yoloprof.config.settings import (FIELDS, MODES, PRECISIONS, RENAMED, CaptureSettings, default_of,
                                       flag_of, spec_of)
 from yoloprof.errors import UsageError
@@ -25,9 +26,7 @@ _TYPES = {int: int, float: float, str: str}
 
 def _base_type(name: str) -> type:
     """int for `int | None`, and so on: the type argparse converts with."""
-    hint = typing.get_type_hints(CaptureSettings)[name]
-    args = [a for a in typing.get_args(hint) if a is not type(None)]
-    return args[0] if args else hint
+    return value_type(CaptureSettings, name)
 
 
 def _shown(value: Any) -> str:
@@ -110,3 +109,55 @@ def key_value_hint(tokens: Sequence[str], mode: str) -> None:
 def all_modes_flags() -> dict[str, list[str]]:
     """Each command's options (for docs and tests)."""
     return {mode: [flag_of(n) for n in cli_settings(mode)] for mode in MODES}
+
+
+# ---------------------------------------------------------------------------------------------
+# the analysis settings (config/analysis_settings.py): options of analyze, compare and gate
+
+
+def analysis_options(command: str, schema: tuple[type, ...] | None = None) -> list[tuple[type, str]]:
+    """(schema class, setting name) of every analysis setting that is an option of `command`
+    (`schema`: the classes of config/analysis_settings.py SCHEMA, read when called)."""
+    return [(cls, name) for cls in schema or analysis.SCHEMA for name, f in spec_fields(cls).items()
+            if f.metadata["spec"].flag is not None and command in f.metadata["spec"].modes]
+
+
+def add_analysis_arguments(parser: argparse.ArgumentParser, command: str, *, recorded: bool = False,
+                           schema: tuple[type, ...] | None = None) -> None:
+    """One option per analysis setting of `command`. `recorded`: a setting not given is the one the
+    sweep recorded (`analyze`), so the parsed default is None and the help says so."""
+    for cls, name in analysis_options(command, schema):
+        f = spec_fields(cls)[name]
+        spec, default, kind = f.metadata["spec"], field_default(f), value_type(cls, name)
+        shown = _shown(None if default == () else default)
+        unset = f"the sweep's, else {shown}" if recorded and issubclass(cls, analysis.AnalysisSettings) else shown
+        kw: dict[str, Any] = {"help": f"{spec.help} (default: {unset})".replace("%", "%%")}
+        if kind is bool:
+            kw.update(action=argparse.BooleanOptionalAction, default=default)
+        elif kind is tuple:
+            kw.update({"action": "append"} if spec.repeat else {"nargs": "+"}, default=None,
+                      metavar=spec.metavar or name.upper())
+        else:
+            kw.update(type=_checked(cls, name, _TYPES[kind]), default=None if recorded else default,
+                      choices=spec.choices, metavar=None if spec.choices else spec.metavar or name.upper())
+        parser.add_argument(flag_name(name, spec.flag), **kw)
+
+
+def _checked(cls: type, name: str, kind: type) -> Any:
+    """argparse's converter: the type, then the schema's own bounds (one message with a sweep's)."""
+    def convert(text: str) -> Any:
+        value = kind(text)
+        problem = analysis.value_problem(cls, name, value) if not spec_fields(cls)[name].metadata["spec"].choices \
+            else None  # choices: argparse's own "invalid choice" names them
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
+        return value
+    convert.__name__ = kind.__name__  # argparse's "invalid float value: 'x'"
+    return convert
+
+
+def analysis_given(args: argparse.Namespace, command: str) -> dict[str, Any]:
+    """The analysis settings a parsed command line gave, by setting name (None = not given);
+    outputs such as --html are not settings and stay the command's own."""
+    return {name: getattr(args, flag_dest(name, spec_fields(cls)[name].metadata["spec"].flag), None)
+            for cls, name in analysis_options(command) if issubclass(cls, analysis.AnalysisSettings)}

@@ -17,17 +17,18 @@ import dataclasses
 import os
 import secrets
 import time
-import typing
 from dataclasses import dataclass, field, make_dataclass
+from functools import partial
 from enum import Enum
-from typing import Any, List, Optional
+from typing import Any, Optional
 
 from omegaconf import II, MISSING, OmegaConf
 
 from yoloprof.config.paths import sweeps_dir
 from yoloprof.config.settings import (FIELDS, ISOLATIONS, JOB_ORDERS, MACHINE_POLICIES, MODES, OUTPUT_KEYS,
                                       CaptureSettings, default_of, spec_of)
-from yoloprof.config.stats import ALPHA, CORRECTION, CORRECTIONS, NOISE
+from yoloprof.config import analysis_settings
+from yoloprof.config.fields import field_default, hydra_type, spec_fields
 
 SWEEP_ID_ENV = "YOLOPROF_SWEEP_ID"
 
@@ -37,23 +38,6 @@ SWEEP_ID_ENV = "YOLOPROF_SWEEP_ID"
 Isolation = Enum("Isolation", {v: v for v in ISOLATIONS})
 JobOrder = Enum("JobOrder", {v: v for v in JOB_ORDERS})
 MachinePolicy = Enum("MachinePolicy", {v: v for v in MACHINE_POLICIES})
-
-
-Correction = Enum("Correction", {v: v for v in CORRECTIONS})
-
-
-@dataclass
-class AnalysisConf:
-    """The analysis stages run at the end of a sweep (and again with `yoloprof analyze <dir>`)."""
-
-    enabled: bool = True
-    baseline: List[str] = field(default_factory=list)  # key=value items; [] = first point per mode
-    vary: Optional[str] = None  # the axis to compare along; None = every swept axis
-    metrics: List[str] = field(default_factory=list)  # [] = the analysis picks by mode
-    alpha: float = ALPHA
-    noise: float = NOISE
-    correction: Correction = Correction(CORRECTION)
-    html: bool = True
 
 
 @dataclass
@@ -114,11 +98,7 @@ ENUMS: dict[str, type[Enum]] = {name: _enum(name, f.metadata["spec"].choices)
 
 def _hydra_type(name: str) -> Any:
     """OmegaConf's spelling of the field's type: Enum for choices, Optional[...] for `X | None`."""
-    if name in ENUMS:
-        return ENUMS[name]
-    hint = typing.get_type_hints(CaptureSettings)[name]
-    args = [a for a in typing.get_args(hint) if a is not type(None)]
-    return Optional[args[0]] if args else hint
+    return hydra_type(CaptureSettings, name, ENUMS)
 
 
 def _hydra_default(name: str) -> Any:
@@ -140,8 +120,35 @@ def _mode_conf() -> type:
                           + [(name, _hydra_type(name), field(default=MISSING)) for name in per_mode])
 
 
+def analysis_conf(schema: tuple[type, ...] | None = None) -> type:
+    """The `analysis` node, generated from the analysis settings schema (config/analysis_settings.py
+    SCHEMA, read when called): one key per field whose spec says `hydra="analysis"`, typed and
+    defaulted as there."""
+    out: list[tuple[str, Any, Any]] = []
+    for cls in schema or analysis_settings.SCHEMA:
+        for f in dataclasses.fields(cls):
+            spec = f.metadata["spec"]
+            if spec.hydra != analysis_settings.HYDRA_GROUP:
+                continue
+            value = field_default(f)
+            if spec.choices:
+                enum = ANALYSIS_ENUMS.get(f.name) or _enum(f.name, spec.choices)
+                out.append((f.name, enum, field(default=enum(value))))
+            elif isinstance(value, tuple):
+                out.append((f.name, hydra_type(cls, f.name, {}), field(default_factory=partial(list, value))))
+            else:
+                out.append((f.name, hydra_type(cls, f.name, {}), field(default=value)))
+    return make_dataclass("AnalysisConf", out)
+
+
+# the analysis' enums are module attributes (`Correction`), so a pickled config finds them by name
+ANALYSIS_ENUMS: dict[str, type[Enum]] = {name: _enum(name, f.metadata["spec"].choices)
+                                         for name, f in spec_fields(*analysis_settings.SCHEMA).items()
+                                         if f.metadata["spec"].choices}
+globals().update({enum.__name__: enum for enum in ANALYSIS_ENUMS.values()})
 ModeConf = _mode_conf()
 CaptureConf = make_dataclass("CaptureConf", _fields("capture"))
+AnalysisConf = analysis_conf()
 YoloprofConf = make_dataclass("YoloprofConf", [
     ("mode", ModeConf, field(default_factory=ModeConf)),
     ("model", Any, field(default=MISSING)),  # an open dict: a user's factory takes any kwargs
@@ -163,7 +170,7 @@ YoloprofConf = make_dataclass("YoloprofConf", [
 # pickles (submitit ships each job's config to the job and its result back) refer to these classes
 # by name instead of rebuilding copies whose `dataclasses.MISSING` defaults are no longer the
 # singleton - which broke every later composition in the launching process.
-for _cls in (ModeConf, CaptureConf, YoloprofConf):
+for _cls in (ModeConf, CaptureConf, AnalysisConf, YoloprofConf):
     _cls.__module__ = __name__
 
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from yoloprof.config.device import DeviceSpec, parse_device
+from yoloprof.config.fields import flag_name
 from yoloprof.config.steady import CAP_EXTRA
 from yoloprof.errors import UsageError
 
@@ -93,9 +94,10 @@ class Spec:
             raise ValueError(f"Spec.hashed must be one of {', '.join(HASHED)}, not {self.hashed!r}")
 
 
-def setting(default: Any, help: str, **spec: Any) -> Any:
-    """A dataclass field with its `Spec`; a mutable default becomes a factory."""
-    meta = {"spec": Spec(help=help, **spec)}
+def setting(default: Any, help: str, *, kind: type[Spec] = Spec, **spec: Any) -> Any:
+    """A dataclass field with its `Spec` (or a schema's own subclass of it, `kind`: see
+    config/analysis_settings.py); a mutable default becomes a factory."""
+    meta = {"spec": kind(help=help, **spec)}
     if isinstance(default, (dict, list)):
         return field(default_factory=lambda: type(default)(default), metadata=meta)
     return field(default=default, metadata=meta)
@@ -263,8 +265,7 @@ def spec_of(name: str) -> Spec:
 
 def flag_of(name: str, spec: Spec | None = None) -> str:
     """The command-line flag of a setting (`max_det` -> `--max-det`); its Hydra key when it has none."""
-    flag = (spec or spec_of(name)).flag
-    return "--" + name.replace("_", "-") if flag == "" else flag or name
+    return flag_name(name, (spec or spec_of(name)).flag)
 
 
 def mode_defaults(mode: str) -> dict[str, Any]:

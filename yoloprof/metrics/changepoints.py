@@ -34,6 +34,8 @@ from typing import Sequence
 
 import numpy as np
 
+from yoloprof.config.stats import ALPHA as INTERVAL_ALPHA  # the analysis' level, for the effect intervals
+
 ALPHA = 0.01  # per-series false-alarm rate of the search (the first test guards a flat series)
 PERMUTATIONS = 199
 MIN_SIZE = 2  # fewest values on each side of a split
@@ -185,7 +187,7 @@ def find_splits(values: Sequence[float], groups: Sequence[int] | None = None, *,
     return sorted(found, key=lambda s: s.cut)
 
 
-def step_effects(pairs: Sequence[tuple[Sequence[float], Sequence[float]]], alpha: float = 0.05
+def step_effects(pairs: Sequence[tuple[Sequence[float], Sequence[float]]], alpha: float = INTERVAL_ALPHA
                  ) -> list[dict[str, float | None]]:
     """The size of each step between two segments of log values (before, after): the ratio
     after/before of geometric means, its (1 - alpha) interval from Welch's t, and Welch's p, for

@@ -333,7 +333,7 @@ def adjust_pvalues(pvalues: Sequence[float | None], method: str = CORRECTION) ->
     """Family-wise (Holm) or false-discovery (Benjamini-Hochberg) adjustment; None/NaN entries
     (comparisons without a test) stay None and are not counted in the family."""
     if method not in CORRECTIONS:
-        raise ValueError(f"unknown correction {method!r}; use holm, bh or none")
+        raise ValueError(f"unknown correction {method!r}; use {', '.join(CORRECTIONS)}")
     vals = np.array([np.nan if p is None else float(p) for p in pvalues], dtype=float)
     ok = np.isfinite(vals)
     adj = vals.copy()

@@ -239,10 +239,9 @@ def compute_compare(before: dict | list[dict], after: dict | list[dict], *, metr
     """Compare two profiles (or traces), or two lists of profiles (one per process, e.g. repeated
     captures of each side). See the module docstring for what gets a verdict. `floors`
     (metric -> noise floor) replaces the stored floors; `noise_file` names the store."""
-    if not 0.0 < alpha < 1.0:
-        raise UsageError(f"--alpha must be between 0 and 1 (got {alpha})")
-    if not 0.0 <= noise < 1.0:
-        raise UsageError(f"--noise must be in [0, 1) (got {noise})")
+    from yoloprof.config.analysis_settings import AnalysisSettings
+
+    AnalysisSettings(alpha=alpha, noise=noise).validate()  # the bounds of the one schema
     pb, pa = _as_list(before, "before"), _as_list(after, "after")
     b0, a0 = pb[0], pa[0]
     traces = all(p.get("kind") == "trace" for p in pb + pa) and len(pb) == len(pa) == 1

@@ -9,6 +9,7 @@ import json
 import sys
 from typing import Any
 
+from yoloprof.config.stats import ALPHA
 from yoloprof.render._out import Out
 from yoloprof.render.fmt import NA, cut, fmt_count, fmt_in, fmt_named, fmt_num, fmt_p, fmt_pct, fmt_ratio, fmt_val
 
@@ -219,7 +220,7 @@ def render_compare(result: dict[str, Any], out: Out | None = None) -> None:
                      fmt_in(m["before"]["value"], m.get("unit")), fmt_in(m["after"]["value"], m.get("unit"))])
     if rows:
         # verdict first: on a narrow terminal the right-hand columns are the ones cut
-        level = f"{100 * (1 - result.get('alpha', 0.05)):.3g}%"
+        level = f"{100 * (1 - result.get('alpha', ALPHA)):.3g}%"
         out.table(["metric", "verdict", "change", f"ratio [{level} CI]", "p Welch", "p MW", "n proc (trials)",
                    "before", "after"],
                   rows, right=(2, 4, 5, 6, 7, 8), shrink=0,

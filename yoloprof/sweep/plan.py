@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from yoloprof.config.compose import (AUTO_TRIAL, CONFIG_NAME, hydra_session, normalise_overrides, one_line,
                                       sweep_options)
+from yoloprof.config.analysis_settings import check_analysis
 from yoloprof.config.device import canonical_device
 from yoloprof.config.settings import CaptureSettings
 from yoloprof.config.translate import BUILTIN_TARGET, check_known_keys, check_target, job_values, settings_from_cfg
@@ -265,6 +266,7 @@ def plan_sweep(overrides: list[str], *, multirun_flag: bool, config_dir: str | N
             raise UsageError(f"hydra.launcher: {one_line(exc)}") from exc
         values = job_values(cfg)
         check_known_keys(values)  # a typo is named before any device or launcher question
+        check_analysis(values["analysis"])  # analysis.alpha=2 fails now, not after the last job
         launch = dict(values.get("launch") or {})
         if jobs is not None and launch.get("order", "interleave") == "interleave":
             jobs = interleave(jobs)
