@@ -17,8 +17,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # the type of main_hydra's instance, for its callers' checks (mypy only)
-    from hydra._internal.hydra import Hydra
+if TYPE_CHECKING:  # the type of main_hydra's instance, for its callers' annotations (mypy only)
+    from hydra._internal.hydra import Hydra as HydraApp
 
 
 def args_parser() -> argparse.ArgumentParser:
@@ -43,7 +43,7 @@ def search_path(primary: str) -> Any:
     return create_config_search_path(primary)
 
 
-def main_hydra(task_name: str, config_search_path: Any) -> "Hydra":
+def main_hydra(task_name: str, config_search_path: Any) -> "HydraApp":
     """A Hydra instance (registered globally, as `hydra.main` makes it) over the search path:
     `compose_config(..., run_mode=...)`, `get_mode(...)` and `config_loader`."""
     from hydra._internal.hydra import Hydra
