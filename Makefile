@@ -29,7 +29,10 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 demo: setup
 	$(VENV)/bin/yoloprof sweep +sweep=demo
 
-# The import contract (.importlinter: the layers as a DAG) first, then the tests.
+# The import contract (.importlinter: the layers as a DAG) first, then ruff and mypy (configured in
+# pyproject.toml; mypy keeps its cache in .mypy_cache: about 20 s of CPU cold, half of it reading
+# torch's stubs, and under 1 s warm; ruff 0.1 s),
+# then the tests.
 # pytest's plugins are named (-p xdist.plugin) instead of loaded from every installed package's
 # entry points: pytest rewrites the asserts of each such package, so Hydra's and Hypothesis's
 # hundreds of modules were rewritten on import in every worker (start-up 3.5 -> 1.7 s per worker,
@@ -37,6 +40,8 @@ demo: setup
 PYTEST = PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(PY) -m pytest -p xdist.plugin
 test: setup
 	$(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/ruff check yoloprof tests bench tools hydra_plugins
+	$(VENV)/bin/mypy
 	$(PYTEST) -q -n auto $(PYTEST_ARGS)
 
 lint-imports: setup
@@ -59,4 +64,4 @@ bench: setup
 	for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) $(LATEST) runs outputs multirun .pytest_cache
+	rm -rf $(VENV) $(LATEST) runs outputs multirun .pytest_cache .mypy_cache .ruff_cache

@@ -126,7 +126,6 @@ def test_a_steady_workload_takes_about_the_warmup_asked(slow_start, tmp_path):
     machine may add a step or two), far below the cap; a fixed warm-up is still tested."""
     import dataclasses
 
-    import torch
 
     import yoloprof
     from yoloprof.config.settings import CaptureSettings

@@ -12,8 +12,9 @@ import pytest
 
 from yoloprof.cli import build_parser
 
-PARSER = build_parser()
 from yoloprof.completion import _subparsers, complete, script
+
+PARSER = build_parser()
 
 
 def test_every_subcommand_is_offered_and_completes_its_own_flags():

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import json
 import textwrap
-from pathlib import Path
 
 import pandas as pd
 import pyarrow.dataset as ds
 import pytest
 
-import yoloprof.capture.api as capture_api
-from helpers.fake_sweep import fake_capture, fake_step_ms
+from helpers.fake_sweep import fake_step_ms
 from yoloprof.errors import UsageError
 from yoloprof.sweep.app import main
 from yoloprof.profiles.rows import RESULTS_NAME, ROW_NAME, ROW_SCHEMA, read_rows, row_files

@@ -56,7 +56,7 @@ def _job_ids(rows: pd.DataFrame) -> pd.Series:
     return sid + "/" + rows["job_num"].astype("Int64").astype("string").fillna("?")
 
 
-def _profile_candidates(sweep_dir: str, rel: object, sid: object, job: object) -> list[str]:
+def _profile_candidates(sweep_dir: str, rel: object, sid: object, job: Any) -> list[str]:
     """The row's profile_path is relative to its sweep-id folder; the user may have pointed us at
     that folder or at the sweep-name folder above it. (Plain strings: 2,000 jobs x 4 candidates
     of pathlib joins cost more than the reads.)"""

@@ -120,7 +120,8 @@ def profile_floors(metrics: pd.DataFrame, profiles: dict[str, dict], noise_file:
     store: dict[str, Any] = {}
 
     def floor_for(group: str, metric: str) -> dict[str, Any] | None:
-        prof = profiles.get(first.get(group))
+        job = first.get(group)
+        prof = profiles.get(job) if job is not None else None
         if not prof:
             return None
         if not store:
@@ -175,7 +176,7 @@ def compare_configs(metrics: pd.DataFrame, cfg: Configs, plan: Plan, names: list
     df = _adjust(pd.DataFrame(rows, columns=COLUMNS), alpha, correction)
     # verdicts the correction made inconclusive still say what it would take to decide
     for i in np.flatnonzero(((df["verdict_code"] == "inconclusive") & df["mde_pct"].isna()
-                             & df["p"].notna()).to_numpy()):
+                             & df["p"].notna()).to_numpy()).tolist():
         g, base, m = df.at[i, "group_hash"], df.at[i, "baseline_hash"], df.at[i, "metric"]
         mde, need = detectable_change(_gmeans(samples[(base, m)]), _gmeans(samples[(g, m)]), alpha=alpha, noise=noise)
         df.at[i, "mde_pct"], df.at[i, "processes_needed"] = mde, need

@@ -55,7 +55,8 @@ def _candidates(X: np.ndarray, noise: float) -> tuple[np.ndarray, np.ndarray]:
     logr = X[:, None, :] - X[None, :, :]  # log ratio i over j, oriented (> 0 = i better)
     ok = (logr >= np.log1p(-noise)).all(axis=2) & (logr > np.log1p(noise)).any(axis=2)
     np.fill_diagonal(ok, False)
-    return np.nonzero(ok)
+    i, j = np.nonzero(ok)
+    return i, j
 
 
 def _test_pairs(pairs: list[tuple[int, int]], idx: np.ndarray, gh: np.ndarray, axes: list[tuple[str, str]],

@@ -29,6 +29,7 @@ import stat
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -150,7 +151,8 @@ def read_sweep(sweep_dir: Path) -> tuple[pa.Table, list[JobFolder]]:
     rest = [f for f in folders if f.name not in covered]
     with ThreadPoolExecutor(max_workers=min(READ_THREADS, max(1, len(rest)))) as pool:
         read = dict(zip((f.name for f in rest), pool.map(read_one, [f / files.ROW for f in rest])))
-    tables, states, seen = [], [], {}
+    tables, states = [], []
+    seen: dict[tuple[Any, Any], str] = {}  # (sweep_id, job_num) -> the folder holding it
     for folder in folders:
         table, state, detail = _check_row(known[folder.name]) if folder.name in known else read[folder.name]
         if table is not None:

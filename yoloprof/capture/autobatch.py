@@ -102,10 +102,11 @@ def _fit(fitted: list[Probe]) -> tuple[float, float] | None:
     """(a, b) of peak = a + b * batch over the probes whose peak grows with the batch."""
     import numpy as np
 
-    rising = [p for i, p in enumerate(fitted) if i == 0 or p.peak > fitted[i - 1].peak]  # type: ignore[operator]
+    points = [(p.batch, p.peak) for p in fitted if p.peak is not None]  # all of them (choose)
+    rising = [(b, peak) for i, (b, peak) in enumerate(points) if i == 0 or peak > points[i - 1][1]]
     if len(rising) < 2:
         return None
-    slope, intercept = np.polyfit([p.batch for p in rising], [p.peak for p in rising], 1)
+    slope, intercept = np.polyfit([b for b, _ in rising], [peak for _, peak in rising], 1)
     return float(intercept), float(slope)
 
 

@@ -83,7 +83,8 @@ def driver_version(device: DeviceInfo) -> str | None:
     try:
         import torch
 
-        api = int(torch._C._cuda_getDriverVersion())  # e.g. 12040
+        # e.g. 12040; a binding of CUDA builds that torch's stubs leave out (CPU builds: AttributeError)
+        api = int(torch._C._cuda_getDriverVersion())  # type: ignore[attr-defined]
     except (AttributeError, RuntimeError, TypeError, ValueError):
         return None
     return f"CUDA driver API {api // 1000}.{api % 1000 // 10}" if api > 0 else None

@@ -46,7 +46,7 @@ def batch_bytes(batch: Any) -> int | None:
 
 def facts_section(model: Any, batch: Any) -> dict[str, Any]:
     """The profile's `model` section: model facts plus `batch_bytes` of one input batch."""
-    facts = model_facts(model) if model is not None else {"params_total": None, "params_trainable": None,
-                                                          "model_mb": None}
+    facts: dict[str, Any] = model_facts(model) if model is not None else {
+        "params_total": None, "params_trainable": None, "model_mb": None}
     facts["batch_bytes"] = batch_bytes(batch) if batch is not None else None
     return facts

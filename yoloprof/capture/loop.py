@@ -49,6 +49,9 @@ __all__ = ["DEFAULT_OUT", "Profile", "dist_rank", "job_output", "output_names", 
 class Profile(LoopDevice):
     """The context manager behind `yoloprof.profile(...)` (see the module docstring)."""
 
+    _w: int  # the current window (set by __enter__)
+    _left: int  # its iterations still to run
+
     def __init__(self, out_dir: str | os.PathLike = DEFAULT_OUT, *, model: Any = None, warmup: int = 5,
                  warmup_max: int = -1, steps: int = 20, trace_steps: int = 3, repeat: int = 1, modules: bool = True,
                  module_steps: int = 2, python_hotspots: bool = False, hotspot_steps: int = 3,
@@ -114,7 +117,7 @@ class Profile(LoopDevice):
         if self._w >= len(self._windows):
             return
         self._end_iteration()
-        self._left = self._steady.tracker.left if self._windows[self._w][0] == "timed" else self._left - 1
+        self._left = self._timed.tracker.left if self._windows[self._w][0] == "timed" else self._left - 1
         if self._left == 0:
             self._end_window()
             self._w += 1
@@ -153,7 +156,7 @@ class Profile(LoopDevice):
             self._heap = stack.pop_all()  # kept frozen past __enter__; a failure above unfreezes
         return self
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         completed = self.done
         window = self._windows[self._w][0] if not completed else None
         self._heap.close()
@@ -161,11 +164,17 @@ class Profile(LoopDevice):
         if self._nvtx_modules is not None:
             self._nvtx_modules.detach()
         if exc_type is not None:
-            return False  # the user's error goes on; nothing is written
+            return  # the user's error goes on; nothing is written
         self.result = self._write(completed, window)
-        return False
 
     # ---- windows -------------------------------------------------------------------------------
+    @property
+    def _timed(self) -> SteadySteps:
+        """The timed window's steady-state tracker, which only that window (begun first) reads."""
+        if self._steady is None:
+            raise RuntimeError("yoloprof.profile: the timed window has not begun")
+        return self._steady
+
     def _begin_window(self) -> None:
         if self._w >= len(self._windows):
             self._phase = self._nvtx_wrap(untouched)
@@ -180,7 +189,7 @@ class Profile(LoopDevice):
     def _begin_iteration(self) -> None:
         name = self._windows[self._w][0]
         if name == "timed":
-            self._steady.begin()
+            self._timed.begin()
             self._clock.start()
         elif name == "modules":
             self._recorder.begin_step()
@@ -188,7 +197,7 @@ class Profile(LoopDevice):
     def _end_iteration(self) -> None:
         name = self._windows[self._w][0]
         if name == "timed":
-            self._steady.end(*self._clock.finish())
+            self._timed.end(*self._clock.finish())
         elif name == "trace":
             self._session.step()
         elif name == "modules":
@@ -216,7 +225,7 @@ class Profile(LoopDevice):
     def _end_timed(self) -> None:
         """The measured steps (after the extended warm-up) into `repeat` consecutive blocks, each
         one sample; a loop cut short keeps its partial last block."""
-        kept, first = self._steady.measured(), 0
+        kept, first = self._timed.measured(), 0
         for size in self._block_sizes:
             part, first = kept[first:first + size], first + size
             if not part:
@@ -241,6 +250,8 @@ class Profile(LoopDevice):
     def _begin_trace(self) -> None:
         from yoloprof.capture.tracing import TraceSession
 
+        if self._schedule is None:  # the trace window is planned only with trace_steps (its schedule)
+            raise RuntimeError("yoloprof.profile: a trace window without a trace schedule")
         self._session = TraceSession(self.device, self._schedule)
         self._session.start()
         self._phase = self._nvtx_wrap(traced_phase)

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Iterator
+from typing import Any, Callable, ContextManager
 
 from yoloprof.capture import interrupt
 from yoloprof.capture.device import DeviceInfo, synchronize

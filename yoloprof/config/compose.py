@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from omegaconf import DictConfig
 
@@ -20,11 +20,14 @@ from yoloprof.config.paths import conf_dir
 from yoloprof.config.schema import register
 from yoloprof.errors import UsageError
 
+if TYPE_CHECKING:
+    from yoloprof.config.hydra_adapter import HydraApp
+
 CONFIG_NAME = "config"
 
 
 @contextlib.contextmanager
-def hydra_session(config_dir: str | None = None) -> Iterator[object]:
+def hydra_session(config_dir: str | None = None) -> Iterator[HydraApp]:
     """A Hydra instance over the conf (+ a user's `--config-dir`), cleared on exit so the next
     `hydra.main` or compose in this process starts clean."""
     from hydra.core.global_hydra import GlobalHydra
@@ -72,9 +75,9 @@ def compose_job(overrides: list[str] | None = None, config_dir: str | None = Non
             raise UsageError(one_line(exc, hydra)) from exc
 
 
-def sweep_options(hydra: object, group: str = "sweep") -> list[str]:
+def sweep_options(hydra: HydraApp, group: str = "sweep") -> list[str]:
     """The experiment files Hydra can see (packaged + --config-dir), for 'unknown sweep' errors."""
-    return sorted(hydra.config_loader.get_group_options(group))  # type: ignore[attr-defined]
+    return sorted(hydra.config_loader.get_group_options(group))
 
 
 def _yaml_error(exc: BaseException) -> str | None:
@@ -118,7 +121,7 @@ def _unknown_key(exc: BaseException) -> str | None:
 _IN_FILE = re.compile(r"^In '([^']+)': ConfigKeyError")
 
 
-def _source_file(hydra: object, config_path: str) -> str:
+def _source_file(hydra: HydraApp, config_path: str) -> str:
     """The file Hydra read `sweep/mine` from (the first source on its search path holding it)."""
     try:
         for source in hydra.config_loader.repository.get_sources():  # type: ignore[attr-defined]
@@ -131,7 +134,7 @@ def _source_file(hydra: object, config_path: str) -> str:
     return f"{config_path}.yaml"
 
 
-def _key_in_file(exc: BaseException, hydra: object | None) -> str | None:
+def _key_in_file(exc: BaseException, hydra: HydraApp | None) -> str | None:
     """A key of a user's YAML file that the schema does not have (`capture: {stesp: 3}`): Hydra
     says `ConfigKeyError ... reference_type=CaptureConf`; yoloprof names the file, the line, the
     key and the closest known key."""
@@ -158,7 +161,7 @@ def _key_in_file(exc: BaseException, hydra: object | None) -> str | None:
     return f"{where}: unknown key {unknown_key_message(full_key, known_keys())}"
 
 
-def one_line(exc: BaseException, hydra: object | None = None) -> str:
+def one_line(exc: BaseException, hydra: HydraApp | None = None) -> str:
     """Hydra/OmegaConf errors are multi-line with hints about HYDRA_FULL_ERROR; yoloprof prints one
     line that keeps what matters: the key, the value and the valid values (and, with the `hydra`
     that composed, the user's file a wrong key is in)."""

@@ -15,7 +15,10 @@ behaviour each one relies on, so a Hydra upgrade that changes it fails there, by
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the type of main_hydra's instance, for its callers' annotations (mypy only)
+    from hydra._internal.hydra import Hydra as HydraApp
 
 
 def args_parser() -> argparse.ArgumentParser:
@@ -40,7 +43,7 @@ def search_path(primary: str) -> Any:
     return create_config_search_path(primary)
 
 
-def main_hydra(task_name: str, config_search_path: Any) -> Any:
+def main_hydra(task_name: str, config_search_path: Any) -> "HydraApp":
     """A Hydra instance (registered globally, as `hydra.main` makes it) over the search path:
     `compose_config(..., run_mode=...)`, `get_mode(...)` and `config_loader`."""
     from hydra._internal.hydra import Hydra

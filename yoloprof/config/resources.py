@@ -13,7 +13,7 @@ SLURM"). Registered as OmegaConf resolvers so a launcher config can say
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 from yoloprof.config.device import parse_device
 
@@ -40,7 +40,7 @@ def time_limit_min(warmup: Any, steps: Any, runs: Any, repeat: Any, trace: Any =
     return TIME_FIXED_MIN + math.ceil(iterations * TIME_PER_ITERATION_S / 60.0)
 
 
-RESOLVERS = {"yoloprof_gpus": gpus_per_job, "yoloprof_cpus": cpus_per_job, "yoloprof_minutes": time_limit_min}
+RESOLVERS: dict[str, Callable[..., int | None]] = {"yoloprof_gpus": gpus_per_job, "yoloprof_cpus": cpus_per_job, "yoloprof_minutes": time_limit_min}
 
 
 def register_resolvers() -> None:

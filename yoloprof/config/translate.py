@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from enum import Enum
-from typing import Any
+from typing import Any, cast
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -40,6 +40,23 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def node_dict(node: Any, *, resolve: bool = True) -> dict[str, Any]:
+    """A mapping node as a plain dict. `OmegaConf.to_container` is typed as any container (or a
+    string or None), so each caller would otherwise narrow it; a list node here is a schema fault."""
+    value = OmegaConf.to_container(node, resolve=resolve)
+    if not isinstance(value, dict):
+        raise TypeError(f"expected a mapping config node, got {type(value).__name__}")
+    return cast("dict[str, Any]", value)  # yoloprof's config keys are strings (schema and YAML)
+
+
+def node_list(node: Any, *, resolve: bool = True) -> list[Any]:
+    """A sequence node as a plain list (see node_dict)."""
+    value = OmegaConf.to_container(node, resolve=resolve)
+    if not isinstance(value, list):
+        raise TypeError(f"expected a sequence config node, got {type(value).__name__}")
+    return value
+
+
 def model_fields(cfg: DictConfig) -> dict[str, Any]:
     """The CaptureSettings fields that come from the `model` group."""
     model = _plain(OmegaConf.to_container(cfg.model, resolve=True))
@@ -60,7 +77,7 @@ def model_fields(cfg: DictConfig) -> dict[str, Any]:
 def job_values(cfg: DictConfig) -> dict[str, Any]:
     """The job config as plain values, without the `hydra` node (its `${hydra:}` interpolations
     only resolve inside a running job)."""
-    return {key: _plain(OmegaConf.to_container(cfg[key], resolve=True))
+    return {str(key): _plain(OmegaConf.to_container(cfg[key], resolve=True))
             if OmegaConf.is_config(cfg[key]) else _plain(cfg[key])
             for key in cfg.keys() if key != "hydra"}
 

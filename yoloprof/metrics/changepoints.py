@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Sequence, TypedDict
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from yoloprof.config.stats import ALPHA as INTERVAL_ALPHA  # the analysis' level, for the effect intervals
 
@@ -156,7 +157,7 @@ def screen(series: Sequence[tuple[np.ndarray, np.ndarray]], *, alpha: float = AL
     return out
 
 
-def find_splits(values: Sequence[float], groups: Sequence[int] | None = None, *, alpha: float = ALPHA,
+def find_splits(values: ArrayLike, groups: ArrayLike | None = None, *, alpha: float = ALPHA,
                 permutations: int = PERMUTATIONS, min_size: int = MIN_SIZE, seed: int = 0,
                 level: float = LOCATION_LEVEL) -> list[Split]:
     """Significant splits of `values` (already on the scale to test: log of the metric), in order.
@@ -187,8 +188,16 @@ def find_splits(values: Sequence[float], groups: Sequence[int] | None = None, *,
     return sorted(found, key=lambda s: s.cut)
 
 
-def step_effects(pairs: Sequence[tuple[Sequence[float], Sequence[float]]], alpha: float = INTERVAL_ALPHA
-                 ) -> list[dict[str, float | None]]:
+class StepEffect(TypedDict):
+    """One step's size (step_effects): the ratio always, its interval and p where computable."""
+
+    ratio: float
+    ci_low: float | None
+    ci_high: float | None
+    p_welch: float | None
+
+
+def step_effects(pairs: Sequence[tuple[ArrayLike, ArrayLike]], alpha: float = INTERVAL_ALPHA) -> list[StepEffect]:
     """The size of each step between two segments of log values (before, after): the ratio
     after/before of geometric means, its (1 - alpha) interval from Welch's t, and Welch's p, for
     all steps at once. The t distribution comes from `scipy.special` (stdtr, stdtrit: what

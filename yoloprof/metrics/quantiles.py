@@ -41,13 +41,13 @@ def quantile_interval(values: Sequence[float], q: float, confidence: float = CON
         return {"estimate": None, "low": None, "high": None, "coverage": None, "n": n, "ranks": [None, None]}
     half = (1.0 - confidence) / 2.0
     cdf = stats.binom.cdf(np.arange(n + 1), n, q)  # cdf[k] = P(B <= k)
-    lows = np.flatnonzero(cdf[:n] <= half)  # l - 1 for l = 1..n
+    lows = np.flatnonzero(cdf[:n] <= half)  # lo - 1 for lo = 1..n
     highs = np.flatnonzero(1.0 - cdf[:n] <= half)  # u - 1 for u = 1..n
-    l = int(lows[-1]) + 1 if len(lows) else None
+    lo = int(lows[-1]) + 1 if len(lows) else None
     u = int(highs[0]) + 1 if len(highs) else None
-    coverage = (cdf[u - 1] if u else 1.0) - (cdf[l - 1] if l else 0.0)
-    return {"estimate": float(np.percentile(x, 100.0 * q)), "low": float(x[l - 1]) if l else None,
-            "high": float(x[u - 1]) if u else None, "coverage": float(coverage), "n": n, "ranks": [l, u]}
+    coverage = (cdf[u - 1] if u else 1.0) - (cdf[lo - 1] if lo else 0.0)
+    return {"estimate": float(np.percentile(x, 100.0 * q)), "low": float(x[lo - 1]) if lo else None,
+            "high": float(x[u - 1]) if u else None, "coverage": float(coverage), "n": n, "ranks": [lo, u]}
 
 
 def tail_note(label: str, q: float, n: int, confidence: float = CONFIDENCE) -> str | None:

@@ -83,15 +83,15 @@ def _boundaries(fractions: tuple[float, ...], alpha: float, points: int = _GRID)
     for t in fractions:
         cum = spent(t, alpha)
         inc = max(cum - prev_cum, 1e-300)
-        if xs is None:
+        if xs is None or mass is None:  # the first look (both are set together below)
             c = float(-ndtri(inc / 2.0))
             new_xs = np.linspace(-c * math.sqrt(t), c * math.sqrt(t), points)
             f = _pdf(new_xs / math.sqrt(t)) / math.sqrt(t)
         else:
-            sd, grid_mass = math.sqrt(t - prev_t), mass
+            sd, grid_x, grid_mass = math.sqrt(t - prev_t), xs, mass
 
             def tail(c: float) -> float:  # P(cross at this look | not before), both sides (symmetric)
-                return float(2.0 * np.dot(grid_mass, ndtr((xs - c * math.sqrt(t)) / sd))) - inc
+                return float(2.0 * np.dot(grid_mass, ndtr((grid_x - c * math.sqrt(t)) / sd))) - inc
 
             c = _root(tail, 0.0, 40.0) if tail(0.0) > 0 else 0.0
             new_xs = np.linspace(-c * math.sqrt(t), c * math.sqrt(t), points)

@@ -93,7 +93,8 @@ def profile_facts(profile: Mapping[str, Any]) -> dict[str, Any]:
     env = profile.get("env") or {}
     when = env.get("captured_at") if profile.get("kind") == "trace" else profile.get("created_at")
     config = dict(profile.get("config") or {})
-    facts = profile.get("model") if isinstance(profile.get("model"), Mapping) else {}
+    model = profile.get("model")
+    facts = model if isinstance(model, Mapping) else {}
     if facts.get("params_total") is not None:  # the model section's exact count
         config["params_total"] = facts["params_total"]
     return side_facts(env, config, when)

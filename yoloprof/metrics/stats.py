@@ -363,7 +363,7 @@ def mean_ci(values: Iterable[float], alpha: float = ALPHA) -> dict[str, Any]:
     mean = float(x.mean()) if n else None
     std = float(x.std(ddof=1)) if n >= 2 else None
     ci = None
-    if n >= 2 and mean is not None:
+    if mean is not None and std is not None:  # n >= 2
         half = float(sps.t.ppf(1 - alpha / 2, n - 1)) * std / math.sqrt(n)
         ci = (mean - half, mean + half)
     return {"n": n, "mean": mean, "std": std, "ci": ci, "alpha": alpha,

@@ -114,7 +114,8 @@ def _v(bound: str, why: str, **evidence: Any) -> Verdict:
 
 def rule_memory(f: Facts) -> Verdict | None:
     mallocs, allocs = f.m("malloc_calls_per_step"), f.m("alloc_calls_per_step")
-    trace = f.profile.get("trace") if isinstance(f.profile.get("trace"), dict) else {}
+    section = f.profile.get("trace")
+    trace = section if isinstance(section, dict) else {}
     if trace.get("whole_trace"):
         mallocs = None  # no steady-state steps: driver allocations may be warm-up
     if mallocs is not None and mallocs >= THRESHOLDS["malloc_calls_per_step"]:

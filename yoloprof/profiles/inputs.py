@@ -145,7 +145,8 @@ class Input:
                 finally:
                     os.close(self._fd)
                     self._fd = None
-            self._data = gunzip(self._raw, self.path, self.limit) if self.gzip else self._raw
+            raw = self._raw or b""  # read by __init__ (gzip, small file) or just above (large plain file)
+            self._data = gunzip(raw, self.path, self.limit) if self.gzip else raw
         except BaseException as exc:  # re-raised in the caller's thread by read()
             self._error = exc
 
@@ -162,8 +163,9 @@ class Input:
         return data[3:] if data[:3] == UTF8_BOM else data
 
     def __del__(self) -> None:  # opened but never read: the descriptor is not leaked
-        if getattr(self, "_fd", None) is not None and getattr(self, "_thread", None) is None:
-            os.close(self._fd)
+        fd = getattr(self, "_fd", None)
+        if fd is not None and getattr(self, "_thread", None) is None:
+            os.close(fd)
 
 
 def _pread(fd: int, n: int, path: Path) -> bytes:

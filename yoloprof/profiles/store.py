@@ -98,7 +98,7 @@ def config_key(row: dict[str, Any], config: dict[str, Any] | None = None) -> str
 
 def _store_row(row: dict[str, Any]) -> dict[str, Any]:
     """The row conformed to STORE_SCHEMA: unknown keys refused, `swept` as JSON text, an id."""
-    out = {name: None for name in STORE_SCHEMA.names}
+    out: dict[str, Any] = {name: None for name in STORE_SCHEMA.names}
     swept = row.get("swept")
     for key, value in row.items():
         if key == "swept":
@@ -168,16 +168,17 @@ class _lock:
     row ids keep a doubled compaction harmless)."""
 
     def __init__(self, path: Path) -> None:
-        self.path, self.fd = path, None
+        self.path = path
+        self.fd: int | None = None
 
     def __enter__(self) -> bool:
         try:
             import fcntl
         except ImportError:
             return True
-        self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o666)
+        self.fd = fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o666)
         try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             return False
         return True

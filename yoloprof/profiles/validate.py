@@ -43,6 +43,7 @@ NON_NEGATIVE_NAMES = ("_pct", "_mb", "_per_step", "_per_s", "_kernels", "_ops", 
 MAX_MS = 1e12
 
 _PY_TYPES = {"str": str, "dict": dict, "list": list}
+_JSON_NAMES: dict[type, str] = {str: "str", dict: "object", list: "array"}
 
 
 def _type_name(x: Any) -> str:
@@ -54,7 +55,7 @@ def _type_name(x: Any) -> str:
         return "int"
     if isinstance(x, float):
         return "float"
-    return {str: "str", dict: "object", list: "array"}.get(type(x), type(x).__name__)
+    return _JSON_NAMES.get(type(x), type(x).__name__)
 
 
 def _is(x: Any, kind: str) -> bool:

@@ -46,9 +46,10 @@ def rule_dataloader(profile: dict, detail: dict | None) -> dict | str | None:
     else:
         phases = {p.get("phase"): finite(p.get("wall_ms_per_step")) for p in profile.get("phases") or []}
         step = _step_ms(profile)
-        if phases.get("dataload") is None or not step:
+        dataload = phases.get("dataload")
+        if dataload is None or not step:
             return "no DataLoader time measured (no trace breakdown, no dataload phase)"
-        share, source = phases["dataload"] / step, "the dataload phase"
+        share, source = dataload / step, "the dataload phase"
     if share <= DATALOADER_SHARE:
         return None
     step = _step_ms(profile) or mean.get("total_ms")
@@ -77,8 +78,8 @@ def rule_low_utilization(profile: dict, detail: dict | None) -> dict | str | Non
 def _compute_major(profile: dict) -> int | None:
     majors = [p.get("computeMajor", p.get("major")) for p in (profile.get("env") or {}).get("devices") or []
               if isinstance(p, dict)]
-    majors = [m for m in majors if isinstance(m, int)]
-    return max(majors) if majors else None
+    known = [m for m in majors if isinstance(m, int)]
+    return max(known) if known else None
 
 
 def rule_amp(profile: dict, detail: dict | None) -> dict | str | None:

@@ -162,11 +162,12 @@ def percentile_notes(name: str, sides: tuple[tuple[dict, int], ...]) -> list[str
     from yoloprof.metrics.quantiles import tail_note
 
     match = re.fullmatch(r"p(\d+)_ms", name)
+    pct = int(match.group(1)) if match else 0
     notes = []
-    for profile, trials in sides if match and 0 < int(match.group(1)) < 100 else ():
+    for profile, trials in sides if 0 < pct < 100 else ():
         n = (profile.get("latency") or {}).get("n")
         if isinstance(n, int) and trials:
-            note = tail_note(f"{name} per trial", int(match.group(1)) / 100.0, n // trials)
+            note = tail_note(f"{name} per trial", pct / 100.0, n // trials)
             notes += [note] if note and note not in notes else []
     return notes
 

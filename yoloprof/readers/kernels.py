@@ -56,7 +56,7 @@ def known_categories() -> list[str]:
 def by_name(rows: list[dict]) -> list[dict]:
     """One row per kernel name: the engine keeps a row per (name, phase), which would show the
     same kernel several times in a top list. Phases are joined ("forward,backward")."""
-    merged: dict[str, dict] = {}
+    merged: dict[str | None, dict] = {}
     for k in rows:
         m = merged.get(k.get("name"))
         if m is None:

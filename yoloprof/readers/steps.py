@@ -24,5 +24,5 @@ def compute_steps(profile: dict, gpu_steps: list[dict] | None = None) -> dict[st
         if gpu_steps is not None and i < len(gpu_steps) and gpu_steps[i].get("step") == r.get("step"):
             r["devices"] = gpu_steps[i]["devices"]
     known = [t for t in times if t is not None]
-    return {"steps": rows, "slowest": rows[slowest]["step"] if rows and len(rows) > 1 else None,
+    return {"steps": rows, "slowest": rows[slowest]["step"] if slowest is not None and len(rows) > 1 else None,
             "mean_step_ms": sum(known) / len(known) if known else None}

@@ -50,9 +50,9 @@ def _first_metric(profile: dict, names: tuple[str, ...]) -> tuple[str, float] | 
 def _step_ms(profile: dict) -> float:
     step = metric_value(profile, "step_ms")
     if step is None:
-        rows = [finite(r.get("step_ms")) for r in per_step(profile)]
-        rows = [r for r in rows if r is not None]
-        step = sum(rows) / len(rows) if rows else None
+        times = [finite(r.get("step_ms")) for r in per_step(profile)]
+        known = [t for t in times if t is not None]
+        step = sum(known) / len(known) if known else None
     if not step:
         from yoloprof.errors import ProfileError
 
@@ -125,6 +125,7 @@ def compute_what_if(profile: dict, *, remove_category: str | None = None,
         h2, d2 = h - remove_launches * cost, d
         change = {"remove_launches": remove_launches}
     else:
+        assert remove_category is not None  # exactly one of the two is set (checked by what_if)
         remove_category = match_category(remove_category, categories_present(profile),
                                           "--remove-category")
         rows = [c for c in profile.get("categories") or [] if c.get("category") == remove_category]
@@ -132,8 +133,9 @@ def compute_what_if(profile: dict, *, remove_category: str | None = None,
         saving = [finite(c.get("busy_saving_ms_per_step")) for c in rows]
         nc = sum(finite(k.get("count_per_step")) or 0.0 for k in profile.get("kernels") or []
                  if k.get("category") == remove_category and k.get("kind", "kernel") == "kernel")
-        if rows and all(v is not None for v in saving):
-            ds = sum(saving)
+        overlap = [v for v in saving if v is not None]
+        if rows and len(overlap) == len(saving):
+            ds = sum(overlap)
             assumptions.append(f"the device union loses what {remove_category} adds to it in the trace: "
                                f"{ds:.3f} ms of its {dc:.3f} ms (the rest overlaps other work); "
                                f"its {nc:.0f} launches per step go too")
@@ -175,7 +177,7 @@ def cheapest_ops_ms(ops: list[dict], n: float) -> float:
 def _cpu_what_if(profile: dict, step: float, remove_category: str | None,
                  remove_launches: int | None) -> dict[str, Any]:
     """CPU profile: launches are op dispatches, at the mean self CPU time per op."""
-    if remove_category is not None:
+    if remove_launches is None:  # exactly one of the two is set (what_if): --remove-category
         raise UsageError("--remove-category needs device kernel categories, and this profile has no "
                          "device kernels (CPU trace); use --remove-launches N to model N fewer op "
                          "dispatches")

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Sequence, TextIO
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 class Out:
     """Writes titles, key/value blocks, tables and notes in rich or plain form."""
@@ -65,7 +68,7 @@ class Out:
         shrink = keep.index(shrink) if shrink in keep else 0
         widths = [max([len(h)] + [len(r[i]) for r in srows]) for i, h in enumerate(headers)]
         if self._console:
-            self._rich_table(headers, srows, widths, title, right, shrink)
+            self._rich_table(self._console, headers, srows, widths, title, right, shrink)
             return
         if title:
             self._plain(f"{title}:")
@@ -73,7 +76,7 @@ class Out:
             cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
             self._plain(("  " + "  ".join(cells)).rstrip())
 
-    def _rich_table(self, headers: Sequence[str], rows: list[list[str]], widths: list[int],
+    def _rich_table(self, console: Console, headers: Sequence[str], rows: list[list[str]], widths: list[int],
                     title: str | None, right: Sequence[int], shrink: int) -> None:
         from rich import box
         from rich.table import Table
@@ -81,7 +84,7 @@ class Out:
         # SIMPLE_HEAD: no vertical rules (a column costs its width + 3): width-friendly
         t = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD)
         others = sum(w + 3 for i, w in enumerate(widths) if i != shrink) + 6
-        room = max(8, self._console.width - others)
+        room = max(8, console.width - others)
         for i, h in enumerate(headers):
             fixed = i != shrink
             t.add_column(h, justify="right" if i in right else "left", overflow="ellipsis", no_wrap=True,
@@ -89,7 +92,7 @@ class Out:
                          max_width=None if fixed else min(widths[i], room))
         for r in rows:
             t.add_row(*(_esc(c) for c in r))
-        self._console.print(t)
+        console.print(t)
 
     def line(self, text: str, style: str | None = None) -> None:
         if self._console:

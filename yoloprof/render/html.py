@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from html import escape
-from typing import Any
+from typing import Any, Collection
 
 import pandas as pd
 
@@ -48,7 +48,7 @@ def _badge(code: str, text: str) -> str:
     return f'<span class="badge" style="background:{bg};color:{fg}">{escape(text)}</span>'
 
 
-def _table(headers: list[str], rows: list[list[str]], numeric: set[int] = frozenset()) -> str:
+def _table(headers: list[str], rows: list[list[str]], numeric: Collection[int] = frozenset()) -> str:
     """rows hold already-escaped HTML cells."""
     head = "".join(f'<th class="num">{escape(h)}</th>' if i in numeric else f"<th>{escape(h)}</th>"
                    for i, h in enumerate(headers))

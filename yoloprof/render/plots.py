@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import re
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -30,6 +31,7 @@ def _plt():
     # root handler prints INFO as `[HYDRA] ...`: its warnings still show, its progress notes do not
     logging.getLogger("matplotlib").setLevel(max(logging.WARNING, logging.getLogger("matplotlib").level))
     import matplotlib
+    from cycler import cycler  # matplotlib's own dependency (what matplotlib.cycler re-exports)
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
@@ -38,7 +40,7 @@ def _plt():
                          "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True,
                          "grid.color": "#e3e6ea", "grid.linewidth": 0.8, "axes.edgecolor": "#9aa3ad",
                          "axes.titleweight": "bold", "axes.titlesize": 11, "legend.frameon": False,
-                         "axes.prop_cycle": matplotlib.cycler(color=PALETTE)})
+                         "axes.prop_cycle": cycler(color=PALETTE)})
     return plt
 
 
@@ -152,7 +154,7 @@ def pareto_chart(p: pd.DataFrame) -> str | None:
     d = p.dropna(subset=[xcol, ycol])
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7.5, 4.6), layout="constrained")
-    size = 40.0
+    size: Any = 40.0  # one size, or a Series of sizes by peak memory
     if "peak_mem_mb" in d and d["peak_mem_mb"].notna().any() and xcol != "peak_mem_mb":
         mem = d["peak_mem_mb"].fillna(d["peak_mem_mb"].min())
         size = 30 + 300 * (mem - mem.min()) / max(mem.max() - mem.min(), 1e-9)

@@ -84,7 +84,7 @@ def analyze_sweep(sweep_dir: str | Path, *, baseline: list[str] | None = None, v
     None = a new one on stdout). Settings left None are the sweep's recorded ones. Raises
     yoloprof.errors types; an analysis with other settings already in the target folder is a
     usage error (nothing is overwritten)."""
-    given = dict(baseline=baseline, vary=vary, metrics=metrics, alpha=alpha, noise=noise,
+    given: dict[str, Any] = dict(baseline=baseline, vary=vary, metrics=metrics, alpha=alpha, noise=noise,
                  correction=correction, auto_baseline=auto_baseline, name=name)
     settings, final, _ = resolve(Path(sweep_dir), **given)
     check_target(analysis_dir(Path(sweep_dir), final), settings, final)  # before any work

@@ -23,7 +23,7 @@ def _figure_text(f: dict[str, Any]) -> str:
     return text
 
 
-def _warnings(out: Out, warnings: list[str]) -> None:
+def _warnings(out: Out, warnings: list[str] | None) -> None:
     for w in dict.fromkeys(warnings or []):
         out.warn(w)
 

@@ -10,7 +10,7 @@ from yoloprof.render.fmt import NA, cut, fmt_count, fmt_num, fmt_pct
 ROOT_LABEL = "(model)"  # the root module has the empty qualified name
 
 
-def _warnings(out: Out, warnings: list[str]) -> None:
+def _warnings(out: Out, warnings: list[str] | None) -> None:
     for w in dict.fromkeys(warnings or []):
         out.warn(w)
 

@@ -142,7 +142,7 @@ def callable_runner(fn: Callable[[], Any], **opts: Any) -> Runner:
     def run(index: int, out_dir: Path) -> dict:
         from yoloprof.sweep.worker import run_in_worker
 
-        return run_in_worker(_time_callable, spec, out_dir)[0]  # type: ignore[arg-type]
+        return run_in_worker(_time_callable, spec, out_dir)[0]
     return run
 
 

@@ -22,8 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
-
+from yoloprof.config.translate import node_dict
 from yoloprof.defs import files
 from yoloprof.defs import metrics as registry
 from yoloprof.errors import UsageError
@@ -52,8 +51,7 @@ class Settings:
 
     @classmethod
     def from_config(cls, cfg: Any) -> "Settings":
-        ad = OmegaConf.to_container(cfg.adaptive, resolve=True)
-        an = OmegaConf.to_container(cfg.analysis, resolve=True)
+        ad, an = node_dict(cfg.adaptive), node_dict(cfg.analysis)
         s = cls(budget_s=ad["budget_s"], max_trials=int(ad["max_trials"]), min_trials=int(ad["min_trials"]),
                 metric=str(ad["metric"]), alpha=float(an["alpha"]), noise=float(an["noise"]),
                 baseline=tuple(an.get("baseline") or ()), vary=an.get("vary"))

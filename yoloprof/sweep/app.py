@@ -39,7 +39,7 @@ _INFO_FLAGS = ("help", "hydra_help", "cfg", "info", "shell_completion")
 
 
 @hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")
-def hydra_app(cfg: DictConfig) -> str:
+def hydra_app(cfg: DictConfig) -> str | float:
     from yoloprof.sweep.job import run_job
 
     return run_job(cfg)
@@ -287,7 +287,8 @@ def _run(argv: list[str]) -> tuple[int, Path | None]:
     if implied:  # a user file without sweep_name
         overrides.append(f"sweep_name={implied}")
         plan = plan_sweep(overrides + pinned, multirun_flag=multirun, config_dir=config_dir)
-    selected, rerun = None, set()
+    selected: set[int] | None = None
+    rerun: set[int] = set()
     if resume is not None:
         selected, rerun = resume_selection(plan, manifest, rerun_text, yes)
     prepare_dir(plan, resume=resume is not None, manifest=new_manifest(

@@ -23,7 +23,8 @@ from yoloprof.config.compose import (AUTO_TRIAL, CONFIG_NAME, hydra_session, nor
 from yoloprof.config.analysis_settings import check_analysis
 from yoloprof.config.device import canonical_device
 from yoloprof.config.settings import CaptureSettings
-from yoloprof.config.translate import BUILTIN_TARGET, check_known_keys, check_target, job_values, settings_from_cfg
+from yoloprof.config.translate import (BUILTIN_TARGET, check_known_keys, check_target, job_values, node_dict,
+                                        node_list, settings_from_cfg)
 from yoloprof.errors import UsageError
 from yoloprof.defs import files
 from yoloprof.profiles.io import write_bytes_atomic
@@ -106,7 +107,7 @@ def expand_jobs(hydra: Any, cfg: DictConfig) -> list[list[str]] | None:
         return None
     node = cfg.hydra.sweeper.params
     params = OmegaConf.to_container(node, resolve=False) if node is not None else {}
-    args = grid.params_items(params) + list(OmegaConf.to_container(cfg.hydra.overrides.task, resolve=False))
+    args = grid.params_items(params) + node_list(cfg.hydra.overrides.task, resolve=False)
     jobs = grid.expand(grid.parse(hydra.config_loader, args))
     if jobs and grid.is_auto(jobs[0]):
         from yoloprof.sweep.adaptive import first_round
@@ -121,7 +122,7 @@ def _adaptive(hydra: Any, cfg: DictConfig) -> bool:
 
     node = cfg.hydra.sweeper.params
     params = OmegaConf.to_container(node, resolve=False) if node is not None else {}
-    args = grid.params_items(params) + list(OmegaConf.to_container(cfg.hydra.overrides.task, resolve=False))
+    args = grid.params_items(params) + node_list(cfg.hydra.overrides.task, resolve=False)
     trials = [a.split("=", 1)[1] for a in args if a.lstrip("+").startswith(f"{grid.TRIAL_KEY}=")]
     return bool(trials) and trials[-1] == grid.AUTO
 
@@ -201,7 +202,8 @@ def validate_grid(jobs: list[list[str]], compose: Callable[[list[str]], DictConf
         groups.setdefault(tuple(i for i in job if not _is_trial(i)), []).append(num)
     composed = 0
     for members in groups.values():
-        first, seen = members[0], []
+        first = members[0]
+        seen: list[DictConfig] = []
         checked = validate_job_configs([jobs[first]], compose, first_num=first, composed=seen)
         composed += 1
         if _TRIAL_USE.search(OmegaConf.to_yaml(seen[0], resolve=False)):
@@ -259,9 +261,9 @@ def plan_sweep(overrides: list[str], *, multirun_flag: bool, config_dir: str | N
         except Exception as exc:  # noqa: BLE001 - any composition problem is the user's input
             raise UsageError(one_line(exc, hydra)) from exc
         launcher = str(OmegaConf.select(cfg, "hydra.runtime.choices.hydra/launcher") or "basic")
-        launcher_cfg = OmegaConf.to_container(cfg.hydra.launcher, resolve=False)
+        launcher_cfg = node_dict(cfg.hydra.launcher, resolve=False)
         try:  # resolved as the launcher will be (resources derived from the sweep's settings)
-            resolved = OmegaConf.to_container(cfg.hydra.launcher, resolve=True)
+            resolved = node_dict(cfg.hydra.launcher, resolve=True)
         except Exception as exc:  # noqa: BLE001 - a bad interpolation is the user's input
             raise UsageError(f"hydra.launcher: {one_line(exc)}") from exc
         values = job_values(cfg)
@@ -274,7 +276,7 @@ def plan_sweep(overrides: list[str], *, multirun_flag: bool, config_dir: str | N
         check_launcher(launcher, resolved, devices, str(launch.get("machine", "wait")))
         check_local_devices(launcher_cfg, devices)
         settings = []
-        if not multirun:  # a grid is validated inside Hydra's own pre-launch pass (sweep/sweeper.py)
+        if not multirun and jobs is not None:  # a grid: inside Hydra's own pre-launch (sweep/sweeper.py)
             settings = validate_job_configs(jobs, lambda job: cfg)
         return SweepPlan(multirun=multirun, sweep_dir=_sweep_dir(cfg, multirun, overrides),
                          sweep_name=str(values["sweep_name"]), launcher=launcher, jobs=jobs,

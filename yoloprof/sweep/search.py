@@ -16,7 +16,7 @@ from typing import Any
 
 def objective(row: dict[str, Any], search: dict[str, Any]) -> float | str:
     """`row[metric]` as a float, or the reason the point is infeasible."""
-    metric = search.get("metric")
+    metric = str(search.get("metric"))  # set whenever a search sweeper runs (sweep/job.py)
     if row.get("status") != "ok":
         return f"infeasible: the job {row.get('status')} ({row.get('error') or 'no error text'})"
     value = row.get(metric)

@@ -33,7 +33,7 @@ def user_task(cfg: DictConfig) -> dict[str, Any] | None:
     if not isinstance(task, dict) or not task.get("_target_"):
         raise UsageError("task: needs a _target_ (an importable function that runs its loop inside "
                          "yoloprof.profile), e.g. +task._target_=mytrain.train")
-    return task
+    return {str(key): value for key, value in task.items()}  # keyword arguments of the user's function
 
 
 def task_identity(task: dict[str, Any]) -> dict[str, Any]:

@@ -190,7 +190,7 @@ def _op_rows(ev: Events, rows: np.ndarray, table: OpTable, op_phase: np.ndarray,
     `rows`; memory columns only when the trace has memory events."""
     keep = table.kept
     sums = {"self": table.self_us[keep], "total": ev.dur[rows][keep]}
-    if table.self_alloc is not None:
+    if table.self_alloc is not None and table.self_freed is not None:  # both or neither (traces/ops.py)
         sums.update(alloc=table.self_alloc[keep], freed=table.self_freed[keep])
     shapes = ev.shape[rows][keep] if by_shape and ev.shape is not None else None
     label, labels = (op_phase[keep], names) if shapes is None else (

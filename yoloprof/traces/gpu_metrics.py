@@ -23,7 +23,7 @@ import numpy as np
 
 from yoloprof.traces.kernel_args import KernelArgs
 from yoloprof.traces.parse import CAT_CODE, Events
-from yoloprof.traces.steps import STEP_NAME
+from yoloprof.traces.steps import STEP_NAME, matched_group
 
 COMM_OP_NAMES = frozenset(f"{lib}:{op}" for lib in ("nccl", "gloo")
                           for op in ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter"))
@@ -62,7 +62,7 @@ def plugin_steps(ev: Events, ka: KernelArgs) -> PluginSteps:
         lo = float(ev.ts[ops].min()) if ops.any() else 0.0
         hi = float((ev.ts[ops] + ev.dur[ops]).max()) if ops.any() else 0.0
         return PluginSteps(["0"], np.array([lo]), np.array([hi]), False)
-    names = [STEP_NAME.match(ev.strings[ev.name[i]]).group(1) for i in idx.tolist()]
+    names = [matched_group(STEP_NAME, ev.strings[ev.name[i]]) for i in idx.tolist()]
     steps = PluginSteps(names, ev.ts[idx].copy(), ev.ts[idx] + ev.dur[idx], False)
     if ka.legacy_runtime:
         _device_steps(ev, steps)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 import msgspec
 import numpy as np
@@ -43,8 +43,14 @@ _OTHERS = tuple(msgspec.defstruct(f"_K{ord(ph)}", [], tag_field="ph", tag=ph, gc
                 for ph in "BEiICbneSTpFstfPNODMVvRc()")
 
 
+if TYPE_CHECKING:  # mypy cannot evaluate a union of a runtime tuple: the other phases are Structs
+    _Event = Union[_X, msgspec.Struct]
+else:
+    _Event = Union[(_X,) + _OTHERS]  # noqa: UP007 (a runtime tuple)
+
+
 class _Doc(msgspec.Struct):
-    traceEvents: list[Union[(_X,) + _OTHERS]] | None = None  # noqa: UP007
+    traceEvents: list[_Event] | None = None
 
 
 _DECODER = msgspec.json.Decoder(_Doc)
@@ -79,7 +85,8 @@ def read_kernel_args(data: bytes, ev: Events) -> KernelArgs:
     """The kernel args of the trace `data` that `ev` was parsed from, aligned with `ev`. A trace
     the typed decode refuses (the parser's loose path) gives all-absent columns."""
     n = len(ev)
-    out = KernelArgs(*(np.full(n, np.nan) for _ in range(4)), np.full(n, -1, np.int32))
+    out = KernelArgs(blocks_per_sm=np.full(n, np.nan), occupancy=np.full(n, np.nan), registers=np.full(n, np.nan),
+                     shared_memory=np.full(n, np.nan), launch=np.full(n, -1, np.int32))
     doc = None
     for attempt in (data, None):
         try:  # the parser's own repair of names that are not UTF-8, then give up

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 import msgspec
 
@@ -64,9 +64,11 @@ class MemArgs(msgspec.Struct, frozen=True, gc=False):
     reserved: Any = msgspec.field(default=None, name="Total Reserved")
 
 
-# `args` of any other JSON type decodes as itself (and counts as malformed where it is read).
-_OTHER_JSON = (list, str, int, float, bool, type(None))
+# `args` of any other JSON type (list, str, int, float, bool, null) decodes as itself and counts
+# as malformed where it is read.
 NO_GPU_ARGS = GpuArgs()
+# Timestamps decode as Decimal (exact: traces.exact_times); an absent one is NaN, a float default
+# that msgspec keeps as it is (a Decimal | float union would decode every timestamp as a float).
 
 
 class Complete(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
@@ -74,15 +76,15 @@ class Complete(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
     name: str = ""
     pid: int | str | None = None
     tid: int | str | None = None
-    ts: Decimal | None = math.nan  # exact (traces.exact_times); None/absent -> NaN
+    ts: Decimal | None = math.nan  # type: ignore[assignment]  # None/absent -> NaN (see above)
     dur: float | None = math.nan
-    args: Union[(GpuArgs,) + _OTHER_JSON] = NO_GPU_ARGS  # noqa: UP007 (a runtime tuple)
+    args: GpuArgs | list | str | int | float | bool | None = NO_GPU_ARGS
 
 
 class Instant(msgspec.Struct, gc=False, tag_field="ph", tag="i"):
     name: str = ""
-    ts: Decimal | None = math.nan
-    args: Union[(MemArgs,) + _OTHER_JSON] = None  # noqa: UP007
+    ts: Decimal | None = math.nan  # type: ignore[assignment]  # as Complete.ts
+    args: MemArgs | list | str | int | float | bool | None = None
 
 
 class InstantOld(Instant, tag="I"):
@@ -91,7 +93,10 @@ class InstantOld(Instant, tag="I"):
 
 _SKIPPED = tuple(msgspec.defstruct(f"_Phase{ord(ph)}", [], tag_field="ph", tag=ph, gc=False)
                  for ph in _PHASES if ph not in "XiI")
-_AnyEvent = Union[(Complete, Instant, InstantOld) + _SKIPPED]  # noqa: UP007 (a runtime tuple)
+if TYPE_CHECKING:  # mypy cannot evaluate a union of a runtime tuple: the skipped phases are Structs
+    _AnyEvent = Union[Complete, Instant, InstantOld, msgspec.Struct]
+else:
+    _AnyEvent = Union[(Complete, Instant, InstantOld) + _SKIPPED]  # noqa: UP007 (a runtime tuple)
 
 
 class _Event(msgspec.Struct, gc=False):

@@ -16,6 +16,7 @@ import numpy as np
 
 from yoloprof.defs.metrics import BYTES_PER_MIB
 from yoloprof.traces.parse import CAT_CODE, US_PER_MS, Events
+from yoloprof.traces.steps import matched_group
 
 MAX_POINTS = 600  # points kept per device: the largest allocated total of each time bin
 MODULE_SPAN = re.compile(r"^nn\.Module: (.+)$")
@@ -37,7 +38,7 @@ def _thin(order: np.ndarray, ts: np.ndarray, alloc: np.ndarray, limit: int) -> n
         return order
     t = ts[order]
     bins = np.minimum(((t - t[0]) / max(t[-1] - t[0], 1e-9) * (limit - 1)).astype(np.int64), limit - 2)
-    best = {}
+    best: dict[int, int] = {}
     for k, (b, a) in enumerate(zip(bins.tolist(), alloc[order].tolist())):
         if b not in best or a > alloc[order[best[b]]]:
             best[b] = k
@@ -73,6 +74,6 @@ def memory_timeline(ev: Events, limit: int = MAX_POINTS) -> list[dict[str, Any]]
             "peak": {"t_ms": t / US_PER_MS, "allocated_mib": float(mem.allocated[peak]) / BYTES_PER_MIB,
                      "reserved_mib": float(np.nanmax(mem.reserved[order], initial=0.0)) / BYTES_PER_MIB,
                      "op": ev.strings[ev.name[op]] if op >= 0 else None,
-                     "module": MODULE_SPAN.match(ev.strings[ev.name[module]]).group(1) if module >= 0 else None},
+                     "module": matched_group(MODULE_SPAN, ev.strings[ev.name[module]]) if module >= 0 else None},
         })
     return out

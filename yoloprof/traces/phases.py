@@ -90,7 +90,9 @@ def build_timeline(ev: Events) -> Timeline:
     bounds = sorted(set(starts.tolist()) | set(ends.tolist()))
     order = np.argsort(starts, kind="stable").tolist()
     heap: list[tuple[float, int, float, int]] = []
-    seg_s, seg_e, seg_l = [], [], []
+    seg_s: list[float] = []
+    seg_e: list[float] = []
+    seg_l: list[int] = []
     k = 0
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         while k < len(order) and starts[order[k]] <= lo:
@@ -104,6 +106,8 @@ def build_timeline(ev: Events) -> Timeline:
             if seg_l and seg_l[-1] == lab and seg_e[-1] == lo:
                 seg_e[-1] = hi
             else:
-                seg_s.append(lo), seg_e.append(hi), seg_l.append(lab)
+                seg_s.append(lo)
+                seg_e.append(hi)
+                seg_l.append(lab)
     return Timeline(names, np.array(seg_s, np.float64), np.array(seg_e, np.float64),
                     np.array(seg_l, np.int64))

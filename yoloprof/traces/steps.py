@@ -18,6 +18,15 @@ from yoloprof.traces.parse import CAT_CODE, GPU_SIDE_CATS, Events
 STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 
 
+def matched_group(pattern: re.Pattern[str], name: str) -> str:
+    """Group 1 of an event name that `pattern` selected (Events.names_matching): the selection
+    guarantees the match, and a name outside it is a fault of the caller, named as such."""
+    match = pattern.match(name)
+    if match is None:
+        raise ValueError(f"event name {name!r} does not match {pattern.pattern!r}")
+    return match.group(1)
+
+
 @dataclass
 class Steps:
     ids: list[int | None]
@@ -57,7 +66,7 @@ def find_steps(ev: Events) -> Steps:
         return Steps([None], np.array([lo]), np.array([hi]), whole_trace=True, warnings=[
             "no ProfilerStep#N spans in the trace: the whole trace is analysed as one step"])
     idx = idx[np.argsort(ev.ts[idx], kind="stable")]
-    ids = [int(STEP_NAME.match(ev.strings[ev.name[i]]).group(1)) for i in idx.tolist()]
+    ids: list[int | None] = [int(matched_group(STEP_NAME, ev.strings[ev.name[i]])) for i in idx.tolist()]
     start = ev.ts[idx].copy()
     end = start + ev.dur[idx]
     warnings: list[str] = []

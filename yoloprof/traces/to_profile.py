@@ -20,8 +20,8 @@ _ENV_KEYS = ("schemaVersion", "distributedInfo", "cupti_version", "cuda_runtime_
 
 def trace_env(analysis: TraceAnalysis) -> dict[str, Any]:
     meta = analysis.meta
-    props = meta.get("deviceProperties") if isinstance(meta.get("deviceProperties"), list) else []
-    props = [p for p in props if isinstance(p, dict)]
+    listed = meta.get("deviceProperties")
+    props = [p for p in listed if isinstance(p, dict)] if isinstance(listed, list) else []
     names = sorted({str(p.get("name")) for p in props if p.get("name")})
     env: dict[str, Any] = {k: meta[k] for k in _ENV_KEYS if k in meta}
     env.update({

@@ -8,6 +8,7 @@ a real pipeline moves across PCIe, and the float conversion then belongs to the 
 
 from __future__ import annotations
 
+from collections.abc import Sized
 from pathlib import Path
 
 import torch
@@ -24,7 +25,7 @@ DEFAULT_SYNTHETIC_IMAGES = 64
 
 
 def build_dataset(data: str | None, imgsz: int, num_classes: int = 80, n_images_hint: int | None = None,
-                  seed: int = 0) -> Dataset:
+                  seed: int = 0) -> SyntheticDetection | YoloDataset:
     """'synthetic' (or None) | a data.yaml path | a dataset folder -> a map-style Dataset.
 
     `n_images_hint` sizes the synthetic set (the capture passes exactly what the run consumes);
@@ -79,7 +80,7 @@ def _quiet_worker(_worker_id: int) -> None:
     warnings.showwarning = warn.showwarning
 
 
-def num_batches(dataset: Dataset, batch: int) -> int:
+def num_batches(dataset: Sized, batch: int) -> int:
     """Full batches one pass over the dataset yields (drop_last=True)."""
     return len(dataset) // batch if batch > 0 else 0
 

@@ -89,7 +89,7 @@ def letterbox(image: Image.Image, imgsz: int) -> tuple[Image.Image, Letterbox]:
     ratio = imgsz / max(w, h)
     new_w, new_h = max(1, round(w * ratio)), max(1, round(h * ratio))
     if (new_w, new_h) != (w, h):
-        image = image.resize((new_w, new_h), Image.BILINEAR)
+        image = image.resize((new_w, new_h), Image.Resampling.BILINEAR)
     pad_x, pad_y = (imgsz - new_w) / 2, (imgsz - new_h) / 2
     canvas = Image.new("RGB", (imgsz, imgsz), (PAD_VALUE,) * 3)
     canvas.paste(image, (int(pad_x), int(pad_y)))

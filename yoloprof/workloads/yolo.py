@@ -100,6 +100,15 @@ class SPPF(nn.Module):
         return self.cv2(torch.cat((x, y1, y2, self.pool(y2)), 1))
 
 
+def _prediction_bias(branch: nn.Module) -> torch.Tensor:
+    """The bias of the 1x1 prediction conv that ends a head branch (an nn.Sequential, built by
+    DetectHead; nn.ModuleList yields its items as plain nn.Module)."""
+    last = branch[-1] if isinstance(branch, nn.Sequential) else None
+    if not isinstance(last, nn.Conv2d) or last.bias is None:
+        raise TypeError(f"a detection head branch must end with a biased Conv2d, not {type(last).__name__}")
+    return last.bias.data
+
+
 class DetectHead(nn.Module):
     """Anchor-free decoupled head: a box branch and an objectness+class branch per level."""
 
@@ -119,12 +128,12 @@ class DetectHead(nn.Module):
     def init_biases(self, imgsz: int = 640) -> None:
         """Start with low objectness/class probabilities (as YOLO does) so early losses are sane."""
         for branch, stride in zip(self.cls, STRIDES):
-            bias = branch[-1].bias.data
+            bias = _prediction_bias(branch)
             cells = (imgsz / stride) ** 2
             bias[0] = math.log(8 / cells)  # about 8 objects per image
             bias[1:] = math.log(5 / max(self.nc, 1) / cells)
         for branch in self.box:
-            branch[-1].bias.data.fill_(1.0)  # softplus(1) ~ 1.3 strides: small boxes at first
+            _prediction_bias(branch).fill_(1.0)  # softplus(1) ~ 1.3 strides: small boxes at first
 
     def forward(self, feats: list[torch.Tensor]) -> list[torch.Tensor]:
         return [torch.cat((b(x), c(x)), 1) for x, b, c in zip(feats, self.box, self.cls)]
