@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -111,7 +112,7 @@ class Configs:
             self.__dict__["_labels"] = dict(zip(self.table.index, self.table["config"].astype(str)))
         return self.__dict__["_labels"][group_hash]
 
-    def levels(self, axis: str) -> list[object]:
+    def levels(self, axis: str) -> list[Any]:
         """Levels of an axis: numbers ascending, anything else in order of first appearance."""
         vals = list(dict.fromkeys(self.table[axis].tolist()))
         nums = [v for v in vals if isinstance(v, (int, float)) and not isinstance(v, bool)]
@@ -211,7 +212,7 @@ def _pair(configs: Configs, keys: dict[str, str], base: list[str], description: 
     t = configs.table
     sig = t[others].apply(lambda r: tuple(fmt_value(x) for x in r), axis=1) if others else pd.Series(
         [()] * len(t), index=t.index)
-    by_sig = {}
+    by_sig: dict[tuple[str, ...], Any] = {}
     for g in base:
         by_sig.setdefault(sig[g], g)
     pairs, unpaired = {}, []

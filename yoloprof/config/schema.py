@@ -25,7 +25,7 @@ from typing import Any, Optional
 from omegaconf import II, MISSING, OmegaConf
 
 from yoloprof.config.paths import sweeps_dir
-from yoloprof.config.settings import (FIELDS, ISOLATIONS, JOB_ORDERS, MACHINE_POLICIES, MODES, OUTPUT_KEYS,
+from yoloprof.config.settings import (FIELDS, Isolation, JobOrder, MachinePolicy, MODES, OUTPUT_KEYS,
                                       CaptureSettings, default_of, spec_of)
 from yoloprof.config import analysis_settings
 from yoloprof.config.fields import field_default, hydra_type, spec_fields
@@ -33,11 +33,8 @@ from yoloprof.config.fields import field_default, hydra_type, spec_fields
 SWEEP_ID_ENV = "YOLOPROF_SWEEP_ID"
 
 
-# How sweep jobs run: the values live in config/settings.py (plain tuples the sweep layer imports
-# without loading Hydra); here they become the Enums of the structured config.
-Isolation = Enum("Isolation", {v: v for v in ISOLATIONS})
-JobOrder = Enum("JobOrder", {v: v for v in JOB_ORDERS})
-MachinePolicy = Enum("MachinePolicy", {v: v for v in MACHINE_POLICIES})
+# How sweep jobs run: the Enums and their value tuples live in config/settings.py (the sweep layer
+# imports the tuples without loading Hydra).
 
 
 @dataclass

@@ -34,10 +34,11 @@ import difflib
 import inspect
 import os
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Callable
 
 from yoloprof.config.device import DeviceSpec, parse_device
-from yoloprof.config.fields import flag_name
+from yoloprof.config.fields import field_default, flag_name
 from yoloprof.config.steady import CAP_EXTRA
 from yoloprof.errors import UsageError
 
@@ -53,9 +54,28 @@ OUTPUT_KEYS = {"project": ("runs/profile", "output folder"),
 # How sweep jobs run (docs/sweeps.md "How jobs are run"), below the sweep layer: a fresh worker
 # process per job | the launcher's process; trials outermost with configurations alternating |
 # Hydra's order; when another timed capture holds the machine: wait, refuse, or share it.
-ISOLATIONS = ("process", "inprocess")
-JOB_ORDERS = ("interleave", "as_given")
-MACHINE_POLICIES = ("wait", "refuse", "shared")
+# Enums (each member's name is its value) for the structured config; the tuples for everything else.
+
+
+class Isolation(Enum):
+    process = "process"
+    inprocess = "inprocess"
+
+
+class JobOrder(Enum):
+    interleave = "interleave"
+    as_given = "as_given"
+
+
+class MachinePolicy(Enum):
+    wait = "wait"
+    refuse = "refuse"
+    shared = "shared"
+
+
+ISOLATIONS = tuple(m.value for m in Isolation)
+JOB_ORDERS = tuple(m.value for m in JobOrder)
+MACHINE_POLICIES = tuple(m.value for m in MachinePolicy)
 # Settings whose old names users may still type: the hint names the replacement.
 RENAMED = {"amp": "precision", "amp_dtype": "precision", "half": "precision"}
 # Spec.hashed: the config hash covers the setting always, or only away from its default.
@@ -224,7 +244,9 @@ class CaptureSettings:
     @property
     def measured(self) -> int:
         """Measured iterations per trial: steps for training, runs for inference."""
-        return int(self.steps if self.mode == "train" else self.runs)
+        count = self.steps if self.mode == "train" else self.runs
+        assert count is not None, "resolved settings always have a step or run count"
+        return int(count)
 
     def resolved(self) -> "CaptureSettings":
         """The settings as the capture runs them: canonical device, effective precision and threads.
@@ -278,8 +300,7 @@ def default_of(name: str, mode: str) -> Any:
     spec = spec_of(name)
     if spec.per_mode is not None:
         return spec.per_mode[mode]
-    f = FIELDS[name]
-    return f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc]
+    return field_default(FIELDS[name])
 
 
 def check_value(name: str, value: Any, mode: str, spec: Spec | None = None) -> None:

@@ -121,7 +121,8 @@ def row_from_profile(profile: dict[str, Any], base: dict[str, Any]) -> dict[str,
     row["device_name"] = env.get("device_name") or row.get("device_name")
     row["warnings"] = [str(w) for w in profile.get("warnings") or []]
     row.update(growth_columns(profile, row.get("start_footprint_mib")))
-    facts = profile.get("model") if isinstance(profile.get("model"), dict) else {}
+    model = profile.get("model")
+    facts = model if isinstance(model, dict) else {}
     for name in (*FACTS_INT, *FACTS_FLOAT):
         row[name] = facts.get(name)
     for name, kind in ENV_RUNTIME:
@@ -170,7 +171,8 @@ def swept_field(key: str, value: Any) -> tuple[pa.Field, Any]:
 def _table(rows: Iterable[dict[str, Any]]) -> pa.Table:
     """ROW_SCHEMA's columns, then each row's `swept` keys as typed columns of their own (the keys a
     user swept that have no fixed column: user kwargs such as `model.width`, group choices)."""
-    clean, extra = [], {}
+    clean: list[dict[str, Any]] = []
+    extra: dict[str, list[Any]] = {}
     for row in rows:
         swept = dict(row.get("swept") or {})
         fixed = {k: v for k, v in row.items() if k != "swept"}

@@ -23,7 +23,7 @@ from yoloprof.capture.record import environment_columns, record_sweep_row, setti
 from yoloprof.config.settings import CaptureSettings
 from yoloprof.errors import YoloprofError
 from yoloprof.defs.files import PROFILE as PROFILE_NAME
-from yoloprof.config.translate import job_values
+from yoloprof.config.translate import job_values, node_dict
 from yoloprof.profiles.jobstate import read_manifest_field, read_state, write_state
 from yoloprof.sweep import progress
 from yoloprof.sweep.launchers import concurrency, kind, placement, resources
@@ -107,7 +107,7 @@ def _finished(job_dir: Path, num: int) -> dict[str, Any] | None:
 def execution_columns(hc: Any, cfg: DictConfig, job_dir: Path) -> dict[str, Any]:
     """How this job runs: isolation, where (node, cluster job id, attempt), the launcher's resources
     and concurrency (sweep/launchers.py)."""
-    launcher_cfg = OmegaConf.to_container(hc.launcher, resolve=False) if "launcher" in hc else {}
+    launcher_cfg = node_dict(hc.launcher, resolve=False) if "launcher" in hc else {}
     launch = job_values(cfg).get("launch") or {}
     policy, isolation = str(launch.get("machine", "wait")), str(launch.get("isolation", "process"))
     if kind(launcher_cfg) != "serial" and str(launcher_cfg.get("_target_", "")).endswith(
@@ -237,7 +237,7 @@ def _identity_hash(cfg: DictConfig) -> str | None:
 
 
 def _returned(cfg: DictConfig, row: dict[str, Any], status: str) -> str | float:
-    search = OmegaConf.to_container(cfg.search) if OmegaConf.select(cfg, "search") is not None else {}
+    search = node_dict(cfg.search) if OmegaConf.select(cfg, "search") is not None else {}
     if not search or not search.get("metric"):
         return status
     from yoloprof.sweep.search import objective
