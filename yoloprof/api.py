@@ -15,25 +15,50 @@ a bad path or option), the same ones the CLI turns into exit codes.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Union, cast
+from typing import TYPE_CHECKING, Any, Union, cast
 
 from yoloprof.config.stats import ALPHA, NOISE
 from yoloprof.errors import UsageError, YoloprofError
 from yoloprof.readers.results import (
-    JSON, CompareResult, JSONObject, GetResult, HotspotsResult, KernelsResult, LaunchesResult, ModulesResult, OpsResult,
-    PhasesResult, ReportResult, Rows, SummaryResult, WhatIfResult)
-from yoloprof.readers.table import (BY_NAME, CompareOptions, GetOptions, HotspotsOptions, KernelsOptions,
-                                    ModulesOptions, NoOptions, OpsOptions, Reader, ReportOptions, SummaryOptions,
-                                    WhatIfOptions)
+    JSON,
+    CompareResult,
+    GetResult,
+    HotspotsResult,
+    JSONObject,
+    KernelsResult,
+    LaunchesResult,
+    ModulesResult,
+    OpsResult,
+    PhasesResult,
+    ReportResult,
+    Rows,
+    SummaryResult,
+    WhatIfResult,
+)
+from yoloprof.readers.table import (
+    BY_NAME,
+    CompareOptions,
+    GetOptions,
+    HotspotsOptions,
+    KernelsOptions,
+    ModulesOptions,
+    NoOptions,
+    OpsOptions,
+    Reader,
+    ReportOptions,
+    SummaryOptions,
+    WhatIfOptions,
+)
 
 if TYPE_CHECKING:
-    import pandas as pd
+    import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
     from yoloprof.analysis.run import AnalysisResult
     from yoloprof.config.settings import CaptureSettings
 
-PathLike = Union[str, "os.PathLike[str]"]
+PathLike = str | os.PathLike[str]
 
 
 def resolve(dotted: str) -> Callable[..., Any]:
@@ -71,7 +96,7 @@ class Profile:
     @property
     def metrics(self) -> dict[str, dict[str, JSON]]:
         """name -> {value, unit, better, samples, std, n}."""
-        return dict(self.data.get("metrics") or {})
+        return cast(dict[str, dict[str, JSON]], dict(cast(JSONObject, self.data.get("metrics") or {})))
 
     def _read(self, name: str, options: object) -> dict[str, Any]:
         return read_with(BY_NAME[name], self.data, self.source, options)
@@ -95,7 +120,7 @@ class Profile:
                 by_launch: bool = False) -> KernelsResult | LaunchesResult:
         """The kernel table after filters (`top <= 0` = all rows); `by_launch`: one row per launch
         configuration from the trace (a LaunchesResult)."""
-        return cast(Union[KernelsResult, LaunchesResult], self._read("kernels", KernelsOptions(
+        return cast(KernelsResult | LaunchesResult, self._read("kernels", KernelsOptions(
             top=top, category=category, grep=grep, tensorcore=tensorcore, sort=sort, phase=phase,
             by_launch=by_launch)))
 
@@ -120,7 +145,7 @@ class Profile:
         (its --json row's "value"); no field: the rows of every field (--json's "fields").
         UsageError listing the valid ones. The unit of a metric is `p.metrics[name]["unit"]`."""
         row = cast(GetResult, self._read("get", GetOptions(field=field)))
-        return row["fields"] if field is None else row.get("value")
+        return cast(JSON, row["fields"]) if field is None else row.get("value")
 
     def fields(self) -> Rows:
         """Every field `get` accepts, with its value and unit."""
@@ -137,8 +162,8 @@ class Profile:
 
 
 # A side of a comparison: one profile (a path, a Profile, a profile dict) or one per process.
-One = Union[Profile, PathLike, JSONObject]
-Side = Union[One, list[One], tuple[One, ...]]
+One = Profile | PathLike | JSONObject
+Side = One | list[One] | tuple[One, ...]
 
 
 def load(path: PathLike, steps: str | None = None, window: str | None = None) -> Profile:
@@ -226,9 +251,8 @@ def capture(settings: CaptureSettings, out_dir: PathLike = "runs/profile/api", *
     callable or an nn.Module instance, which is copied, never modified). Its row is added to the
     results store of `project` (default: out_dir's parent; docs/history.md)."""
     from yoloprof.capture.api import capture as _capture
-    from yoloprof.defs.files import PROFILE
-
     from yoloprof.capture.record import record_capture
+    from yoloprof.defs.files import PROFILE
     from yoloprof.profiles.rows import utc_now
 
     started = utc_now()
@@ -259,6 +283,6 @@ def analyze(sweep_dir: PathLike, *, baseline: list[str] | None = None, vary: str
     from yoloprof.analysis.folder import check_sweep_folder
     from yoloprof.analysis.run import analyze as _analyze
 
-    check_sweep_folder(sweep_dir)
-    return _analyze(sweep_dir, baseline=baseline, vary=vary, metrics=metrics, alpha=alpha, noise=noise,
+    check_sweep_folder(Path(sweep_dir))
+    return _analyze(Path(sweep_dir), baseline=baseline, vary=vary, metrics=metrics, alpha=alpha, noise=noise,
                     correction=correction, auto_baseline=auto_baseline, name=name)

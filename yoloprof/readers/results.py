@@ -7,12 +7,10 @@ are checked against real results by tests/test_readers_table.py, so a reader tha
 a key without this file changing fails there.
 """
 
-from __future__ import annotations
-
-from typing import NotRequired, TypedDict, Union
+from typing import NotRequired, TypedDict
 
 # A JSON value (what `--json` can print): the type of everything inside a result's rows.
-JSON = Union[None, bool, int, float, str, list["JSON"], dict[str, "JSON"]]
+JSON = None | bool | int | float | str | list["JSON"] | dict[str, "JSON"]
 JSONObject = dict[str, JSON]
 Rows = list[JSONObject]
 

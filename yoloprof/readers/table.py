@@ -17,8 +17,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from yoloprof.config.stats import ALPHA, NOISE
 from yoloprof.errors import UsageError
@@ -157,8 +158,9 @@ class WhatIfOptions:
 class CompareOptions:
     """The options `yoloprof.compare` and `Profile.compare` share with `yoloprof compare` (whose
     other flags run captures or pick files: cli.py builds that subcommand itself)."""
-    metrics: list[str] | None = option(None, "repeatable; default: headline metrics", flag="--metric",
-                                       action="append")
+    # option() is dataclasses.field with the CLI's metadata, a frozen default (ruff cannot see it)
+    metrics: list[str] | None = option(None, "repeatable; default: headline metrics",  # noqa: RUF009
+                                       flag="--metric", action="append")
     alpha: float = option(ALPHA)
     noise: float = option(NOISE)
     noise_file: str | None = option(None, "the noise-floor store (default: per user)")

@@ -5,7 +5,8 @@ launches, `report` writes its HTML file."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from yoloprof.render import terminal, userloop
 from yoloprof.render.capture_terminal import render_launches, render_steps
