@@ -113,3 +113,9 @@ def test_return_types_are_named(name):
     fn = getattr(yoloprof.Profile, name, None) or getattr(yoloprof, name)
     hint = typing.get_type_hints(fn, globalns={**fn.__globals__, **TYPE_ONLY})["return"]
     assert hint is not dict and typing.get_origin(hint) is not dict
+
+
+def test_all_is_the_eager_names_and_the_lazy_ones():
+    eager = {"__version__", "ProfileError", "UsageError", "YoloprofError", "capture"}
+    assert len(yoloprof.__all__) == len(set(yoloprof.__all__))
+    assert set(yoloprof.__all__) == eager | set(yoloprof._LAZY)

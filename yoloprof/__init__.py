@@ -43,7 +43,25 @@ _LAZY = {
     "profileit": ("yoloprof.capture.decorators", "profileit"),
 }
 
-__all__ = ["__version__", "ProfileError", "UsageError", "YoloprofError", "capture", *_LAZY]
+# spelled out for tools that read __all__ statically (ruff, type checkers); tests/test_api_typed.py
+# checks it is exactly the eager names and _LAZY's
+__all__ = [
+    "CaptureSettings",
+    "Profile",
+    "ProfileError",
+    "UsageError",
+    "YoloprofError",
+    "__version__",
+    "ab",
+    "analyze",
+    "capture",
+    "compare",
+    "load",
+    "profile",
+    "profileit",
+    "read_results",
+    "timeit",
+]
 
 
 def _callable_capture_package() -> None:
