@@ -91,23 +91,29 @@ class Folder:
 
 @dataclass(frozen=True)
 class NoOptions:
-    pass
+    """A reader without options (phases)."""
 
 
 @dataclass(frozen=True)
 class SummaryOptions:
+    """`yoloprof summary`."""
+
     per_step: bool = option(False, "each step's time, device busy, kernels, phases, SM efficiency and "
                             "occupancy; the slowest marked")
 
 
 @dataclass(frozen=True)
 class ReportOptions:
+    """`yoloprof report`: where the HTML goes."""
+
     output: str | None = option(None, "the HTML file (default: capture_report.html beside the input)",
                                 short="-o")
 
 
 @dataclass(frozen=True)
 class GetOptions:
+    """`yoloprof get [FIELD]`: the field (none = list them)."""
+
     field: str | None = option(None, flag=None, nargs="?")
 
 
@@ -116,6 +122,8 @@ CATEGORY_HELP = "a category, or a unique prefix/substring of one (gemm -> gemm/c
 
 @dataclass(frozen=True)
 class KernelsOptions:
+    """`yoloprof kernels`: filters, sort and row count (`top <= 0` = all)."""
+
     top: int = option(20)
     category: str | None = option(None, CATEGORY_HELP)
     grep: str | None = option(None, "regular expression on the kernel name")
@@ -128,6 +136,8 @@ class KernelsOptions:
 
 @dataclass(frozen=True)
 class OpsOptions:
+    """`yoloprof ops`: phase, sort, per input shapes, row count."""
+
     top: int = option(20)
     phase: str | None = option(None)
     sort: str = option("self", choices=tuple(ops.SORTS))
@@ -136,6 +146,8 @@ class OpsOptions:
 
 @dataclass(frozen=True)
 class ModulesOptions:
+    """`yoloprof modules`: depth, sort, row count (0 = all)."""
+
     depth: int | None = option(None, "deepest module level shown (0 = the model)")
     sort: str = option("tree", choices=tuple(modules.SORTS))
     top: int = option(0, "rows shown (0 = all)")
@@ -143,6 +155,8 @@ class ModulesOptions:
 
 @dataclass(frozen=True)
 class HotspotsOptions:
+    """`yoloprof hotspots`: sort, row count, file:function filter."""
+
     sort: str = option("cum", choices=tuple(hotspots.SORTS))
     top: int = option(25)
     grep: str | None = option(None, "regular expression on file:function")
@@ -150,6 +164,8 @@ class HotspotsOptions:
 
 @dataclass(frozen=True)
 class WhatIfOptions:
+    """`yoloprof what-if`: exactly one change."""
+
     remove_category: str | None = option(None, CATEGORY_HELP)
     remove_launches: int | None = option(None)
 
