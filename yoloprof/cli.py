@@ -256,7 +256,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if len(before_paths) == len(after_paths) == 1 and (_is_folder(args.before) or _is_folder(args.after)):
             return _compare_folders(args)
         from yoloprof.readers.load import load_any
-        from yoloprof.readers.compare import compute_compare
+        from yoloprof.readers.table import BY_NAME
 
         sides = []
         for paths, side in ((before_paths, "before"), (after_paths, "after")):
@@ -266,8 +266,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
                     loaded.append(load_any(path))
             sides.append(loaded)
         with _internal_about(f"{args.before} and {args.after}"):
-            result = compute_compare(sides[0], sides[1], metrics=args.metric, alpha=args.alpha,
-                                     noise=args.noise, noise_file=args.noise_file)
+            reader = BY_NAME["compare"]  # the table's compute, as yoloprof.compare and Profile.compare
+            result = dict(reader.compute(sides[0], sides[1], reader.make({**vars(args), "metrics": args.metric})))
     _emit(args, result, render_compare)
     if args.fail_on_regression:
         from yoloprof.readers.compare import regressions
