@@ -11,13 +11,16 @@ import argparse
 import contextlib
 import os
 import sys
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from yoloprof import warn
 from yoloprof.defs import files
 from yoloprof.defs.version import __version__
 from yoloprof.config.stats import ALPHA, NOISE
 from yoloprof.errors import PROG, ProfileError, RegressionError, UsageError, YoloprofError, one_line, run_guarded
+
+if TYPE_CHECKING:
+    from yoloprof.readers.table import OptionSpec, Reader
 
 
 class _Parser(argparse.ArgumentParser):
@@ -148,7 +151,7 @@ def cmd_reader(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_reader(p: argparse.ArgumentParser, reader: Any) -> None:
+def _add_reader(p: argparse.ArgumentParser, reader: Reader) -> None:
     """The reader's own arguments, from its table entry (selection and folder options first)."""
     from yoloprof.readers.table import FOLDER_SPECS, SELECTION_SPECS
 
@@ -161,13 +164,14 @@ def _add_reader(p: argparse.ArgumentParser, reader: Any) -> None:
             *_names(spec), **_argument(spec))
 
 
-def _names(spec: Any) -> list[str]:
+def _names(spec: OptionSpec) -> list[str]:
     if spec.flag is None:
         return [spec.name]
     return [spec.short, spec.flag] if spec.short else [spec.flag]
 
 
-def _argument(spec: Any) -> dict[str, Any]:
+def _argument(spec: OptionSpec) -> dict[str, Any]:
+    """argparse's keywords for one option: a bool is a store_true flag, other types convert."""
     kw: dict[str, Any] = {"default": spec.default}
     if spec.flag is not None and spec.name != spec.flag[2:].replace("-", "_"):
         kw["dest"] = spec.name

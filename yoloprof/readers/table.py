@@ -240,7 +240,7 @@ def _report(data: ProfileData, source: str, o: ReportOptions) -> Mapping[str, An
     out = o.output or os.path.join(os.path.dirname(os.path.abspath(source)), files.CAPTURE_REPORT_HTML)
     if os.path.isdir(out):
         raise UsageError(f"-o {out}: is a folder; give the HTML file to write")
-    return {"report": out, "data": compute_capture_report(source)}
+    return {"report": out, "data": compute_capture_report(source, data)}
 
 
 def _get(data: ProfileData, source: str, o: GetOptions) -> Mapping[str, Any]:
