@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import inspect
 import json
 import typing
@@ -25,6 +26,7 @@ from yoloprof.readers.table import BY_NAME, READERS, Folder, Selection
 COMMON = {"help", "profile", "json", "debug", "func"}  # every reader's own, not options
 
 
+@functools.cache
 def _subparsers() -> dict[str, argparse.ArgumentParser]:
     parser = build_parser()
     action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
