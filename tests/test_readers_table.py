@@ -18,6 +18,7 @@ from helpers.paths import trace_path
 from helpers.profiles import cpu_train_profile, gpu_train_profile
 
 import yoloprof
+from yoloprof import api
 from yoloprof.api import resolve
 from yoloprof.cli import build_parser, main
 from yoloprof.readers import results
@@ -192,3 +193,29 @@ def test_a_real_trace_reads_the_same_through_both(capsys, monkeypatch):
     one = yoloprof.load(trace, steps="2")
     assert one.kernels(top=0) == _cli_json(capsys, "kernels", str(trace), "--steps", "2", "--top", "0")
     assert one.summary()["trace"]["steps_analyzed"] == 1 and p.summary()["trace"]["steps_analyzed"] == 2
+
+
+def _distinct(spec_type: type, default: object) -> object:
+    """A value unlike the default, of the option's type."""
+    return {bool: not default, int: 7, float: 0.2, str: "x", list: ["m"]}[spec_type]
+
+
+@pytest.mark.parametrize("reader", READERS, ids=lambda r: r.name)
+def test_each_method_passes_every_option_through(reader, monkeypatch, tmp_path):
+    # a wrapper that dropped or swapped an argument would still have the right signature
+    hints = typing.get_type_hints(reader.options)
+    kw = {}
+    for f in dataclasses.fields(reader.options):
+        args = [a for a in typing.get_args(hints[f.name]) if a is not type(None)] or [hints[f.name]]
+        kw[f.name] = _distinct(typing.get_origin(args[0]) or args[0], f.default)
+    seen: list[object] = []
+    profile = yoloprof.Profile(cpu_train_profile(), str(tmp_path / "p.json"))
+    if reader.sides == 2:
+        spy = dataclasses.replace(reader, compute=lambda b, a, options, floors=None: seen.append(options) or {})
+        monkeypatch.setitem(api.BY_NAME, reader.name, spy)
+        profile.compare(cpu_train_profile(), **kw)
+    else:
+        monkeypatch.setattr(api, "read_with", lambda entry, data, source, options: seen.append(options) or
+                            {"fields": [], "value": None})
+        getattr(profile, reader.method)(**kw)
+    assert seen == [reader.options(**kw)]
