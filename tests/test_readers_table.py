@@ -65,7 +65,7 @@ def test_each_subcommand_has_exactly_its_entrys_options(reader):
         if name in ("sort",):
             assert tuple(cli[name].choices) == dataclasses.fields(reader.options)[
                 [f.name for f in dataclasses.fields(reader.options)].index(name)].metadata["choices"]
-    assert reader.compute is not None and callable(resolve(reader.render))
+    assert all(callable(resolve(view)) for view in reader.formats.values())
 
 
 def test_compare_builds_its_own_subcommand_with_the_entrys_options():
@@ -219,3 +219,17 @@ def test_each_method_passes_every_option_through(reader, monkeypatch, tmp_path):
                             {"fields": [], "value": None})
         getattr(profile, reader.method)(**kw)
     assert seen == [reader.options(**kw)]
+
+
+def test_what_json_cannot_hold_is_returned_as_json_prints_it(tmp_path, capsys, monkeypatch):
+    # NaN, infinities, tuples and numpy scalars: the method returns the printed value, not Python's
+    import numpy as np
+
+    odd = {"nan": float("nan"), "inf": float("inf"), "pair": (1, 2), "np": np.float64(0.5), "rows": [{1: 2.0}]}
+    reader = dataclasses.replace(BY_NAME["phases"], compute=lambda data, source, options: dict(odd))
+    monkeypatch.setitem(BY_NAME, "phases", reader)
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(cpu_train_profile()), encoding="utf-8")
+    got = yoloprof.load(path).phases()
+    assert got == {"nan": None, "inf": None, "pair": [1, 2], "np": 0.5, "rows": [{"1": 2.0}]}
+    assert got == _cli_json(capsys, "phases", str(path))

@@ -71,10 +71,12 @@ def resolve(dotted: str) -> Callable[..., Any]:
 
 def read_with(reader: Reader, data: dict[str, Any], source: str, options: object) -> dict[str, Any]:
     """One reader's result as `yoloprof <reader> --json` prints it: compute, then (report) write."""
+    from yoloprof.render.jsonout import as_json
+
     result = dict(reader.compute(data, source, options))
     if reader.write is not None:
         result = dict(resolve(reader.write)(result, source, options))
-    return result
+    return cast(dict[str, Any], as_json(result))  # NaN -> None, tuples -> lists, as --json prints
 
 
 class Profile:
@@ -207,7 +209,9 @@ def compare(before: Side, after: Side, *, metrics: list[str] | None = None, alph
         except YoloprofError as exc:  # say which side failed
             raise type(exc)(f"{side}: {exc}") from None
     options = CompareOptions(metrics=metrics, alpha=alpha, noise=noise, noise_file=noise_file)
-    return cast(CompareResult, dict(BY_NAME["compare"].compute(sides[0], sides[1], options, floors)))
+    from yoloprof.render.jsonout import as_json
+
+    return cast(CompareResult, as_json(dict(BY_NAME["compare"].compute(sides[0], sides[1], options, floors))))
 
 
 # An A/B side: a capture command line, a CaptureSettings, or a module-level callable.
@@ -241,7 +245,9 @@ def ab(a: ABSide, b: ABSide, *, metrics: list[str] | None = None, alpha: float |
         run = _ab.run_ab(runner(a), runner(b), Path(out_dir or tmp), metric=metric,
                          alpha=ALPHA if alpha is None else alpha, noise=NOISE if noise is None else noise,
                          max_runs=max_runs, budget_s=budget_s)
-    return cast(CompareResult, _ab.ab_compare(run, metrics=metrics, noise=NOISE if noise is None else noise))
+    from yoloprof.render.jsonout import as_json
+
+    return cast(CompareResult, as_json(_ab.ab_compare(run, metrics=metrics, noise=NOISE if noise is None else noise)))
 
 
 def capture(settings: CaptureSettings, out_dir: PathLike = "runs/profile/api", *, progress: bool = False,

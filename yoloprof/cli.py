@@ -142,12 +142,7 @@ def cmd_reader(args: argparse.Namespace) -> int:
     if reader.folder and _is_folder(args.profile):
         return _summary_folder(args)
     result = read_with(reader, _load(args), args.profile, reader.make(vars(args)))
-    if getattr(args, "json", False):
-        from yoloprof.render.jsonout import emit_json
-
-        emit_json(result)
-    else:
-        resolve(reader.render)(result, args.profile)
+    resolve(reader.formats["json" if args.json else "text"])(result, args.profile)
     return 0
 
 

@@ -189,7 +189,7 @@ class CompareOptions:
 class Reader:
     """One reader. `compute(data, source, options)` returns the JSON result (`source`: the path
     the profile was read from, for readers that also read the trace beside it); `render` names
-    the renderer of the text format, `(result, source) -> None`; `write` (report) names a render/
+    the renderer of the text format, `(result, source) -> None` (`formats`: every format's); `write` (report) names a render/
     function `(result, source, options) -> result` that writes the reader's file and returns what
     is printed. `sides`: 2 for compare (compute(before_list, after_list, options))."""
     name: str
@@ -203,6 +203,12 @@ class Reader:
     write: str | None = None
     sides: int = 1
     cli_built: bool = True  # False: cli.py builds the subcommand itself (compare)
+
+    @property
+    def formats(self) -> dict[str, str]:
+        """Output format -> its renderer: `text` (the reader's own view) and `json` (the result as
+        it is, what the Profile method returns)."""
+        return {"text": self.render, "json": JSON_VIEW}
 
     @property
     def method(self) -> str:
@@ -294,6 +300,7 @@ def _compare(before: list[ProfileData], after: list[ProfileData], o: CompareOpti
 
 
 _R = "yoloprof.render.reader_views:"
+JSON_VIEW = _R + "render_json"
 
 READERS: tuple[Reader, ...] = (
     Reader("summary", "the broad reading of a profile or trace; a folder of rank traces gives the per-rank "

@@ -23,6 +23,13 @@ def _plain(render: Callable[[dict[str, Any]], None]) -> View:
     return view
 
 
+def render_json(result: Mapping[str, Any], source: str) -> None:
+    """`--json`: the result as it is, on stdout and nothing else."""
+    from yoloprof.render.jsonout import emit_json
+
+    emit_json(dict(result))
+
+
 render_get = _plain(terminal.render_get)
 render_phases = _plain(terminal.render_phases)
 render_ops = _plain(terminal.render_ops)
