@@ -2,7 +2,8 @@
 API"). Small functions over the private modules, returning data and never printing:
 
     p = yoloprof.load("runs/profile/train/profile.json")   # or any Kineto trace
-    p.summary(); p.phases(); p.kernels(top=10); p.ops(); p.get("step_ms")
+    p.summary(); p.phases(); p.kernels(top=10); p.ops(); p.get("step_ms")   # one method per reader
+    p.modules(depth=1); p.hotspots(); p.what_if(remove_launches=100); p.compare("other.json")
     yoloprof.compare(a, b, alpha=0.05)                        # paths or Profile objects
     yoloprof.capture(yoloprof.CaptureSettings(model=my_module, device="cpu"), "out/")
     yoloprof.read_results("runs/profile/sweeps/demo/<id>")   # pandas DataFrame, one row per job
