@@ -9,10 +9,7 @@ a key without this file changing fails there.
 
 from typing import NotRequired, TypedDict
 
-# A JSON value (what `--json` can print): the type of everything inside a result's rows.
-JSON = None | bool | int | float | str | list["JSON"] | dict[str, "JSON"]
-JSONObject = dict[str, JSON]
-Rows = list[JSONObject]
+from yoloprof.defs.json_types import JSON, JSONObject, Rows
 
 
 class SummaryResult(TypedDict):
