@@ -104,6 +104,14 @@ def test_every_entry_is_a_profile_method_with_the_same_options(reader):
     assert params == _fields(reader.options)
 
 
+@pytest.mark.parametrize("reader", [r for r in READERS if r.name != "get"], ids=lambda r: r.name)
+def test_every_method_returns_its_entrys_result_types(reader):
+    # (get returns the field's value itself, as `yoloprof get P FIELD` prints it)
+    hint = typing.get_type_hints(getattr(yoloprof.Profile, reader.method),
+                                 globalns={**vars(api), "pd": None})["return"]
+    assert set(typing.get_args(hint) or [hint]) == set(reader.results)
+
+
 def test_the_selection_options_are_loads():
     params = _params(yoloprof.load)
     assert {k: params[k] for k in _fields(Selection)} == _fields(Selection)
@@ -155,6 +163,7 @@ def test_profile_methods_return_what_the_cli_prints(tmp_path, capsys, cli, metho
     path.write_text(json.dumps(_profile_with_sections()), encoding="utf-8")
     got = getattr(yoloprof.load(path), method)(**kw)
     assert got == _cli_json(capsys, cli[0], str(path), *cli[1:])
+    assert typed in BY_NAME[cli[0]].results
     _keys_match(got, typed)
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from yoloprof.config.stats import ALPHA, NOISE
 from yoloprof.errors import UsageError
 from yoloprof.readers import hotspots, kernels, modules, ops
+from yoloprof.readers import results as res
 
 ProfileData = dict[str, Any]  # a validated profile (DESIGN.md section 4), as readers.load returns it
 Compute = Callable[..., Mapping[str, Any]]
@@ -201,6 +202,7 @@ class Reader:
     folder: bool = False
     one_of: tuple[str, ...] = ()  # a required choice of exactly one of these options
     write: str | None = None
+    results: tuple[type, ...] = ()  # the result's TypedDict(s), readers/results.py
     sides: int = 1
     cli_built: bool = True  # False: cli.py builds the subcommand itself (compare)
 
@@ -304,26 +306,27 @@ JSON_VIEW = _R + "render_json"
 
 READERS: tuple[Reader, ...] = (
     Reader("summary", "the broad reading of a profile or trace; a folder of rank traces gives the per-rank "
-           "view", SummaryOptions, _summary, _R + "render_summary_view", selection=True, folder=True),
+           "view", SummaryOptions, _summary, _R + "render_summary_view", selection=True, folder=True,
+           results=(res.SummaryResult,)),
     Reader("report", "one capture's self-contained HTML report (overview, utilisation, kernels, ops, memory, "
            "modules, phases, recommendations)", ReportOptions, _report, _R + "print_report",
-           write=_R + "write_report"),
+           write=_R + "write_report", results=(res.ReportResult,)),
     Reader("get", "one metric, for shell loops (no field = list the fields)", GetOptions, _get,
-           _R + "render_get"),
+           _R + "render_get", results=(res.GetResult,)),
     Reader("phases", "per phase: device ms, wall ms, kernels, ops", NoOptions, _phases,
-           _R + "render_phases", selection=True),
+           _R + "render_phases", selection=True, results=(res.PhasesResult,)),
     Reader("kernels", "device kernels by share of device time", KernelsOptions, _kernels,
-           _R + "render_kernels_view", selection=True),
+           _R + "render_kernels_view", selection=True, results=(res.KernelsResult, res.LaunchesResult)),
     Reader("ops", "framework view: aten/autograd ops by self CPU time", OpsOptions, _ops,
-           _R + "render_ops", selection=True),
+           _R + "render_ops", selection=True, results=(res.OpsResult,)),
     Reader("modules", "forward/backward time per nn.Module (inclusive, self), calls, memory", ModulesOptions,
-           _modules, _R + "render_modules"),
+           _modules, _R + "render_modules", results=(res.ModulesResult,)),
     Reader("hotspots", "Python functions by self and cumulative time (--python-hotspots)", HotspotsOptions,
-           _hotspots, _R + "render_hotspots"),
+           _hotspots, _R + "render_hotspots", results=(res.HotspotsResult,)),
     Reader("what-if", "estimate the gain of a change before writing it", WhatIfOptions, _what_if,
-           _R + "render_what_if", one_of=("remove_category", "remove_launches")),
+           _R + "render_what_if", one_of=("remove_category", "remove_launches"), results=(res.WhatIfResult,)),
     Reader("compare", "deltas and a significance verdict per metric", CompareOptions, _compare,
-           _R + "render_compare", sides=2, cli_built=False),
+           _R + "render_compare", sides=2, cli_built=False, results=(res.CompareResult,)),
 )
 BY_NAME: dict[str, Reader] = {r.name: r for r in READERS}
 SELECTION_SPECS = option_specs(Selection)
