@@ -61,6 +61,7 @@ def _scalar(hint: Any) -> type:
 
 
 def option_specs(options: type) -> tuple[OptionSpec, ...]:
+    """The options of a reader's dataclass in field order (the order of its CLI flags)."""
     hints = typing.get_type_hints(options)
     out = []
     for f in dataclasses.fields(options):
