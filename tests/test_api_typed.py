@@ -19,7 +19,7 @@ from yoloprof.capture import decorators, public_types
 from yoloprof.capture.decorators import Timing
 from yoloprof.capture.loop import Profile as LoopProfile
 from yoloprof.config.settings import CaptureSettings
-from yoloprof.readers.results import JSONObject
+from yoloprof.defs.json_types import JSONObject
 
 # torch's two names in the hints, without importing torch (a second of CPU): only Any is sought.
 _TORCH = types.SimpleNamespace(nn=types.SimpleNamespace(Module=type("Module", (), {})),

@@ -21,20 +21,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union, cast
 
 from yoloprof.config.stats import ALPHA, NOISE
+from yoloprof.defs.json_types import JSON, JSONObject, Rows
 from yoloprof.errors import UsageError, YoloprofError
 from yoloprof.readers.results import (
-    JSON,
     CompareResult,
     GetResult,
     HotspotsResult,
-    JSONObject,
     KernelsResult,
     LaunchesResult,
     ModulesResult,
     OpsResult,
     PhasesResult,
     ReportResult,
-    Rows,
     SummaryResult,
     WhatIfResult,
 )
