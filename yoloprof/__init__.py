@@ -7,19 +7,26 @@ so that `import yoloprof` stays cheap (no torch, pandas or hydra until a functio
     p = yoloprof.load("runs/profile/train/profile.json")   # profile.json or a Kineto trace
     print(p.summary())
 
-- load(path) -> Profile (.summary() .phases() .kernels() .ops() .get(name) .what_if(...))
-- compare(a, b, **opts) -> dict; capture(settings, out_dir) -> Profile, with CaptureSettings
-- read_results(sweep_dir) -> DataFrame; analyze(sweep_dir, **opts) -> AnalysisResult
+- load(path, steps=, window=) -> Profile: one method per reader of the CLI (readers/table.py):
+  .summary() .report() .get(field) .phases() .kernels() .ops() .modules() .hotspots()
+  .what_if(...) .compare(after), each returning what `yoloprof <reader> --json` prints
+- compare(a, b, metrics=, alpha=, noise=, ...) -> CompareResult; capture(settings, out_dir) ->
+  Profile, with CaptureSettings
+- read_results(sweep_dir) -> DataFrame; analyze(sweep_dir, baseline=, ...) -> AnalysisResult
 - ProfileError, UsageError, YoloprofError: the errors behind the CLI's exit codes
 - profile(...), timeit, profileit: measure your own loop or function (docs/userloop.md)
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from yoloprof.defs.version import __version__
 from yoloprof.errors import ProfileError, UsageError, YoloprofError
+
+if TYPE_CHECKING:
+    from yoloprof.api import PathLike, Profile
+    from yoloprof.config.settings import CaptureSettings
 
 # name -> (module, attribute): resolved on first use by __getattr__ below.
 _LAZY = {
@@ -36,7 +43,25 @@ _LAZY = {
     "profileit": ("yoloprof.capture.decorators", "profileit"),
 }
 
-__all__ = ["__version__", "ProfileError", "UsageError", "YoloprofError", "capture", *_LAZY]
+# spelled out for tools that read __all__ statically (ruff, type checkers); tests/test_api_typed.py
+# checks it is exactly the eager names and _LAZY's
+__all__ = [
+    "CaptureSettings",
+    "Profile",
+    "ProfileError",
+    "UsageError",
+    "YoloprofError",
+    "__version__",
+    "ab",
+    "analyze",
+    "capture",
+    "compare",
+    "load",
+    "profile",
+    "profileit",
+    "read_results",
+    "timeit",
+]
 
 
 def _callable_capture_package() -> None:
@@ -50,8 +75,8 @@ def _callable_capture_package() -> None:
     import yoloprof.capture as package
 
     class CapturePackage(types.ModuleType):
-        def __call__(self, settings: Any, out_dir: Any = "runs/profile/api", *, progress: bool = False,
-                     project: Any = None) -> Any:
+        def __call__(self, settings: CaptureSettings, out_dir: PathLike = "runs/profile/api", *,
+                     progress: bool = False, project: PathLike | None = None) -> Profile:
             from yoloprof.api import capture
 
             return capture(settings, out_dir, progress=progress, project=project)

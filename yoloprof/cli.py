@@ -11,12 +11,15 @@ import argparse
 import contextlib
 import os
 import sys
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from yoloprof import warn
 from yoloprof.defs import files
 from yoloprof.defs.version import __version__
 from yoloprof.errors import PROG, ProfileError, RegressionError, UsageError, YoloprofError, one_line, run_guarded
+
+if TYPE_CHECKING:
+    from yoloprof.readers.table import OptionSpec, Reader
 
 
 class _Parser(argparse.ArgumentParser):
@@ -120,109 +123,62 @@ def _ranks(args: argparse.Namespace) -> Any:
     return parse_ranks(getattr(args, "ranks", None))
 
 
-def _add_selection(p: argparse.ArgumentParser, ranks: bool = False) -> None:
-    p.add_argument("--steps", default=None, help="only these ProfilerStep numbers of a trace (4-6, or 5)")
-    p.add_argument("--window", default=None,
-                   help="only the steps starting in START:END, ms from the trace's first event")
-    if ranks:
-        p.add_argument("--ranks", default=None, help="a folder of rank traces: only these ranks (0,3 or 0-7)")
+def _summary_folder(args: argparse.Namespace) -> int:
+    """`summary FOLDER`: one trace per rank, the multi-rank view (CLI only: a Profile is one trace)."""
+    from yoloprof.readers.ranks import read_ranks
+    from yoloprof.render.ranks import render_ranks
+
+    return _emit(args, read_ranks(args.profile, jobs=args.jobs, ranks=_ranks(args)), render_ranks)
 
 
-def cmd_summary(args: argparse.Namespace) -> int:
-    if _is_folder(args.profile):  # one trace per rank: the multi-rank view
-        from yoloprof.readers.ranks import read_ranks
-        from yoloprof.render.ranks import render_ranks
+def cmd_reader(args: argparse.Namespace) -> int:
+    """Every reader of the table (readers/table.py): load, compute (and write, for `report`) as
+    `yoloprof.Profile`'s method does, then print JSON or the reader's text view."""
+    from yoloprof.api import read_with, resolve
+    from yoloprof.readers.table import BY_NAME
 
-        return _emit(args, read_ranks(args.profile, jobs=args.jobs, ranks=_ranks(args)), render_ranks)
-    from yoloprof.readers.summary import compute_summary
-    from yoloprof.render.terminal import render_summary
-
-    profile = _load(args)
-    result = compute_summary(profile)
-    if getattr(args, "per_step", False):  # issue 27: the trace's per-step GPU figures too
-        from yoloprof.readers.detail import NO_TRACE, read_detail
-        from yoloprof.readers.steps import compute_steps
-        from yoloprof.render.capture_terminal import render_steps
-
-        detail = read_detail(args.profile, profile)
-        result["steps"] = compute_steps(profile, detail["gpu"]["steps"] if detail else None)
-        result["steps"]["gpu_na"] = None if detail else NO_TRACE
-        result["gpu_metrics"] = detail["gpu"] if detail else None
-        result["plugin_breakdown"] = detail["breakdown"] if detail else None
-        if not args.json:
-            render_summary(result, source=args.profile)
-            render_steps(result["steps"], gpu=result["gpu_metrics"], breakdown=result["plugin_breakdown"])
-            return 0
-    return _emit(args, result, render_summary, source=args.profile)
-
-
-def cmd_get(args: argparse.Namespace) -> int:
-    from yoloprof.readers.load import load_any
-    from yoloprof.readers.get import compute_get
-    from yoloprof.render.terminal import render_get
-
-    return _emit(args, compute_get(load_any(args.profile), args.field), render_get)
-
-
-def cmd_phases(args: argparse.Namespace) -> int:
-    from yoloprof.readers.phases import compute_phases
-    from yoloprof.render.terminal import render_phases
-
-    return _emit(args, compute_phases(_load(args)), render_phases)
-
-
-def cmd_kernels(args: argparse.Namespace) -> int:
-    from yoloprof.readers.kernels import compute_kernels
-    from yoloprof.render.terminal import render_kernels
-
-    if getattr(args, "by_launch", False):
-        return _kernels_by_launch(args)
-    result = compute_kernels(_load(args), top=args.top, category=args.category,
-                             grep=args.grep, tensorcore=args.tensorcore, sort=args.sort, phase=args.phase)
-    return _emit(args, result, render_kernels)
-
-
-def _kernels_by_launch(args: argparse.Namespace) -> int:
-    from yoloprof.readers.detail import NO_TRACE, read_detail
-    from yoloprof.readers.load import load_any
-    from yoloprof.render.capture_terminal import render_launches
-
-    detail = read_detail(args.profile, load_any(args.profile), top=args.top)
-    if detail is None:
-        raise UsageError(f"{args.profile}: --by-launch: {NO_TRACE}")
-    return _emit(args, {"launches": detail["launches"], "gpu": detail["gpu"]}, render_launches)
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    """One capture's self-contained HTML report (issue 27)."""
-    from yoloprof.profiles.io import write_bytes_atomic
-    from yoloprof.readers.capture_report import compute_capture_report
-    from yoloprof.render.capture_html import render_capture_html
-
-    out = args.output or os.path.join(os.path.dirname(os.path.abspath(args.profile)), files.CAPTURE_REPORT_HTML)
-    if os.path.isdir(out):
-        raise UsageError(f"-o {out}: is a folder; give the HTML file to write")
-    data = compute_capture_report(args.profile)
-    try:
-        write_bytes_atomic(out, render_capture_html(data).encode("utf-8"))
-    except OSError as exc:
-        raise UsageError(f"-o {out}: cannot write it ({exc.strerror or exc})") from None
-    if args.json:
-        from yoloprof.render.jsonout import emit_json
-
-        emit_json({"report": out, "recommendations": data["advice"]["recommendations"]})
-    else:
-        print(f"wrote {out}")
+    reader = BY_NAME[args.command]
+    if reader.folder and _is_folder(args.profile):
+        return _summary_folder(args)
+    result = read_with(reader, _load(args), args.profile, reader.make(vars(args)))
+    resolve(reader.formats["json" if args.json else "text"])(result, args.profile)
     return 0
 
 
-def cmd_ops(args: argparse.Namespace) -> int:
-    from yoloprof.readers.ops import compute_ops
-    from yoloprof.render.terminal import render_ops
+def _add_reader(p: argparse.ArgumentParser, reader: Reader) -> None:
+    """The reader's own arguments, from its table entry (selection and folder options first)."""
+    from yoloprof.readers.table import FOLDER_SPECS, SELECTION_SPECS
 
-    result = compute_ops(_load(args), top=args.top, phase=args.phase, sort=args.sort,
-                         shapes=args.shapes)
-    return _emit(args, result, render_ops)
+    folder = {s.name: s for s in FOLDER_SPECS}
+    specs = ([folder["jobs"]] if reader.folder else []) + (list(SELECTION_SPECS) if reader.selection else [])
+    specs += ([folder["ranks"]] if reader.folder else []) + list(reader.specs())
+    group = p.add_mutually_exclusive_group(required=True) if reader.one_of else None
+    for spec in specs:
+        (group if group is not None and spec.name in reader.one_of else p).add_argument(
+            *_names(spec), **_argument(spec))
+
+
+def _names(spec: OptionSpec) -> list[str]:
+    if spec.flag is None:
+        return [spec.name]
+    return [spec.short, spec.flag] if spec.short else [spec.flag]
+
+
+def _argument(spec: OptionSpec) -> dict[str, Any]:
+    """argparse's keywords for one option: a bool is a store_true flag, other types convert."""
+    kw: dict[str, Any] = {"default": spec.default}
+    if spec.flag is not None and spec.name != spec.flag[2:].replace("-", "_"):
+        kw["dest"] = spec.name
+    if spec.type is bool:
+        kw["action"] = "store_true"
+    elif spec.action:
+        kw["action"] = spec.action
+    elif spec.type is not str:
+        kw["type"] = spec.type
+    for key in ("help", "choices", "nargs", "metavar"):
+        if getattr(spec, key) is not None:
+            kw[key] = getattr(spec, key)
+    return kw
 
 
 def _compare_folders(args: argparse.Namespace) -> int:
@@ -235,24 +191,6 @@ def _compare_folders(args: argparse.Namespace) -> int:
 
     return _emit(args, compare_ranks(read_ranks(args.before, jobs=args.jobs),
                                      read_ranks(args.after, jobs=args.jobs)), render_ranks_compare)
-
-
-def cmd_modules(args: argparse.Namespace) -> int:
-    from yoloprof.readers.load import load_any
-    from yoloprof.readers.modules import compute_modules
-    from yoloprof.render.userloop import render_modules
-
-    result = compute_modules(load_any(args.profile), depth=args.depth, sort=args.sort, top=args.top)
-    return _emit(args, result, render_modules)
-
-
-def cmd_hotspots(args: argparse.Namespace) -> int:
-    from yoloprof.readers.load import load_any
-    from yoloprof.readers.hotspots import compute_hotspots
-    from yoloprof.render.userloop import render_hotspots
-
-    result = compute_hotspots(load_any(args.profile), sort=args.sort, top=args.top, grep=args.grep)
-    return _emit(args, result, render_hotspots)
 
 
 def _last_two(args: argparse.Namespace) -> None:
@@ -316,7 +254,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if len(before_paths) == len(after_paths) == 1 and (_is_folder(args.before) or _is_folder(args.after)):
             return _compare_folders(args)
         from yoloprof.readers.load import load_any
-        from yoloprof.readers.compare import compute_compare
+        from yoloprof.readers.table import BY_NAME
 
         sides = []
         for paths, side in ((before_paths, "before"), (after_paths, "after")):
@@ -326,8 +264,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
                     loaded.append(load_any(path))
             sides.append(loaded)
         with _internal_about(f"{args.before} and {args.after}"):
-            result = compute_compare(sides[0], sides[1], metrics=args.metric, alpha=args.alpha,
-                                     noise=args.noise, noise_file=args.noise_file)
+            reader = BY_NAME["compare"]  # the table's compute, as yoloprof.compare and Profile.compare
+            result = dict(reader.compute(sides[0], sides[1], reader.make({**vars(args), "metrics": args.metric})))
     _emit(args, result, render_compare)
     if args.fail_on_regression:
         from yoloprof.readers.compare import regressions
@@ -361,16 +299,6 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             command, args.processes, noise_file=args.noise_file,
             progress=None if args.json else (lambda m: print(f"{PROG}: {m}", file=sys.stderr)))
     return _emit(args, result, render_calibration)
-
-
-def cmd_what_if(args: argparse.Namespace) -> int:
-    from yoloprof.readers.load import load_any
-    from yoloprof.readers.what_if import compute_what_if
-    from yoloprof.render.terminal import render_what_if
-
-    result = compute_what_if(load_any(args.profile), remove_category=args.remove_category,
-                             remove_launches=args.remove_launches)
-    return _emit(args, result, render_what_if)
 
 
 def _check_analyze(args: argparse.Namespace) -> None:
@@ -568,56 +496,15 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         p.add_argument("--exist-ok", action="store_true",
                        help=f"write into PROJECT/{mode} again instead of a new {mode}2, {mode}3, ...")
 
-    def reader(name: str, help: str, fn: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
-        p = add(name, help, fn)
+    from yoloprof.readers.table import READERS
+
+    for entry in READERS:  # the reader table: one subcommand per entry built from its options
+        if not entry.cli_built:
+            continue
+        p = add(entry.name, entry.help, cmd_reader)
         p.add_argument("profile", help="profile.json or a Kineto trace (.json / .json.gz)")
         p.add_argument("--json", action="store_true", help="machine output on stdout")
-        return p
-
-    p = reader("summary", "the broad reading of a profile or trace; a folder of rank traces gives "
-               "the per-rank view", cmd_summary)
-    _add_jobs(p)
-    _add_selection(p, ranks=True)
-    p.add_argument("--per-step", action="store_true", help="each step's time, device busy, kernels, "
-                   "phases, SM efficiency and occupancy; the slowest marked")
-    p = reader("report", "one capture's self-contained HTML report (overview, utilisation, kernels, "
-               "ops, memory, modules, phases, recommendations)", cmd_report)
-    p.add_argument("-o", "--output", default=None, help="the HTML file (default: "
-                   "capture_report.html beside the input)")
-    p = reader("get", "one metric, for shell loops (no field = list the fields)", cmd_get)
-    p.add_argument("field", nargs="?", default=None)
-    _add_selection(reader("phases", "per phase: device ms, wall ms, kernels, ops", cmd_phases))
-    p = reader("kernels", "device kernels by share of device time", cmd_kernels)
-    _add_selection(p)
-    p.add_argument("--top", type=int, default=20)
-    p.add_argument("--category", default=None,
-                   help="a category, or a unique prefix/substring of one (gemm -> gemm/conv)")
-    p.add_argument("--grep", default=None, help="regular expression on the kernel name")
-    p.add_argument("--tensorcore", action="store_true", help="only Tensor Core kernels")
-    p.add_argument("--sort", default="time", choices=("time", "count", "name"))
-    p.add_argument("--phase", default=None)
-    p.add_argument("--by-launch", action="store_true", help="one row per (kernel, calling op, grid, "
-                   "block, registers, shared memory), from the trace (a profile's own trace file)")
-    p = reader("ops", "framework view: aten/autograd ops by self CPU time", cmd_ops)
-    _add_selection(p)
-    p.add_argument("--top", type=int, default=20)
-    p.add_argument("--phase", default=None)
-    p.add_argument("--sort", default="self", choices=("self", "total", "calls", "name"))
-    p.add_argument("--shapes", action="store_true",
-                   help="one row per (op, input shapes) when the trace recorded shapes")
-    p = reader("modules", "forward/backward time per nn.Module (inclusive, self), calls, memory", cmd_modules)
-    p.add_argument("--depth", type=int, default=None, help="deepest module level shown (0 = the model)")
-    p.add_argument("--sort", default="tree", choices=("tree", "forward", "backward", "total"))
-    p.add_argument("--top", type=int, default=0, help="rows shown (0 = all)")
-    p = reader("hotspots", "Python functions by self and cumulative time (--python-hotspots)", cmd_hotspots)
-    p.add_argument("--sort", default="cum", choices=("cum", "self", "calls"))
-    p.add_argument("--top", type=int, default=25)
-    p.add_argument("--grep", default=None, help="regular expression on file:function")
-    p = reader("what-if", "estimate the gain of a change before writing it", cmd_what_if)
-    g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--remove-category", default=None,
-                   help="a category, or a unique prefix/substring of one (gemm -> gemm/conv)")
-    g.add_argument("--remove-launches", type=int, default=None)
+        _add_reader(p, entry)
 
     p = add("compare", "deltas and a significance verdict per metric", cmd_compare)
     p.add_argument("sides", nargs="*", metavar="PROFILE",

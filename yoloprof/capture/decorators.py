@@ -18,10 +18,26 @@ from __future__ import annotations
 import functools
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Generic,
+    Protocol,
+    Unpack,
+    cast,
+    overload,
+)
 
+from yoloprof.capture.public_types import P, R_co
+from yoloprof.defs.json_types import JSONObject
 from yoloprof.errors import UsageError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from yoloprof.capture.public_types import LoopOptions, R
 
 
 @dataclass
@@ -47,6 +63,21 @@ class Timing:
         if s.get("outliers"):
             text += f"; outlier samples: {s['outliers']}"
         return text
+
+
+class Timed(Protocol, Generic[P, R_co]):
+    """A function decorated by `timeit`: `last` is the Timing of its latest call."""
+    last: Timing | None
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
+
+
+class Profiled(Protocol, Generic[P, R_co]):
+    """A function decorated by `profileit`: the profile of its latest call and the file written."""
+    last_profile: JSONObject | None
+    last_path: Path | None
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
 
 
 def _cuda_indices(objs: Any) -> set[int]:
@@ -81,8 +112,18 @@ def _sync(seen: set[int]) -> None:
         torch.cuda.synchronize(index)
 
 
-def timeit(fn: Callable[..., Any] | None = None, *, repeat: int = 5, number: int = 1, warmup: int = 1,
-           log: bool = True) -> Any:
+@overload
+def timeit(fn: Callable[P, R], *, repeat: int = 5, number: int = 1, warmup: int = 1,
+           log: bool = True) -> Timed[P, R]: ...
+
+
+@overload
+def timeit(fn: None = None, *, repeat: int = 5, number: int = 1, warmup: int = 1,
+           log: bool = True) -> Callable[[Callable[P, R]], Timed[P, R]]: ...
+
+
+def timeit(fn: Callable[P, R] | None = None, *, repeat: int = 5, number: int = 1, warmup: int = 1,
+           log: bool = True) -> Timed[P, R] | Callable[[Callable[P, R]], Timed[P, R]]:
     """`@timeit` or `@timeit(repeat=10, number=5, warmup=2, log=False)`."""
     for key, value, least in (("repeat", repeat, 1), ("number", number, 1), ("warmup", warmup, 0)):
         if not isinstance(value, int) or value < least:
@@ -116,10 +157,13 @@ def timeit(fn: Callable[..., Any] | None = None, *, repeat: int = 5, number: int
         wrapper.last = None  # type: ignore[attr-defined]
         return wrapper
 
-    return decorate(fn) if fn is not None else decorate
+    # the wrapper gains `last` as an attribute: the Timed protocol says so to callers
+    return cast("Timed[P, R]", decorate(fn)) if fn is not None else cast(
+        "Callable[[Callable[P, R]], Timed[P, R]]", decorate)
 
 
-def profileit(out_dir: str = "runs/profile/profileit", **options: Any) -> Callable[..., Any]:
+def profileit(out_dir: str = "runs/profile/profileit",
+              **options: Unpack[LoopOptions]) -> Callable[[Callable[P, R]], Profiled[P, R]]:
     """`@profileit("runs/f", warmup=1, steps=3, model=net, kind="infer")`: options as
     `yoloprof.profile`. `fn.last_profile` is the profile dict, `fn.last_path` its file."""
     from yoloprof.capture.loop import Profile
@@ -144,7 +188,7 @@ def profileit(out_dir: str = "runs/profile/profileit", **options: Any) -> Callab
         wrapper.last_profile = wrapper.last_path = None  # type: ignore[attr-defined]
         return wrapper
 
-    return decorate
+    return cast("Callable[[Callable[P, R]], Profiled[P, R]]", decorate)  # wrapper gains last_profile, last_path
 
 
 def _phase_name_ok(name: str) -> bool:

@@ -29,7 +29,7 @@ import contextlib
 import os
 import warnings as _warnings
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Iterator
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator, Unpack
 
 from yoloprof.capture.device import synchronize
 from yoloprof.capture.heap import fresh_heap, frozen_heap
@@ -42,6 +42,9 @@ from yoloprof.capture.steady import SteadySteps, cap_warnings, peak_of, warmup_s
 from yoloprof.capture.timing import TrialResult
 from yoloprof.capture.tracing import TraceSchedule
 from yoloprof.errors import DataTooSmallError, UsageError
+
+if TYPE_CHECKING:
+    from yoloprof.capture.public_types import LoopOptions
 
 __all__ = ["DEFAULT_OUT", "Profile", "dist_rank", "job_output", "output_names", "profile"]
 
@@ -420,6 +423,6 @@ class Profile(LoopDevice):
         return fill_profile(profile, run, self.device, "float32", trace_path, warnings)
 
 
-def profile(out_dir: str | os.PathLike = DEFAULT_OUT, **options: Any) -> Profile:
+def profile(out_dir: str | os.PathLike[str] = DEFAULT_OUT, **options: Unpack[LoopOptions]) -> Profile:
     """`with yoloprof.profile(out_dir, model=..., warmup=5, steps=20, trace_steps=3) as prof:`."""
     return Profile(out_dir, **options)

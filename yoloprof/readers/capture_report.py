@@ -14,7 +14,8 @@ from typing import Any
 from yoloprof.errors import UsageError
 
 
-def compute_capture_report(path: str | os.PathLike) -> dict[str, Any]:
+def compute_capture_report(path: str | os.PathLike, profile: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every view of the capture at `path`; `profile`: its already loaded profile (else read)."""
     from yoloprof.readers.advice import recommendations
     from yoloprof.readers.detail import NO_TRACE, read_detail
     from yoloprof.readers.kernels import compute_kernels
@@ -25,7 +26,7 @@ def compute_capture_report(path: str | os.PathLike) -> dict[str, Any]:
     from yoloprof.readers.steps import compute_steps
     from yoloprof.readers.summary import compute_summary
 
-    profile = load_any(path)
+    profile = load_any(path) if profile is None else profile
     detail = read_detail(path, profile)
     gpu_steps = detail["gpu"]["steps"] if detail else None
     try:

@@ -21,6 +21,11 @@ def _clean(obj: Any) -> Any:
     return obj
 
 
+def as_json(obj: Any) -> Any:
+    """The value `emit_json` prints, as Python (what the API returns for the same result)."""
+    return _clean(obj)
+
+
 def emit_json(obj: Any, stream=None) -> None:
     stream = stream or sys.stdout
     json.dump(_clean(obj), stream, indent=1)
