@@ -34,7 +34,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _run_capture(args: argparse.Namespace, mode: str) -> int:
-    from pathlib import Path
 
     from yoloprof.capture.api import capture
     from yoloprof.config.cli_args import settings_from_args

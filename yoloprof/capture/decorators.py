@@ -25,10 +25,11 @@ from typing import (
     Any,
     Generic,
     Protocol,
-    Unpack,
     cast,
     overload,
 )
+
+from typing_extensions import Unpack  # typing has it from 3.11
 
 from yoloprof.capture.public_types import P, R_co
 from yoloprof.defs.json_types import JSONObject

@@ -29,7 +29,9 @@ import contextlib
 import os
 import warnings as _warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator, Unpack
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator
+
+from typing_extensions import Unpack  # typing has it from 3.11
 
 from yoloprof.capture.device import synchronize
 from yoloprof.capture.heap import fresh_heap, frozen_heap

@@ -7,7 +7,7 @@ are checked against real results by tests/test_readers_table.py, so a reader tha
 a key without this file changing fails there.
 """
 
-from typing import NotRequired, TypedDict
+from typing_extensions import NotRequired, TypedDict  # NotRequired: typing has it from 3.11
 
 from yoloprof.defs.json_types import JSON, JSONObject, Rows
 
