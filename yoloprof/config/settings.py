@@ -35,9 +35,10 @@ import inspect
 import os
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from yoloprof.config.device import DeviceSpec, parse_device
+from yoloprof.defs.json_types import JSON, JSONObject
 from yoloprof.config.fields import field_default, flag_name
 from yoloprof.config.steady import CAP_EXTRA
 from yoloprof.errors import UsageError
@@ -134,7 +135,7 @@ class CaptureSettings:
                          "e.g. mymodels.Net", hydra=None,
                          axis=Axis(keys=("model._target_", "model.name"), value=lambda s: model_label(s.model),
                                    causes=("model", "model_args", "model_size", "params")))
-    model_kwargs: dict[str, Any] = setting({}, "keyword arguments of a model factory (sweeps: model.*)",
+    model_kwargs: dict[str, JSON] = setting({}, "keyword arguments of a model factory (sweeps: model.*)",
                                            hydra=None, flag=None)
     loss: str | None = setting(None, "user models: an importable loss factory; none = a generic "
                                "reduction of the outputs", hydra=None, flag=None, modes=("train",))
@@ -200,8 +201,9 @@ class CaptureSettings:
                          flag=None, minimum=0, axis=Axis(history=False), pooled=True)
 
     @classmethod
-    def for_mode(cls, mode: str, **overrides: Any) -> "CaptureSettings":
-        """The settings of `mode` with its defaults, then `overrides` (unknown names refused)."""
+    def for_mode(cls, mode: str, **overrides: object) -> "CaptureSettings":
+        """The settings of `mode` with its defaults, then `overrides` (unknown names refused; each
+        value is any object until `validate()` checks it against its field: a model may be a module)."""
         if mode not in MODES:
             raise UsageError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
         known = [f.name for f in dataclasses.fields(cls)]  # a subclass's added settings too
@@ -260,11 +262,11 @@ class CaptureSettings:
         """Whether the step runs under torch.autocast (decided once `resolved()`: auto is neither)."""
         return self.precision in ("float16", "bfloat16")
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         """JSON-able settings (what profile.json records): a model object is recorded by name."""
         model, self.model = self.model, model_label(self.model)
         try:
-            return dataclasses.asdict(self)
+            return cast("JSONObject", dataclasses.asdict(self))  # every field is JSON-able but `model`
         finally:
             self.model = model
 
