@@ -15,7 +15,6 @@ time holds only every 0.25 µs), then shifted by the trace's first timestamp.
 from __future__ import annotations
 
 import os
-import pickle
 import re
 import threading
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ import msgspec
 import numpy as np
 
 from yoloprof.errors import ProfileError
-from yoloprof.traces import exact_times, kineto
+from yoloprof.traces import exact_times, fork, kineto
 from yoloprof.traces.kineto import (
     NO_GPU_ARGS, Complete, GpuArgs, Instant, InstantOld, MemArgs, check_shape, meta_of,
 )
@@ -149,22 +148,22 @@ def _idle_core(loadavg: str = "/proc/loadavg") -> bool:
 
 def _chunked(data: bytes) -> tuple[list[_Part] | None, dict[str, Any], list[str]]:
     """Slice by slice (large traces): each slice's Structs are freed once it is columns. With two
-    workers a forked child turns the second half of the slices into columns meanwhile (the data
-    is shared copy-on-write; its columns come back pickled, a few MB)."""
+    workers a forked child (`traces.fork`) turns the second half of the slices into columns
+    meanwhile (the data is shared copy-on-write; its columns come back pickled, a few MB)."""
     cuts = kineto.plan(data)
     if not cuts:
         return None, {}, []
     n = len(cuts) + 1
-    fork = n >= 4 and _may_fork()
-    split = (n + 1) // 2 if fork else n
-    helper = _fork_slices(data, cuts, range(split, n)) if split < n else None
+    split = (n + 1) // 2 if n >= 4 and _may_fork() else n
+    helper = fork.fork_call(lambda: _slices_or_none(data, cuts, range(split, n))) if split < n else None
     if helper is None:  # one worker, few slices, or fork failed: all slices here
         split = n
     try:
-        mine = _slices(data, cuts, range(split))
-    except kineto.ChunkError:
-        mine = None
-    theirs = _join_helper(helper) if helper is not None else ([], [])
+        mine = _slices_or_none(data, cuts, range(split))
+        theirs = _join_helper(helper) if helper is not None else ([], [])
+    finally:
+        if helper is not None:
+            helper.kill()
     if mine is None or theirs is None:
         return None, {}, []
     parts, docs = mine[0] + theirs[0], mine[1] + theirs[1]
@@ -182,42 +181,21 @@ def _slices(data: bytes, cuts: list[tuple[int, int]], which: range) -> tuple[lis
     return parts, docs
 
 
-def _fork_slices(data: bytes, cuts: list[tuple[int, int]], which: range) -> tuple[int, int] | None:
-    """(pid, read fd) of a child turning slices `which` into columns, or None if fork fails."""
-    read_fd, write_fd = os.pipe()
+def _slices_or_none(data: bytes, cuts: list[tuple[int, int]], which: range
+                    ) -> tuple[list[_Part], list[Any]] | None:
+    """`_slices`, or None when one of them does not decode alone (the one-piece path)."""
     try:
-        pid = os.fork()
-    except OSError:
-        os.close(read_fd)
-        os.close(write_fd)
+        return _slices(data, cuts, which)
+    except kineto.ChunkError:
         return None
-    if pid == 0:  # the child: never returns, never runs the parent's exit handlers
-        code = 0
-        try:
-            os.close(read_fd)
-            try:
-                result: Any = _slices(data, cuts, which)
-            except kineto.ChunkError:
-                result = None
-            with os.fdopen(write_fd, "wb") as out:
-                pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
-        except BaseException:
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(write_fd)
-    return pid, read_fd
 
 
-def _join_helper(helper: tuple[int, int]) -> tuple[list[_Part], list[Any]] | None:
+def _join_helper(helper: fork.Forked) -> tuple[list[_Part], list[Any]] | None:
     """The helper's columns; None (the one-piece path) when a slice failed or the helper died."""
-    pid, read_fd = helper
-    with os.fdopen(read_fd, "rb") as src:
-        payload = src.read()
-    _, status = os.waitpid(pid, 0)
-    if status != 0 or not payload:
+    try:
+        return helper.join()
+    except fork.ForkFailed:
         return None
-    return pickle.loads(payload)
 
 
 # Column building. Every loop over events below runs in C: `map` with `attrgetter` or a bound
