@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import os
 import pickle
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 
 class ForkFailed(Exception):
