@@ -74,14 +74,16 @@ class Complete(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
     name: str = ""
     pid: int | str | None = None
     tid: int | str | None = None
-    ts: Decimal | None = math.nan  # exact (traces.exact_times); None/absent -> NaN
+    # exact (traces.exact_times): an integer stays an int (a fraction, an exponent: Decimal), which
+    # is both exact and several times cheaper to decode and subtract; None/absent -> NaN
+    ts: int | Decimal | None = math.nan
     dur: float | None = math.nan
     args: Union[(GpuArgs,) + _OTHER_JSON] = NO_GPU_ARGS  # noqa: UP007 (a runtime tuple)
 
 
 class Instant(msgspec.Struct, gc=False, tag_field="ph", tag="i"):
     name: str = ""
-    ts: Decimal | None = math.nan
+    ts: int | Decimal | None = math.nan
     args: Union[(MemArgs,) + _OTHER_JSON] = None  # noqa: UP007
 
 
