@@ -96,3 +96,38 @@ def fork_call(fn: Callable[[], Any], close_in_child: Iterable[int] = (),
     for fd in close_in_parent:
         os.close(fd)
     return Forked(pid, read_fd)
+
+
+def may_fork(workers: int) -> bool:
+    """Whether a helper may be forked at all: `workers` processes wanted (2 or more), fork
+    available, and this process single-threaded (a fork copies no other thread, and a lock one
+    of them held would never be released in the child)."""
+    import threading
+
+    return workers >= 2 and hasattr(os, "fork") and threading.active_count() == 1
+
+
+class Soon:
+    """`fn()`'s result when asked (`result()`): computed meanwhile by a forked helper when
+    `parallel` and the fork works, else here when asked; a helper that fails is replaced by
+    computing it here (the same function on the same data: the same result). `cancel()` ends a
+    helper whose result is no longer wanted (an error in the caller)."""
+
+    def __init__(self, fn: Callable[[], Any], parallel: bool) -> None:
+        self.fn = fn
+        self.helper = fork_call(fn) if parallel else None
+
+    def result(self) -> Any:
+        if self.helper is None:
+            return self.fn()
+        try:
+            return self.helper.join()
+        except ForkFailed:
+            return self.fn()
+        finally:
+            self.cancel()
+
+    def cancel(self) -> None:
+        if self.helper is not None:
+            self.helper.kill()
+            self.helper = None

@@ -73,7 +73,7 @@ def _tree(ev: Events, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     checked); otherwise by binary lifting over range maxima of the ends (`_lifted_parents`, log2(n)
     vectorised steps). tests/test_traces_ops_tree.py checks both against torch's stack walk."""
     ts, dur, thread = ev.ts[idx], ev.dur[idx], ev.thread[idx]
-    order = np.lexsort((-dur, ts, thread))
+    order = _sorted_order(ts, dur, thread)
     end_s, thread_s = (ts + dur)[order], thread[order]
     thresh = np.where(dur[order] > 0, np.nextafter(end_s, -np.inf), ts[order])  # threshold t(i)
     pos = _nested_parents(ts[order], end_s, thresh, thread_s)
@@ -83,6 +83,21 @@ def _tree(ev: Events, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     parent = np.full(len(order), -1, np.int64)
     parent[order[found]] = order[pos[found]]
     return parent, order
+
+
+def _sorted_order(ts: np.ndarray, dur: np.ndarray, thread: np.ndarray) -> np.ndarray:
+    """`np.lexsort((-dur, ts, thread))`, faster: events come nearly in time order, so stable
+    sorts by start then thread are quick; only runs of equal (thread, start) are then sorted by
+    duration, longest first (stable: equal keys keep their order, as lexsort keeps them)."""
+    order = np.argsort(ts, kind="stable")
+    order = order[np.argsort(thread[order], kind="stable")]
+    ts_s, thread_s = ts[order], thread[order]
+    tie = (ts_s[1:] == ts_s[:-1]) & (thread_s[1:] == thread_s[:-1])
+    if tie.any():
+        run = np.cumsum(np.concatenate(([True], ~tie))) - 1
+        sub = np.flatnonzero(np.bincount(run)[run] > 1)
+        order[sub] = order[sub][np.lexsort((-dur[order[sub]], run[sub]))]
+    return order
 
 
 def _nested_parents(ts_s: np.ndarray, end_s: np.ndarray, thresh: np.ndarray, thread_s: np.ndarray
@@ -112,8 +127,9 @@ def _nested_parents(ts_s: np.ndarray, end_s: np.ndarray, thresh: np.ndarray, thr
     small = depth.astype(np.int16) if n and depth.max() < 2**15 else depth  # radix sort
     by_depth = np.argsort(small, kind="stable")  # grouped by depth, positions ascending
     keys = depth[by_depth] * n + by_depth
-    up = np.searchsorted(keys, (depth - 1) * n + at) - 1
-    parent = np.where(depth > 0, by_depth[np.maximum(up, 0)], -1)
+    up = np.searchsorted(keys, keys - n) - 1  # ascending queries: one sweep through the keys
+    parent = np.empty(n, np.int64)
+    parent[by_depth] = np.where(depth[by_depth] > 0, by_depth[np.maximum(up, 0)], -1)
     has = parent >= 0
     if not np.all(end_s[parent[has]] > thresh[has]):
         return None

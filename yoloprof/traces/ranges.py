@@ -26,7 +26,6 @@ from __future__ import annotations
 import fcntl
 import os
 import struct
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -175,9 +174,10 @@ def _helper(fd: int, length: int, cuts: list[tuple[int, int]], base: int, claims
 
 
 def _may_fork() -> bool:
-    """Helpers are forked whenever there is a second core and this process is single-threaded:
-    with claiming, a helper slowed by a busy core only takes fewer slices."""
-    return parse.SLICE_WORKERS >= 2 and hasattr(os, "fork") and threading.active_count() == 1
+    """Helpers are forked whenever there is a second core and this process is single-threaded
+    (`fork.may_fork`), idle core or not: with claiming, a helper slowed by a busy core only takes
+    fewer slices."""
+    return fork.may_fork(parse.SLICE_WORKERS)
 
 
 def _run(fd: int, length: int, cuts: list[tuple[int, int]], base: int, first: tuple[int, bytearray]
