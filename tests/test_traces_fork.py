@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from helpers.paths import TRACES
+from tests.helpers.paths import TRACES
 from yoloprof.traces import analyze, fork, parse
 from yoloprof.traces.to_profile import profile_from_analysis
 
