@@ -59,3 +59,25 @@ def test_op_table_in_a_helper_gives_the_same_figures(monkeypatch) -> None:
     monkeypatch.setattr(parse, "SLICE_WORKERS", 2)
     monkeypatch.setattr(fork, "may_fork", lambda workers: True)
     assert figures() == alone and forks == [1]
+
+
+def test_claims_hand_each_number_to_exactly_one_process() -> None:
+    fd = fork.claims(range(500))
+    assert fd is not None
+    try:
+        def take() -> list[int]:
+            got = []
+            while (i := fork.claim(fd)) is not None:
+                got.append(i)
+            return got
+
+        helper = fork.fork_call(take)
+        mine = take()
+        theirs = helper.join()
+    finally:
+        os.close(fd)
+    assert sorted(mine + theirs) == list(range(500))
+    big = fork.claims(range(40000))  # more than a default pipe holds: the pipe is grown
+    if big is not None:
+        assert fork.claim(big) == 0
+        os.close(big)

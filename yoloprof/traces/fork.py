@@ -7,15 +7,16 @@ bytes, the decoder, the imported engine), starts in about a millisecond, and nee
 pickled on the way in; only its result comes back, pickled through a pipe. The child never
 returns into the caller's code and never runs the parent's exit handlers (`os._exit`).
 
-Whether to fork at all (a second core idle, a single-threaded parent) is the caller's decision
-(`traces.parse._may_fork`): a fork copies no other thread, and a lock one of them held would
-never be released in the child.
+Whether to fork at all is the caller's decision (`may_fork`: a second worker wanted, a
+single-threaded parent: a fork copies no other thread, and a lock one of them held would never
+be released in the child). `claims` lets several processes take numbered pieces of work in turn.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
+import struct
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -131,3 +132,38 @@ class Soon:
         if self.helper is not None:
             self.helper.kill()
             self.helper = None
+
+
+# --- Claims: numbered pieces of work taken in turn by several processes. A pipe holds every
+# number as 4 bytes; a read of 4 bytes from a pipe is atomic, so each number is taken by exactly
+# one process, and the split follows the processes' real speeds (a helper slowed by a busy core
+# only takes fewer pieces).
+_RECORD = struct.Struct("<I")
+_PIPE_DEFAULT = 65536
+
+
+def claims(numbers: range) -> int | None:
+    """The read end of a pipe holding `numbers` (its write end closed), or None when the pipe
+    cannot hold them all at once."""
+    r, w = os.pipe()
+    data = b"".join(_RECORD.pack(i) for i in numbers)
+    try:
+        if len(data) > _PIPE_DEFAULT:
+            import fcntl
+
+            fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", 1031), len(data))
+        os.set_blocking(w, False)
+        if data and os.write(w, data) != len(data):
+            raise OSError("short write")
+    except (OSError, ImportError):
+        os.close(r)
+        os.close(w)
+        return None
+    os.close(w)
+    return r
+
+
+def claim(fd: int) -> int | None:
+    """The next unclaimed number, or None when all are taken."""
+    rec = os.read(fd, _RECORD.size)
+    return _RECORD.unpack(rec)[0] if len(rec) == _RECORD.size else None

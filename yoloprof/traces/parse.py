@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from dataclasses import dataclass, field
 from itertools import compress, count, repeat
 from operator import attrgetter, is_
-from typing import Any, Iterable
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -123,82 +123,76 @@ def parse_trace_bytes(data: bytes) -> Events:
 
 
 # Processes that decode the slices of one large trace: this one and, on a machine with a second
-# core, one forked helper that takes the second half (set to 1 where processes already run one
-# trace each, as readers.ranks does). The helper is forked only from a single-threaded process
-# (a fork copies no other thread, and a lock one of them held would never be released) and while
-# a core is idle now (`_idle_core`).
+# core, one forked helper (set to 1 where processes already run one trace each, as readers.ranks
+# does). Both claim slices in turn (`fork.claims`), so a helper slowed by a busy core only takes
+# fewer: no need to wait for an idle core. Forked only from a single-threaded process.
 SLICE_WORKERS = min(2, os.cpu_count() or 1)
 
 
 def _may_fork() -> bool:
-    if SLICE_WORKERS < 2 or not hasattr(os, "fork") or threading.active_count() > 1:
-        return False
-    return _idle_core()
-
-
-def _idle_core(loadavg: str = "/proc/loadavg") -> bool:
-    """True when a core is free at this moment: the kernel's count of runnable tasks (the fourth
-    field of /proc/loadavg, this process included) is below the cores. Why not the 1-minute load
-    average: it lags by a minute, so right after a heavy command ends an idle machine still reads
-    busy (the helper was then skipped in about one run of two of `bench/bench_parse.py`). Where
-    /proc/loadavg is absent, that average below the cores minus a half."""
-    cores = os.cpu_count() or 1
-    try:
-        with open(loadavg, encoding="ascii") as fh:
-            return int(fh.read().split()[3].split("/")[0]) < cores
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.getloadavg()[0] < cores - 0.5
-    except OSError:
-        return True
+    return fork.may_fork(SLICE_WORKERS)
 
 
 def _chunked(data: bytes) -> tuple[list[_Part] | None, dict[str, Any], list[str]]:
     """Slice by slice (large traces): each slice's Structs are freed once it is columns. With two
-    workers a forked child (`traces.fork`) turns the second half of the slices into columns
-    meanwhile (the data is shared copy-on-write; its columns come back pickled, a few MB)."""
+    workers a forked child (`traces.fork`) claims slices too (the data is shared copy-on-write;
+    its columns come back pickled, a few MB)."""
     cuts = kineto.plan(data)
     if not cuts:
         return None, {}, []
     n = len(cuts) + 1
-    split = (n + 1) // 2 if n >= 4 and _may_fork() else n
-    helper = fork.fork_call(lambda: _slices_or_none(data, cuts, range(split, n))) if split < n else None
-    if helper is None:  # one worker, few slices, or fork failed: all slices here
-        split = n
+    base = exact_times.base_from_bytes(data)
+    todo = fork.claims(range(n)) if n >= 4 and _may_fork() else None
+    if todo is None:  # one worker or few slices: all slices here, in order
+        mine = _slices_or_none(data, cuts, base, iter(range(n)))
+        return (None, {}, []) if mine is None else _in_order(n, [mine])
     try:
-        mine = _slices_or_none(data, cuts, range(split))
-        theirs = _join_helper(helper) if helper is not None else ([], [])
+        helper = fork.fork_call(lambda: _slices_or_none(data, cuts, base, _claimed(todo)))
+        try:
+            mine = _slices_or_none(data, cuts, base, _claimed(todo))
+            theirs = _join_helper(helper) if helper is not None else ({}, {})
+        finally:
+            if helper is not None:
+                helper.kill()
     finally:
-        if helper is not None:
-            helper.kill()
+        os.close(todo)
     if mine is None or theirs is None:
         return None, {}, []
-    parts, docs = mine[0] + theirs[0], mine[1] + theirs[1]
-    return parts, kineto.merged_meta(docs), []
+    return _in_order(n, [mine, theirs])
 
 
-def _slices(data: bytes, cuts: list[tuple[int, int]], which: range) -> tuple[list[_Part], list[Any]]:
-    parts, docs = [], []
-    for i in which:
-        events, doc = kineto.decode_slice(data, cuts, i)
-        parts.append(_part(events, exact_times.base_from_bytes(data)))
-        if doc is not None:
-            docs.append(doc)
-        del events
+def _claimed(fd: int) -> Iterator[int]:
+    while (i := fork.claim(fd)) is not None:
+        yield i
+
+
+def _in_order(n: int, results: list[tuple[dict[int, _Part], dict[int, Any]]]
+              ) -> tuple[list[_Part] | None, dict[str, Any], list[str]]:
+    parts = {i: p for r in results for i, p in r[0].items()}
+    docs = {i: d for r in results for i, d in r[1].items()}
+    if len(parts) != n:
+        return None, {}, []
+    return [parts[i] for i in range(n)], kineto.merged_meta([docs[i] for i in sorted(docs)]), []
+
+
+def _slices_or_none(data: bytes, cuts: list[tuple[int, int]], base: int, which: Iterable[int]
+                    ) -> tuple[dict[int, _Part], dict[int, Any]] | None:
+    """The columns (and end documents) of slices `which`, or None when one of them does not
+    decode alone (the one-piece path)."""
+    parts, docs = {}, {}
+    try:
+        for i in which:
+            events, doc = kineto.decode_slice(data, cuts, i)
+            parts[i] = _part(events, base)
+            if doc is not None:
+                docs[i] = doc
+            del events
+    except kineto.ChunkError:
+        return None
     return parts, docs
 
 
-def _slices_or_none(data: bytes, cuts: list[tuple[int, int]], which: range
-                    ) -> tuple[list[_Part], list[Any]] | None:
-    """`_slices`, or None when one of them does not decode alone (the one-piece path)."""
-    try:
-        return _slices(data, cuts, which)
-    except kineto.ChunkError:
-        return None
-
-
-def _join_helper(helper: fork.Forked) -> tuple[list[_Part], list[Any]] | None:
+def _join_helper(helper: fork.Forked) -> tuple[dict[int, _Part], dict[int, Any]] | None:
     """The helper's columns; None (the one-piece path) when a slice failed or the helper died."""
     try:
         return helper.join()

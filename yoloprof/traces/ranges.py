@@ -10,8 +10,8 @@ base (the file's first `"ts"`, `exact_times.base_from_bytes`) and the columns ar
 slice order (`parse._merge`), whoever decoded them.
 
 Why claiming, not halves: the machine's cores are shared (other programs, a busy neighbour), so
-each process takes the next unclaimed slice from a pipe of slice numbers (a read of 4 bytes from
-a pipe is atomic) until none is left: the split follows the processes' real speeds. Memory: each
+each process takes the next unclaimed slice (`fork.claims`) until none is left: the split
+follows the processes' real speeds. Memory: each
 process holds its columns and the slice it is decoding; the helpers' columns come back pickled
 at the end (`traces.fork`).
 
@@ -23,9 +23,7 @@ that does not decode alone, a helper that fails.
 
 from __future__ import annotations
 
-import fcntl
 import os
-import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -37,7 +35,6 @@ from yoloprof.traces.stream import _FIRST, _LAST, _MIDDLE, Restart, _decode
 
 HEAD_BYTES = 1 << 20   # "traceEvents" must be named within this many first bytes
 _WINDOW = 1 << 16      # bytes read at a cut to find the separator (grown when it is not there)
-_RECORD = struct.Struct("<I")  # a slice number in the claims pipe
 
 
 def parse_trace_file(path: str | os.PathLike, size: int | None = None,
@@ -124,26 +121,6 @@ def _read_slice(fd: int, length: int, cuts: list[tuple[int, int]], i: int) -> tu
     return kind, buf
 
 
-def _claims(n: int) -> int | None:
-    """A pipe holding the slice numbers 1..n-1 (0 is read first, here), write end closed: None
-    when the pipe cannot hold them all at once."""
-    r, w = os.pipe()
-    need = (n - 1) * _RECORD.size
-    try:
-        if need > 65536 and hasattr(fcntl, "F_SETPIPE_SZ"):
-            fcntl.fcntl(w, fcntl.F_SETPIPE_SZ, need)
-        os.set_blocking(w, False)
-        data = b"".join(_RECORD.pack(i) for i in range(1, n))
-        if data and os.write(w, data) != len(data):
-            raise OSError("short write")
-    except OSError:
-        os.close(r)
-        os.close(w)
-        return None
-    os.close(w)
-    return r
-
-
 def _work(fd: int, length: int, cuts: list[tuple[int, int]], base: int, claims: int,
           first: tuple[int, bytearray] | None = None) -> tuple[dict[int, Any], dict[int, Any]]:
     """Decode slices until no claim is left: {slice: columns}, {slice: top-level doc}. Restart
@@ -153,16 +130,13 @@ def _work(fd: int, length: int, cuts: list[tuple[int, int]], base: int, claims: 
     if first is not None:
         parts[0], doc = _decode(first[0], first[1], base)
         docs[0] = doc
-    while True:
-        rec = os.read(claims, _RECORD.size)
-        if len(rec) < _RECORD.size:
-            return parts, docs
-        i = _RECORD.unpack(rec)[0]
+    while (i := fork.claim(claims)) is not None:
         kind, piece = _read_slice(fd, length, cuts, i)
         parts[i], doc = _decode(kind, piece, base)
         del piece
         if doc is not None:
             docs[i] = doc
+    return parts, docs
 
 
 def _helper(fd: int, length: int, cuts: list[tuple[int, int]], base: int, claims: int
@@ -183,7 +157,7 @@ def _may_fork() -> bool:
 def _run(fd: int, length: int, cuts: list[tuple[int, int]], base: int, first: tuple[int, bytearray]
          ) -> tuple[list[Any] | None, list[Any]]:
     n = len(cuts) + 1
-    claims = _claims(n)
+    claims = fork.claims(range(1, n))  # slice 0 is decoded here first (it was read for the base)
     if claims is None:
         return None, []
     helpers: list[fork.Forked] = []
