@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import compress, count, repeat
 from operator import attrgetter, is_
-from collections.abc import Iterable, Iterator
 from typing import Any
 
 import msgspec
