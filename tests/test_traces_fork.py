@@ -57,7 +57,7 @@ def test_op_table_in_a_helper_gives_the_same_figures(monkeypatch) -> None:
     monkeypatch.setattr(fork, "fork_call", lambda *a, **k: forks.append(1) or real(*a, **k))
     monkeypatch.setattr(analyze, "PARALLEL_TREE_EVENTS", 0)
     monkeypatch.setattr(parse, "SLICE_WORKERS", 2)
-    monkeypatch.setattr(fork, "may_fork", lambda workers: True)
+    monkeypatch.setattr(parse, "_may_fork", lambda: True)
     assert figures() == alone and forks == [1]
 
 

@@ -274,3 +274,22 @@ def test_forked_slice_helper_gives_the_same_columns(monkeypatch):
     monkeypatch.setattr(fork, "fork_call", lambda *a, **k: forks.append(1) or real_fork(*a, **k))
     _same_events(alone, parse_trace_bytes(data))
     assert forks == [1]
+
+
+@pytest.mark.parametrize("content, expected", [
+    ("2.10 1.80 1.70 1/212 4242\n", True),     # only this process runnable now: a core is free
+    ("0.10 0.20 0.30 2/212 4242\n", False),    # another task running beside it: no free core
+    ("garbage\n", None),                       # unreadable: the 1-minute average decides
+])
+def test_idle_core_reads_the_runnable_count_not_the_lagging_average(tmp_path, monkeypatch, content, expected):
+    """Two cores. The first line's 1-minute average (2.10) would say busy; the runnable count (1)
+    says a core is free now, as after a heavy command that has just ended."""
+    from yoloprof.traces import parse
+
+    monkeypatch.setattr(parse.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(parse.os, "getloadavg", lambda: (0.4, 0.4, 0.4))
+    path = tmp_path / "loadavg"
+    path.write_text(content)
+    assert parse._idle_core(str(path)) is (True if expected is None else expected)
+    monkeypatch.setattr(parse.os, "getloadavg", lambda: (1.6, 1.0, 1.0))
+    assert parse._idle_core(str(path)) is (False if expected is None else expected)

@@ -316,7 +316,7 @@ def _check(ev: Events, j: Join, steps: Steps, out: TraceAnalysis) -> list[str]:
 
 def analyze_events(ev: Events, source: str, select: Any = None) -> TraceAnalysis:
     """`select`: a `traces.select.StepSelection` (the steps analysed), or None for all."""
-    parallel = len(ev) >= PARALLEL_TREE_EVENTS and fork.may_fork(parse.SLICE_WORKERS)
+    parallel = len(ev) >= PARALLEL_TREE_EVENTS and parse._may_fork()
     tree_table = fork.Soon(lambda: _tree_table(ev), parallel)
     try:
         return _analyze(ev, source, select, tree_table)

@@ -124,13 +124,34 @@ def parse_trace_bytes(data: bytes) -> Events:
 
 # Processes that decode the slices of one large trace: this one and, on a machine with a second
 # core, one forked helper (set to 1 where processes already run one trace each, as readers.ranks
-# does). Both claim slices in turn (`fork.claims`), so a helper slowed by a busy core only takes
-# fewer: no need to wait for an idle core. Forked only from a single-threaded process.
+# does). Both claim slices in turn (`fork.claims`), so a helper slowed later by a busy core only
+# takes fewer. Forked only from a single-threaded process (`fork.may_fork`) and while a core is
+# idle now (`_idle_core`): Linux schedules a session's processes as one group (autogroup), so on
+# busy cores a helper adds no CPU share, only its cost (fork, pickled columns: about 25% more
+# CPU on the 54 MB trace, and 0.49 s instead of 0.30 s wall at load 5, measured here).
 SLICE_WORKERS = min(2, os.cpu_count() or 1)
 
 
 def _may_fork() -> bool:
-    return fork.may_fork(SLICE_WORKERS)
+    return fork.may_fork(SLICE_WORKERS) and _idle_core()
+
+
+def _idle_core(loadavg: str = "/proc/loadavg") -> bool:
+    """True when a core is free at this moment: the kernel's count of runnable tasks (the fourth
+    field of /proc/loadavg, this process included) is below the cores. Why not the 1-minute load
+    average: it lags by a minute, so right after a heavy command ends an idle machine still reads
+    busy (the helper was then skipped in about one run of two of `bench/bench_parse.py`). Where
+    /proc/loadavg is absent, that average below the cores minus a half."""
+    cores = os.cpu_count() or 1
+    try:
+        with open(loadavg, encoding="ascii") as fh:
+            return int(fh.read().split()[3].split("/")[0]) < cores
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.getloadavg()[0] < cores - 0.5
+    except OSError:
+        return True
 
 
 def _chunked(data: bytes) -> tuple[list[_Part] | None, dict[str, Any], list[str]]:

@@ -148,10 +148,9 @@ def _helper(fd: int, length: int, cuts: list[tuple[int, int]], base: int, claims
 
 
 def _may_fork() -> bool:
-    """Helpers are forked whenever there is a second core and this process is single-threaded
-    (`fork.may_fork`), idle core or not: with claiming, a helper slowed by a busy core only takes
-    fewer slices."""
-    return fork.may_fork(parse.SLICE_WORKERS)
+    """As for the whole-buffer reader (`parse._may_fork`: a second worker, a single-threaded
+    process, a core idle now); with claiming, a helper slowed later only takes fewer slices."""
+    return parse._may_fork()
 
 
 def _run(fd: int, length: int, cuts: list[tuple[int, int]], base: int, first: tuple[int, bytearray]

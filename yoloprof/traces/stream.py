@@ -16,7 +16,7 @@ reader. A slice that does not decode on its own (odd layout, invalid UTF-8, a ma
 ends the stream with `Restart`: the caller reads the file whole, with its repairs and its loose
 per-event fallback, exactly as before.
 
-With a second core (`parse._may_fork`), a forked helper turns slices into columns while this
+With a second core free (`parse._may_fork`), a forked helper turns slices into columns while this
 process reads, inflates, cuts and decodes the rest: a slice goes to the helper when its queue
 has room, else this process decodes it, so the split follows the two processes' speeds. Slices
 reach it through a pipe; its columns come back at the end.
