@@ -26,7 +26,7 @@ MAX_BASE_US = 2.0 ** 53
 _FIRST_TS = re.compile(rb'"ts"\s*:\s*(-?\d{1,16})\b')
 
 
-def base_from_bytes(data: bytes) -> int:
+def base_from_bytes(data: bytes | bytearray) -> int:
     """Integer part of the first `ts` in the trace's bytes (0 if none): one base for the whole
     trace, whichever slice an event is decoded in. Any time near the trace's does."""
     m = _FIRST_TS.search(data)

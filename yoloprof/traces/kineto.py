@@ -321,7 +321,7 @@ def decode_slice(data: bytes, cuts: list[tuple[int, int]], i: int) -> tuple[list
         raise ChunkError(str(exc)) from None
 
 
-def _top(piece: bytes) -> tuple[list[Any], Trace]:
+def _top(piece: bytes | bytearray) -> tuple[list[Any], Trace]:
     try:
         doc = _TRACE_DECODER.decode(piece)
     except _DECODE_ERRORS as exc:

@@ -29,7 +29,8 @@ import pickle
 import queue
 import struct
 import threading
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from yoloprof.errors import ProfileError
 from yoloprof.traces import exact_times, fork, kineto, parse
@@ -123,7 +124,7 @@ class _Cutter:
         return [(_LAST, piece)]
 
 
-def _decode(kind: int, piece: bytes, base: int) -> tuple[parse._Part, Any]:
+def _decode(kind: int, piece: bytes | bytearray, base: int) -> tuple[parse._Part, Any]:
     """Columns of one slice (and its top-level document for the end slices); Restart if it does
     not decode alone."""
     try:
