@@ -123,3 +123,53 @@ def test_lean_range_maxima_match_the_stack_walk(seed, monkeypatch):
     dur = rng.integers(0, 30, n).astype(np.float64)
     thread = rng.integers(0, 2, n).astype(np.int32)
     _check(ts, dur, thread, rng.integers(0, 3, n).astype(np.int32))
+
+
+def _nested(rng, n):
+    """Random properly nested events (a random preorder forest on a few threads): children inside
+    their parent, siblings apart, with equal starts, equal ends and empty events."""
+    ts, dur, thread = [], [], []
+    for t in range(int(rng.integers(1, 4))):
+        def fill(lo, hi, depth, t=t):
+            at = lo
+            while at < hi and len(ts) < n:
+                width = float(rng.integers(0, max(1, int(hi - at)) + 1))
+                ts.append(at), dur.append(width), thread.append(t)
+                if width > 1 and depth < 6:
+                    fill(at + float(rng.integers(0, 2)), at + width, depth + 1, t)
+                at += width + float(rng.integers(0, 3))
+        fill(0.0, 400.0, 0)
+    return np.array(ts), np.array(dur), np.array(thread, np.int32)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_nested_events_take_the_linear_path_and_match_the_stack_walk(seed):
+    from yoloprof.traces import ops
+
+    rng = np.random.default_rng(200 + seed)
+    ts, dur, thread = _nested(rng, int(rng.integers(5, 500)))
+    order = np.lexsort((-dur, ts, thread))
+    end = (ts + dur)[order]
+    thresh = np.where(dur[order] > 0, np.nextafter(end, -np.inf), ts[order])
+    assert ops._nested_parents(ts[order], end, thresh, thread[order]) is not None
+    _check(ts, dur, thread, rng.integers(0, 3, len(ts)).astype(np.int32))
+
+
+def test_an_overrun_is_refused_by_the_linear_path():
+    from yoloprof.traces import ops
+
+    ts, dur = np.array([0.0, 2.0, 3.0, 5.0]), np.array([10.0, 2.0, 9.0, 1.0])
+    end = ts + dur
+    thresh = np.nextafter(end, -np.inf)
+    assert ops._nested_parents(ts, end, thresh, np.zeros(4, np.int32)) is None
+
+
+@pytest.mark.parametrize("name", ["nccl_data.json.gz", "rank0.json.gz"] if TRACES.is_dir() else [])
+def test_fixture_traces_binary_lifting_alone_matches(name, monkeypatch):
+    """The general path on its own (the linear one refused) gives the stack walk's parents too."""
+    from yoloprof.traces import ops
+
+    monkeypatch.setattr(ops, "_nested_parents", lambda *a: None)
+    ev = parse_trace_bytes(gzip.decompress((TRACES / name).read_bytes()))
+    idx = tree_events(ev)
+    _check(ev.ts[idx], ev.dur[idx], ev.thread[idx], ev.name[idx])

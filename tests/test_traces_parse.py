@@ -261,7 +261,7 @@ def test_a_slice_that_fails_falls_back_to_the_one_piece_repairs(monkeypatch):
 
 def test_forked_slice_helper_gives_the_same_columns(monkeypatch):
     """The second half of the slices may be turned into columns by a forked helper process."""
-    from yoloprof.traces import kineto, parse
+    from yoloprof.traces import fork, kineto, parse
 
     data = gzip.decompress(trace_path("nccl_data.json.gz").read_bytes())
     monkeypatch.setattr(kineto, "CHUNK_BYTES", 400_000)
@@ -270,8 +270,8 @@ def test_forked_slice_helper_gives_the_same_columns(monkeypatch):
     monkeypatch.setattr(parse, "SLICE_WORKERS", 2)
     monkeypatch.setattr(parse, "_may_fork", lambda: True)
     forks = []
-    real_fork = parse._fork_slices
-    monkeypatch.setattr(parse, "_fork_slices", lambda *a: forks.append(1) or real_fork(*a))
+    real_fork = fork.fork_call
+    monkeypatch.setattr(fork, "fork_call", lambda *a, **k: forks.append(1) or real_fork(*a, **k))
     _same_events(alone, parse_trace_bytes(data))
     assert forks == [1]
 

@@ -69,7 +69,7 @@ def _figures(ev: parse.Events) -> str:
 
 
 @pytest.mark.parametrize("path", _fixture_traces(), ids=lambda p: getattr(p, "name", "none"))
-def test_streamed_reader_gives_todays_figures(path: Path, monkeypatch) -> None:
+def test_streamed_reader_gives_todays_figures(path: Path, tmp_path: Path, monkeypatch) -> None:
     data = gzip.decompress(path.read_bytes())
     try:
         today = parse.parse_trace_bytes(data)  # the default slices (one piece for most fixtures)
@@ -82,6 +82,7 @@ def test_streamed_reader_gives_todays_figures(path: Path, monkeypatch) -> None:
     if size != kineto.CHUNK_BYTES:
         monkeypatch.setattr(kineto, "CHUNK_BYTES", size)
         sliced = parse.parse_trace_bytes(data)  # today's reader, cutting where the stream cuts
+    _check_plain_file_reader(data, size, sliced, tmp_path, monkeypatch)
     try:
         streamed = parse_trace_blocks(_blocks(data), size)
     except Restart:  # a slice does not decode alone: the caller reads it whole, as today
@@ -92,6 +93,27 @@ def test_streamed_reader_gives_todays_figures(path: Path, monkeypatch) -> None:
         # equal columns give equal figures; computed where the slices differ from today's, and
         # on the largest fixture as a check of the whole chain
         assert _figures(streamed) == _figures(today)
+
+
+def _check_plain_file_reader(data: bytes, size: int, sliced: parse.Events, tmp_path: Path,
+                             monkeypatch) -> None:
+    """traces/ranges.py on the same bytes as a plain file, a forked helper claiming slices too:
+    the same columns as the whole-buffer reader cutting where it cuts, or None (handed to the
+    stream) only where no cut exists or a slice does not decode alone."""
+    from yoloprof.traces import ranges
+
+    file = tmp_path / "plain.json"
+    file.write_bytes(data)
+    monkeypatch.setattr(parse, "SLICE_WORKERS", 2)
+    monkeypatch.setattr(ranges, "_may_fork", lambda: True)
+    got = ranges.parse_trace_file(file, size)
+    if got is None:
+        cuts = kineto.plan(data, size)
+        with pytest.raises((kineto.ChunkError, IndexError)):
+            for i in range(len(cuts) + 1):
+                kineto.decode_slice(data, cuts, i)
+        return
+    _same_events(got, sliced)
 
 
 def test_stream_cuts_exactly_where_the_whole_buffer_reader_cuts() -> None:

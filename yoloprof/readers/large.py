@@ -64,13 +64,22 @@ def stream_events(path: str | os.PathLike) -> Any | None:
     """The trace's `parse.Events` read as a stream, or None (not plainly a trace, a slice that
     does not decode alone, an error the whole-buffer path will name)."""
     from yoloprof.traces.kineto import TRACE_KEY
+    from yoloprof.traces.ranges import parse_trace_file
     from yoloprof.traces.stream import Restart, parse_trace_blocks
 
+    try:  # a plain file: its slices read straight from it, on every core (traces.ranges)
+        events = parse_trace_file(path, accept=lambda head: _plainly_a_trace(head[:HEAD_BYTES], TRACE_KEY))
+    except ProfileError:  # the stream would refuse it alike: the whole-buffer path names it
+        return None
+    except (Restart, OSError):
+        events = None
+    if events is not None:
+        return events
     blocks = iter_blocks(path)
     try:
         first = next(blocks, b"")
         head = first[:HEAD_BYTES]
-        if TRACE_KEY not in head or looks_like_profile(head):
+        if not _plainly_a_trace(head, TRACE_KEY):
             return None
         stream = chain([first], blocks)
         del first  # the first block is freed once decoded
@@ -79,3 +88,8 @@ def stream_events(path: str | os.PathLike) -> Any | None:
         return None
     finally:
         blocks.close()
+
+
+def _plainly_a_trace(head: bytes, key: bytes) -> bool:
+    """The first bytes name "traceEvents" and are not those of a yoloprof profile."""
+    return key in head and not looks_like_profile(head)

@@ -16,6 +16,7 @@ import numpy as np
 
 from yoloprof.defs.metrics import BYTES_PER_MIB
 from yoloprof.metrics.categories import CATEGORIES, classify, is_tensorcore
+from yoloprof.traces import fork, parse
 from yoloprof.traces.correlate import Join, join
 from yoloprof.traces.intervals import exclusive_contributions, overlap_by_label
 from yoloprof.traces.ops import ROW_CATS, ROW_KIND, OpTable, op_table, tree_events
@@ -209,7 +210,18 @@ def _op_rows(ev: Events, rows: np.ndarray, table: OpTable, op_phase: np.ndarray,
     return out
 
 
-def _host_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnalysis) -> None:
+def _tree_table(ev: Events) -> tuple[np.ndarray, OpTable]:
+    tree = tree_events(ev)
+    return tree, op_table(ev, tree)
+
+
+# Events from which the op tree and its table (a third of the analysis of a large trace) are
+# computed by a forked helper while this process analyses the device side (`fork.Soon`).
+PARALLEL_TREE_EVENTS = 1 << 20
+
+
+def _host_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnalysis,
+               tree_table: fork.Soon | None = None) -> None:
     """Launch counts, enqueue and sync time, cudaMalloc/cudaFree calls, ops and phase walls."""
     S, P = len(steps), len(tl.names)
     host_step = step_of(ev.ts, steps)
@@ -227,9 +239,9 @@ def _host_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnalys
     out.phase_ops = _per_step_label(host_step[ops], op_phase, S, P)
     # The tree spans every host event of the trace (a step's op may have children past its end);
     # rows are the ops and runtime/driver calls that start in the analysed steps.
-    tree = tree_events(ev)
+    tree, table = tree_table.result() if tree_table is not None else _tree_table(ev)
     in_rows = ev.is_cat(*ROW_CATS)[tree] & not_step[tree] & (host_step[tree] >= 0)
-    rows, table = tree[in_rows], op_table(ev, tree).take(in_rows)
+    rows, table = tree[in_rows], table.take(in_rows)
     row_phase = tl.phase_at(ev.ts[rows])
     out.op_rows = _op_rows(ev, rows, table, row_phase, tl.names)
     if ev.shape is not None and (ev.shape[rows] >= 0).any():
@@ -304,6 +316,15 @@ def _check(ev: Events, j: Join, steps: Steps, out: TraceAnalysis) -> list[str]:
 
 def analyze_events(ev: Events, source: str, select: Any = None) -> TraceAnalysis:
     """`select`: a `traces.select.StepSelection` (the steps analysed), or None for all."""
+    parallel = len(ev) >= PARALLEL_TREE_EVENTS and parse._may_fork()
+    tree_table = fork.Soon(lambda: _tree_table(ev), parallel)
+    try:
+        return _analyze(ev, source, select, tree_table)
+    finally:
+        tree_table.cancel()
+
+
+def _analyze(ev: Events, source: str, select: Any, tree_table: fork.Soon) -> TraceAnalysis:
     steps = find_steps(ev)
     if select:
         steps = select.apply(steps)
@@ -319,7 +340,7 @@ def analyze_events(ev: Events, source: str, select: Any = None) -> TraceAnalysis
         malloc_calls=np.zeros(0))
     if out.has_device:
         _device_part(ev, j, steps, tl, out)
-    _host_part(ev, j, steps, tl, out)
+    _host_part(ev, j, steps, tl, out, tree_table)
     _memory_part(ev, steps, out)
     out.warnings = list(dict.fromkeys(ev.warnings + steps.warnings + _check(ev, j, steps, out)))
     return out

@@ -4,7 +4,7 @@ Why: Kineto writes `ts` as epoch microseconds with three decimals (1680560498113
 float64 near 1.7e15 holds only every 0.25 us, so decoding `ts` straight to float moves each start
 by up to 0.125 us; a child op or `cudaLaunchKernel` that ends on its parent's last nanosecond then
 "overruns" it and is no longer its child, which changes self times by whole calls (torch builds its
-tree from the exact nanoseconds). So `ts` is decoded as Decimal (`kineto.Complete`/`Instant`) and
+tree from the exact nanoseconds). So `ts` is decoded as an int or a Decimal (`kineto.Complete`/`Instant`) and
 turned into float64 microseconds RELATIVE to an integer base: the difference is small, so the
 float holds it to far below a nanosecond. Durations are small numbers and stay floats.
 """
@@ -26,7 +26,7 @@ MAX_BASE_US = 2.0 ** 53
 _FIRST_TS = re.compile(rb'"ts"\s*:\s*(-?\d{1,16})\b')
 
 
-def base_from_bytes(data: bytes) -> int:
+def base_from_bytes(data: bytes | bytearray) -> int:
     """Integer part of the first `ts` in the trace's bytes (0 if none): one base for the whole
     trace, whichever slice an event is decoded in. Any time near the trace's does."""
     m = _FIRST_TS.search(data)
@@ -34,12 +34,12 @@ def base_from_bytes(data: bytes) -> int:
 
 
 def relative_us(values: list[Any], base: int) -> np.ndarray:
-    """float64 of each value minus `base` (Decimal or float; None/NaN -> NaN), in one C-level
+    """float64 of each value minus `base` (int, Decimal or float; None/NaN -> NaN), in one C-level
     pass when no value is null."""
     n = len(values)
     try:
         return np.fromiter(map(float, map(sub, values, repeat(base))), np.float64, n)
-    except (TypeError, ArithmeticError):  # a null, or a value beyond Decimal's context
+    except (TypeError, ArithmeticError):  # a null, a value beyond Decimal's context, an int beyond float
         return np.fromiter((_one(v, base) for v in values), np.float64, n)
 
 

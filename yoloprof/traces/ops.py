@@ -68,14 +68,83 @@ def _tree(ev: Events, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     it, so the parent of i is the LAST earlier event r of the thread with end(r) >= end(i) and
     end(r) > start(i): r is never popped before i (an event that popped it would itself qualify
     and be later), and everything above r fails the test for i. That is "last earlier position
-    with end > t(i)", t(i) = the float just below end(i) (start(i) for an empty event), found for
-    all events at once by binary lifting over range maxima of the ends (log2(n) vectorised
-    steps); tests/test_traces_ops_tree.py checks it against torch's stack walk verbatim."""
+    with end > t(i)", t(i) = the float just below end(i) (start(i) for an empty event). Properly
+    nested events (every real trace seen) get it in a few linear passes (`_nested_parents`,
+    checked); otherwise by binary lifting over range maxima of the ends (`_lifted_parents`, log2(n)
+    vectorised steps). tests/test_traces_ops_tree.py checks both against torch's stack walk."""
     ts, dur, thread = ev.ts[idx], ev.dur[idx], ev.thread[idx]
-    order = np.lexsort((-dur, ts, thread))
-    n = len(order)
+    order = _sorted_order(ts, dur, thread)
     end_s, thread_s = (ts + dur)[order], thread[order]
     thresh = np.where(dur[order] > 0, np.nextafter(end_s, -np.inf), ts[order])  # threshold t(i)
+    pos = _nested_parents(ts[order], end_s, thresh, thread_s)
+    if pos is None:
+        pos = _lifted_parents(end_s, thresh, thread_s)
+    found = pos >= 0
+    parent = np.full(len(order), -1, np.int64)
+    parent[order[found]] = order[pos[found]]
+    return parent, order
+
+
+def _sorted_order(ts: np.ndarray, dur: np.ndarray, thread: np.ndarray) -> np.ndarray:
+    """`np.lexsort((-dur, ts, thread))`, faster: events come nearly in time order, so stable
+    sorts by start then thread are quick; only runs of equal (thread, start) are then sorted by
+    duration, longest first (stable: equal keys keep their order, as lexsort keeps them)."""
+    order = np.argsort(ts, kind="stable")
+    order = order[np.argsort(thread[order], kind="stable")]
+    ts_s, thread_s = ts[order], thread[order]
+    tie = (ts_s[1:] == ts_s[:-1]) & (thread_s[1:] == thread_s[:-1])
+    if tie.any():
+        run = np.cumsum(np.concatenate(([True], ~tie))) - 1
+        sub = np.flatnonzero(np.bincount(run)[run] > 1)
+        order[sub] = order[sub][np.lexsort((-dur[order[sub]], run[sub]))]
+    return order
+
+
+def _nested_parents(ts_s: np.ndarray, end_s: np.ndarray, thresh: np.ndarray, thread_s: np.ndarray
+                    ) -> np.ndarray | None:
+    """Sorted position of each sorted event's parent (-1 for none), or None when the events are
+    not properly nested (an overrunning child: `_lifted_parents` then decides).
+
+    Why this is torch's answer when the check passes: assuming nesting, the events open at i are
+    those j < i whose end is after i's start, i.e. i lies before close(j), the first later start
+    at or after end(j) (a binary search per thread); a running sum gives each event's depth, and
+    the parent is the last earlier event one level up. That forest is a preorder, so everything
+    between i and its candidate parent p lies in the subtrees of i's earlier siblings. The check:
+    end(p) > t(i) for every parent (so a parent ends no earlier than its child), and end <= t of
+    the next sibling for consecutive siblings (roots of a thread included). Then every event
+    between p and i ends at or before t(i) while p ends after it: p is the last earlier event
+    with end > t(i), the rule of `_tree`, whatever the candidates were."""
+    n = len(ts_s)
+    cuts = (np.flatnonzero(np.diff(thread_s)) + 1).tolist()
+    close = np.empty(n, np.int64)
+    for a, b in zip([0] + cuts, cuts + [n]):  # one binary search per thread
+        close[a:b] = a + np.searchsorted(ts_s[a:b], end_s[a:b], side="left")
+    at = np.arange(n)
+    np.maximum(close, at + 1, out=close)  # an empty event closes at once
+    step = -np.bincount(close, minlength=n + 1)
+    step[1:] += 1
+    depth = np.cumsum(step)[:n]
+    small = depth.astype(np.int16) if n and depth.max() < 2**15 else depth  # radix sort
+    by_depth = np.argsort(small, kind="stable")  # grouped by depth, positions ascending
+    keys = depth[by_depth] * n + by_depth
+    up = np.searchsorted(keys, keys - n) - 1  # ascending queries: one sweep through the keys
+    parent = np.empty(n, np.int64)
+    parent[by_depth] = np.where(depth[by_depth] > 0, by_depth[np.maximum(up, 0)], -1)
+    has = parent >= 0
+    if not np.all(end_s[parent[has]] > thresh[has]):
+        return None
+    sib = parent[by_depth]
+    same = ((sib[1:] == sib[:-1]) & (depth[by_depth[1:]] == depth[by_depth[:-1]])
+            & (thread_s[by_depth[1:]] == thread_s[by_depth[:-1]]))
+    if not np.all(end_s[by_depth[:-1][same]] <= thresh[by_depth[1:][same]]):
+        return None
+    return parent
+
+
+def _lifted_parents(end_s: np.ndarray, thresh: np.ndarray, thread_s: np.ndarray) -> np.ndarray:
+    """Sorted position of each sorted event's parent (-1 for none) for any events: the last
+    earlier position of the thread with end > t(i), by binary lifting over range maxima."""
+    n = len(end_s)
     # level k: [p] = max end over sorted positions [p - 2**k + 1, p]. For a large tree only the
     # even levels are kept (an odd one is two lookups into the level below, `_level_at`): half
     # the memory of a multi-GB trace's tree, the same maxima, 20% more time.
@@ -94,9 +163,7 @@ def _tree(ev: Events, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         pos = np.where((pos >= 0) & done, np.maximum(pos - (1 << k), -1), pos)
     found = pos >= 0
     found[found] = thread_s[pos[found]] == thread_s[found]
-    parent = np.full(n, -1, np.int64)
-    parent[order[found]] = order[pos[found]]
-    return parent, order
+    return np.where(found, pos, -1)
 
 
 # Tree nodes from which `_tree` keeps only the even levels of its range maxima.

@@ -29,10 +29,11 @@ import pickle
 import queue
 import struct
 import threading
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from yoloprof.errors import ProfileError
-from yoloprof.traces import exact_times, kineto, parse
+from yoloprof.traces import exact_times, fork, kineto, parse
 from yoloprof.traces.parse import Events
 
 _FIRST, _MIDDLE, _LAST, _END = 0, 1, 2, 3  # kinds of slice, as the whole-buffer reader builds them
@@ -123,7 +124,7 @@ class _Cutter:
         return [(_LAST, piece)]
 
 
-def _decode(kind: int, piece: bytes, base: int) -> tuple[parse._Part, Any]:
+def _decode(kind: int, piece: bytes | bytearray, base: int) -> tuple[parse._Part, Any]:
     """Columns of one slice (and its top-level document for the end slices); Restart if it does
     not decode alone."""
     try:
@@ -209,8 +210,8 @@ class _Helper:
     the queue holds at most `_QUEUED` slices (bounded memory). Any failure of the helper (a slice
     that did not decode, a crash, a broken pipe) is a Restart."""
 
-    def __init__(self, pid: int, to_child: int, from_child: int) -> None:
-        self.pid, self.to_child, self.from_child = pid, to_child, from_child
+    def __init__(self, forked: fork.Forked, to_child: int) -> None:
+        self.forked, self.to_child = forked, to_child
         self.queue: queue.Queue[tuple[int, int, bytes, int] | None] = queue.Queue(_QUEUED)
         self.failed = False
         self.sender = threading.Thread(target=self._send_all, daemon=True)
@@ -221,26 +222,12 @@ class _Helper:
         if not parse._may_fork():
             return None
         down_r, down_w = os.pipe()
-        up_r, up_w = os.pipe()
-        try:
-            pid = os.fork()
-        except OSError:
-            for fd in (down_r, down_w, up_r, up_w):
-                os.close(fd)
+        forked = fork.fork_call(lambda: _child(down_r), close_in_child=(down_w,), close_in_parent=(down_r,))
+        if forked is None:
+            os.close(down_r)
+            os.close(down_w)
             return None
-        if pid == 0:  # the child: never returns, never runs the parent's exit handlers
-            code = 0
-            try:
-                os.close(down_w)
-                os.close(up_r)
-                _child(down_r, up_w)
-            except BaseException:
-                code = 1
-            finally:
-                os._exit(code)
-        os.close(down_r)
-        os.close(up_w)
-        return cls(pid, down_w, up_r)
+        return cls(forked, down_w)
 
     def offer(self, i: int, kind: int, piece: bytes, base: int) -> bool:
         """Queue the slice for the helper unless its queue is full (then this process decodes
@@ -283,43 +270,35 @@ class _Helper:
         self.to_child = -1
         if self.failed:
             raise Restart()
-        with os.fdopen(self.from_child, "rb") as src:
-            self.from_child = -1
-            payload = src.read()
-        _, status = os.waitpid(self.pid, 0)
-        self.pid = 0
         try:
-            result = pickle.loads(payload) if status == 0 and payload else None
-        except Exception:  # noqa: BLE001 (a cut payload: the helper died while writing)
+            result = self.forked.join()
+        except fork.ForkFailed:
             result = None
-        if result is None:
+        if result is None:  # a slice did not decode alone, or the helper died
             raise Restart()
         return result
 
     def kill(self) -> None:
-        if self.pid:
-            try:
-                os.kill(self.pid, 9)
-            except OSError:
-                pass
-            if self.sender.is_alive():  # unblock it: its pipe's reader is gone
-                self.failed = True
-                self.queue.put(None)
-                self.sender.join()
-            for fd in (self.to_child, self.from_child):
+        if self.forked.pid:
+            self.forked.kill()
+            self.failed = True
+            while self.sender.is_alive():  # unblock it: its pipe's reader is gone
                 try:
-                    if fd >= 0:
-                        os.close(fd)
-                except OSError:
-                    pass
+                    self.queue.put(None, timeout=0.05)
+                    break
+                except queue.Full:
+                    continue
+            self.sender.join()
+        if self.to_child >= 0:
             try:
-                os.waitpid(self.pid, 0)
+                os.close(self.to_child)
             except OSError:
                 pass
-            self.pid = 0
+            self.to_child = -1
 
 
-def _child(src_fd: int, out_fd: int) -> None:
+def _child(src_fd: int) -> tuple[dict[int, parse._Part], dict[int, Any]] | None:
+    """The helper's loop: decode every slice sent until the end mark; None once one failed."""
     parts: dict[int, parse._Part] = {}
     docs: dict[int, Any] = {}
     failed = False
@@ -339,8 +318,7 @@ def _child(src_fd: int, out_fd: int) -> None:
                 continue
             if doc is not None:
                 docs[i] = doc
-    with os.fdopen(out_fd, "wb") as out:
-        pickle.dump(None if failed else (parts, docs), out, protocol=pickle.HIGHEST_PROTOCOL)
+    return None if failed else (parts, docs)
 
 
 def _read_exact(src: Any, n: int) -> bytes:

@@ -1,0 +1,169 @@
+"""One forked helper process and its result: the fork primitive every multi-core reader uses
+(`traces.parse` for a buffer in memory, `traces.stream` for a stream, `traces.ranges` for a
+plain file).
+
+Why fork, not multiprocessing: the helper shares the parent's memory copy-on-write (a trace's
+bytes, the decoder, the imported engine), starts in about a millisecond, and needs nothing
+pickled on the way in; only its result comes back, pickled through a pipe. The child never
+returns into the caller's code and never runs the parent's exit handlers (`os._exit`).
+
+Whether to fork at all is the caller's decision (`may_fork`: a second worker wanted, a
+single-threaded parent: a fork copies no other thread, and a lock one of them held would never
+be released in the child). `claims` lets several processes take numbered pieces of work in turn.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+from collections.abc import Callable, Iterable
+from typing import Any
+
+
+class ForkFailed(Exception):
+    """The helper died, failed or sent a cut result: the caller takes its one-process path."""
+
+
+class Forked:
+    """A running helper: `join()` waits for its result, `kill()` ends it early. Both are
+    idempotent, and `kill()` after `join()` does nothing."""
+
+    def __init__(self, pid: int, read_fd: int) -> None:
+        self.pid, self.read_fd = pid, read_fd
+
+    def join(self) -> Any:
+        """The helper's return value; ForkFailed when it raised, died or wrote a cut result."""
+        if not self.pid:
+            raise ForkFailed("helper already joined or killed")
+        with os.fdopen(self.read_fd, "rb") as src:
+            self.read_fd = -1
+            payload = src.read()
+        _, status = os.waitpid(self.pid, 0)
+        self.pid = 0
+        if status != 0 or not payload:
+            raise ForkFailed(f"helper exited with status {status}")
+        try:
+            return pickle.loads(payload)
+        except Exception as exc:  # noqa: BLE001 (a cut payload: the helper died while writing)
+            raise ForkFailed(f"helper result unreadable ({exc})") from None
+
+    def kill(self) -> None:
+        if self.pid:
+            try:
+                os.kill(self.pid, 9)
+            except OSError:
+                pass
+            try:
+                os.waitpid(self.pid, 0)
+            except OSError:
+                pass
+            self.pid = 0
+        if self.read_fd >= 0:
+            try:
+                os.close(self.read_fd)
+            except OSError:
+                pass
+            self.read_fd = -1
+
+
+def fork_call(fn: Callable[[], Any], close_in_child: Iterable[int] = (),
+              close_in_parent: Iterable[int] = ()) -> Forked | None:
+    """Run `fn()` in a forked child; its return value comes back pickled (`Forked.join`). The
+    file descriptors `close_in_child` are closed in the child before `fn` runs (the parent's ends
+    of pipes to it), `close_in_parent` in the parent once forked (the child's ends). None when
+    the fork itself fails (then nothing is closed: the caller still owns every descriptor)."""
+    read_fd, write_fd = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_fd)
+        os.close(write_fd)
+        return None
+    if pid == 0:  # the child: never returns, never runs the parent's exit handlers
+        code = 0
+        try:
+            os.close(read_fd)
+            for fd in close_in_child:
+                os.close(fd)
+            result = fn()
+            with os.fdopen(write_fd, "wb") as out:
+                pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
+        except BaseException:  # noqa: BLE001 (any failure is an exit status the parent reads)
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    for fd in close_in_parent:
+        os.close(fd)
+    return Forked(pid, read_fd)
+
+
+def may_fork(workers: int) -> bool:
+    """Whether a helper may be forked at all: `workers` processes wanted (2 or more), fork
+    available, and this process single-threaded (a fork copies no other thread, and a lock one
+    of them held would never be released in the child)."""
+    import threading
+
+    return workers >= 2 and hasattr(os, "fork") and threading.active_count() == 1
+
+
+class Soon:
+    """`fn()`'s result when asked (`result()`): computed meanwhile by a forked helper when
+    `parallel` and the fork works, else here when asked; a helper that fails is replaced by
+    computing it here (the same function on the same data: the same result). `cancel()` ends a
+    helper whose result is no longer wanted (an error in the caller)."""
+
+    def __init__(self, fn: Callable[[], Any], parallel: bool) -> None:
+        self.fn = fn
+        self.helper = fork_call(fn) if parallel else None
+
+    def result(self) -> Any:
+        if self.helper is None:
+            return self.fn()
+        try:
+            return self.helper.join()
+        except ForkFailed:
+            return self.fn()
+        finally:
+            self.cancel()
+
+    def cancel(self) -> None:
+        if self.helper is not None:
+            self.helper.kill()
+            self.helper = None
+
+
+# --- Claims: numbered pieces of work taken in turn by several processes. A pipe holds every
+# number as 4 bytes; a read of 4 bytes from a pipe is atomic, so each number is taken by exactly
+# one process, and the split follows the processes' real speeds (a helper slowed by a busy core
+# only takes fewer pieces).
+_RECORD = struct.Struct("<I")
+_PIPE_DEFAULT = 65536
+
+
+def claims(numbers: range) -> int | None:
+    """The read end of a pipe holding `numbers` (its write end closed), or None when the pipe
+    cannot hold them all at once."""
+    r, w = os.pipe()
+    data = b"".join(_RECORD.pack(i) for i in numbers)
+    try:
+        if len(data) > _PIPE_DEFAULT:
+            import fcntl
+
+            fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", 1031), len(data))
+        os.set_blocking(w, False)
+        if data and os.write(w, data) != len(data):
+            raise OSError("short write")
+    except (OSError, ImportError):
+        os.close(r)
+        os.close(w)
+        return None
+    os.close(w)
+    return r
+
+
+def claim(fd: int) -> int | None:
+    """The next unclaimed number, or None when all are taken."""
+    rec = os.read(fd, _RECORD.size)
+    return _RECORD.unpack(rec)[0] if len(rec) == _RECORD.size else None

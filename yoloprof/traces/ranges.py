@@ -1,0 +1,188 @@
+"""A plain (not gzipped) trace file decoded slice by slice straight from the file, by this process
+and forked helpers that claim slices in turn: every core parses, nothing is piped but the
+columns, and the figures are those of `parse.parse_trace_bytes` on the whole file, bit for bit.
+
+Why the same figures: the slices are the whole-buffer reader's (`kineto._cuts`: the first `},{`
+at or after every CHUNK_BYTES from "traceEvents"), found by reading a few KB at each cut
+(`plan_file`) instead of the whole file; each slice is read with the same brackets the
+whole-buffer reader adds (`kineto.decode_slice`), turned into columns against the same integer
+base (the file's first `"ts"`, `exact_times.base_from_bytes`) and the columns are merged in
+slice order (`parse._merge`), whoever decoded them.
+
+Why claiming, not halves: the machine's cores are shared (other programs, a busy neighbour), so
+each process takes the next unclaimed slice (`fork.claims`) until none is left: the split
+follows the processes' real speeds. Memory: each
+process holds its columns and the slice it is decoding; the helpers' columns come back pickled
+at the end (`traces.fork`).
+
+Whatever this path does not take returns None and the caller streams the file
+(`traces.stream`), which has the whole-buffer fallbacks: gzip, a leading byte-order mark, no
+"traceEvents" in the first MiB, a file too small to cut, no "ts" in the first slice, a slice
+that does not decode alone, a helper that fails.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from yoloprof.errors import ProfileError
+from yoloprof.profiles.inputs import GZIP_MAGIC, UTF8_BOM, max_input_bytes, open_regular
+from yoloprof.traces import exact_times, fork, kineto, parse
+from yoloprof.traces.parse import Events
+from yoloprof.traces.stream import _FIRST, _LAST, _MIDDLE, Restart, _decode
+
+HEAD_BYTES = 1 << 20   # "traceEvents" must be named within this many first bytes
+_WINDOW = 1 << 16      # bytes read at a cut to find the separator (grown when it is not there)
+
+
+def parse_trace_file(path: str | os.PathLike, size: int | None = None,
+                     accept: Callable[[bytes], bool] | None = None) -> Events | None:
+    """The Events of a plain trace file, or None when the stream must take it (module doc) or
+    `accept` refuses the file's first bytes."""
+    size = size or kineto.CHUNK_BYTES
+    fd, length = open_regular(path)
+    try:
+        if length > max_input_bytes():
+            return None  # the stream names the limit
+        head = os.pread(fd, HEAD_BYTES, 0)
+        if head[:2] == GZIP_MAGIC or head[:3] == UTF8_BOM or (accept is not None and not accept(head)):
+            return None
+        cuts = plan_file(fd, length, head, size)
+        if not cuts:
+            return None
+        first = _read_slice(fd, length, cuts, 0)
+        if exact_times._FIRST_TS.search(first[1]) is None:
+            return None
+        base = exact_times.base_from_bytes(first[1])
+        parts, docs = _run(fd, length, cuts, base, first)
+    finally:
+        os.close(fd)
+    if parts is None:
+        return None
+    out = parse._merge(parts, [])
+    out.meta = kineto.merged_meta(docs)
+    if not len(out) and not len(out.memory):
+        raise ProfileError("trace has no events with a timestamp and duration")
+    return out
+
+
+def plan_file(fd: int, length: int, head: bytes, size: int) -> list[tuple[int, int]]:
+    """`kineto.plan` of the file's content, reading only a window at each cut: the same loop
+    (`pos < len - size`), and the same leftmost separator at or after `pos` (a separator found in
+    a window is the leftmost of the file from `pos`: one starting earlier and crossing the
+    window's end would hold the found one's `}` among its blanks)."""
+    key = head.find(kineto.TRACE_KEY)
+    if key < 0 or length < 2 * size:
+        return []
+    cuts, pos = [], key + size
+    while pos < length - size:
+        found = _separator(fd, pos, length)
+        if found is None:
+            break
+        start, end = found
+        cuts.append((start + 1, end - 1))
+        pos = end + size
+    return cuts
+
+
+def _separator(fd: int, pos: int, length: int) -> tuple[int, int] | None:
+    window = _WINDOW
+    while True:
+        buf = os.pread(fd, window, pos)
+        m = kineto._SEPARATOR.search(buf)
+        if m is not None:
+            return pos + m.start(), pos + m.end()
+        if pos + len(buf) >= length:
+            return None
+        window *= 4
+
+
+def _read_slice(fd: int, length: int, cuts: list[tuple[int, int]], i: int) -> tuple[int, bytearray]:
+    """(kind, text) of slice i with the brackets `kineto.decode_slice` gives it: one read into
+    the final buffer."""
+    if i == 0:
+        kind, lo, hi, pre, post = _FIRST, 0, cuts[0][0], b"", b"]}"
+    elif i == len(cuts):
+        kind, lo, hi, pre, post = _LAST, cuts[-1][1], length, b'{"traceEvents":[', b""
+    else:
+        kind, lo, hi, pre, post = _MIDDLE, cuts[i - 1][1], cuts[i][0], b"[", b"]"
+    buf = bytearray(len(pre) + (hi - lo) + len(post))
+    buf[:len(pre)] = pre
+    buf[len(buf) - len(post):] = post
+    with memoryview(buf) as view:
+        at, end = len(pre), len(pre) + (hi - lo)
+        while at < end:
+            got = os.preadv(fd, [view[at:end]], lo + at - len(pre))
+            if got <= 0:
+                raise Restart()  # the file shrank meanwhile
+            at += got
+    return kind, buf
+
+
+def _work(fd: int, length: int, cuts: list[tuple[int, int]], base: int, claims: int,
+          first: tuple[int, bytearray] | None = None) -> tuple[dict[int, Any], dict[int, Any]]:
+    """Decode slices until no claim is left: {slice: columns}, {slice: top-level doc}. Restart
+    when one does not decode alone."""
+    parts: dict[int, Any] = {}
+    docs: dict[int, Any] = {}
+    if first is not None:
+        parts[0], doc = _decode(first[0], first[1], base)
+        docs[0] = doc
+    while (i := fork.claim(claims)) is not None:
+        kind, piece = _read_slice(fd, length, cuts, i)
+        parts[i], doc = _decode(kind, piece, base)
+        del piece
+        if doc is not None:
+            docs[i] = doc
+    return parts, docs
+
+
+def _helper(fd: int, length: int, cuts: list[tuple[int, int]], base: int, claims: int
+            ) -> tuple[dict[int, Any], dict[int, Any]] | None:
+    try:
+        return _work(fd, length, cuts, base, claims)
+    except Restart:
+        return None
+
+
+def _may_fork() -> bool:
+    """As for the whole-buffer reader (`parse._may_fork`: a second worker, a single-threaded
+    process, a core idle now); with claiming, a helper slowed later only takes fewer slices."""
+    return parse._may_fork()
+
+
+def _run(fd: int, length: int, cuts: list[tuple[int, int]], base: int, first: tuple[int, bytearray]
+         ) -> tuple[list[Any] | None, list[Any]]:
+    n = len(cuts) + 1
+    claims = fork.claims(range(1, n))  # slice 0 is decoded here first (it was read for the base)
+    if claims is None:
+        return None, []
+    helpers: list[fork.Forked] = []
+    try:
+        if _may_fork():
+            for _ in range(parse.SLICE_WORKERS - 1):
+                h = fork.fork_call(lambda: _helper(fd, length, cuts, base, claims))
+                if h is not None:
+                    helpers.append(h)
+        try:
+            parts, docs = _work(fd, length, cuts, base, claims, first)
+        except Restart:
+            return None, []
+        for h in helpers:
+            try:
+                theirs = h.join()
+            except fork.ForkFailed:
+                theirs = None
+            if theirs is None:
+                return None, []
+            parts.update(theirs[0])
+            docs.update(theirs[1])
+    finally:
+        for h in helpers:
+            h.kill()
+        os.close(claims)
+    if len(parts) != n:
+        return None, []
+    return [parts[i] for i in range(n)], [docs[i] for i in sorted(docs)]
