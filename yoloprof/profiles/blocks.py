@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import zlib
 from pathlib import Path
-from typing import Iterator
+from typing import Generator, Iterator
 
 from yoloprof.errors import ProfileError, UsageError
 from yoloprof.profiles.inputs import (
@@ -39,7 +39,7 @@ def estimated_size(path: str | os.PathLike) -> int:
         os.close(fd)
 
 
-def iter_blocks(path: str | os.PathLike, block: int = BLOCK_BYTES) -> Iterator[bytes]:
+def iter_blocks(path: str | os.PathLike, block: int = BLOCK_BYTES) -> Generator[bytes, None, None]:
     """The file's plain content (gunzipped when it starts with gzip's magic), in blocks of about
     `block` bytes; UsageError / ProfileError as `profiles.inputs` raises them, naming the file."""
     p = Path(path)

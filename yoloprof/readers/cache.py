@@ -143,7 +143,7 @@ def write(trace: Path, key: dict[str, Any] | None, events: Any, profile: dict[st
             columns["shape"] = events.shape
         info = {"strings": events.strings, "shape_strings": events.shape_strings, "t0": events.t0,
                 "meta": events.meta, "warnings": events.warnings, "counts": events.counts}
-        meta = {"key": json.dumps(key), "info": json.dumps(info, default=_plain)}
+        meta: dict[str, str | bytes] = {"key": json.dumps(key), "info": json.dumps(info, default=_plain)}
         meta.update({f"mem_{c}": np.ascontiguousarray(getattr(events.memory, c), np.float64).tobytes()
                      for c in _MEMORY_COLUMNS})
         table = pa.table(columns).replace_schema_metadata(meta)

@@ -231,8 +231,8 @@ _PID, _TID, _TS, _DUR, _NAME, _CAT, _ARGS = map(attrgetter, ("pid", "tid", "ts",
 _CORR, _DEVICE, _STREAM = map(attrgetter, ("correlation", "device", "stream"))
 _PID_TID = attrgetter("pid", "tid")
 _NONE = type(None)
-_GPU_ARG_TYPES = {"correlation": {int, _NONE}, "device": {int, str, _NONE}, "stream": {int, str, _NONE}}
-_MEM_ARG_TYPES = {"device_type": {int, _NONE}, "device_id": {int, _NONE}, "nbytes": {int, float, _NONE},
+_GPU_ARG_TYPES: dict[str, set[type]] = {"correlation": {int, _NONE}, "device": {int, str, _NONE}, "stream": {int, str, _NONE}}
+_MEM_ARG_TYPES: dict[str, set[type]] = {"device_type": {int, _NONE}, "device_id": {int, _NONE}, "nbytes": {int, float, _NONE},
                   "allocated": {int, float, _NONE}, "reserved": {int, float, _NONE}}
 _MEM_FIELDS = tuple(_MEM_ARG_TYPES)  # Memory's columns after ts, in MemArgs order
 
