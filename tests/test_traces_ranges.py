@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_traces_stream import _same_events
+from tests.helpers.events import same_events
 from yoloprof.traces import kineto, parse, ranges
 
 
@@ -47,7 +47,7 @@ def test_one_process_or_with_a_helper_the_same_columns(tmp_path: Path, monkeypat
     monkeypatch.setattr(ranges, "_may_fork", lambda: helper)
     got = ranges.parse_trace_file(_plain(tmp_path, data))
     assert got is not None and got.meta["distributedInfo"] == {"rank": 3} and len(got) == 3000
-    _same_events(got, parse.parse_trace_bytes(data))
+    same_events(got, parse.parse_trace_bytes(data))
     assert got.ts[1] - got.ts[0] == 1.0  # exact times survive the slices
 
 

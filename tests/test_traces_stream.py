@@ -15,7 +15,6 @@ import json
 import os
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from tests.helpers.paths import REPO
@@ -28,6 +27,7 @@ from yoloprof.traces import kineto, parse
 from yoloprof.traces.analyze import analyze_events
 from yoloprof.traces.stream import Restart, parse_trace_blocks
 from yoloprof.traces.to_profile import profile_from_analysis
+from tests.helpers.events import same_events
 
 FIXTURES = [REPO.parent / "shared" / "fixtures" / d for d in ("traces", "tbplugin")]
 SLICE = 96 << 10  # small enough to cut every fixture trace
@@ -45,18 +45,6 @@ def _blocks(data: bytes, sizes: tuple[int, ...] = (7, 65521, 1 << 20, 333333)) -
         out.append(data[pos:pos + sizes[i % len(sizes)]])
         pos, i = pos + sizes[i % len(sizes)], i + 1
     return out
-
-
-def _same_events(a: parse.Events, b: parse.Events) -> None:
-    for col in ("name", "cat", "thread", "ts", "dur", "corr", "device", "stream", "shape"):
-        x, y = getattr(a, col), getattr(b, col)
-        assert (x is None) == (y is None), col
-        if x is not None:
-            assert x.dtype == y.dtype and np.array_equal(x, y, equal_nan=True), col
-    for col in ("ts", "device_type", "device_id", "nbytes", "allocated", "reserved"):
-        assert np.array_equal(getattr(a.memory, col), getattr(b.memory, col), equal_nan=True), col
-    assert (a.strings, a.shape_strings, a.t0, a.meta, a.warnings, a.counts) == \
-        (b.strings, b.shape_strings, b.t0, b.meta, b.warnings, b.counts)
 
 
 def _figures(ev: parse.Events) -> str:
@@ -88,7 +76,7 @@ def test_streamed_reader_gives_todays_figures(path: Path, tmp_path: Path, monkey
     except Restart:  # a slice does not decode alone: the caller reads it whole, as today
         assert kineto.plan(data, size), "a trace too small to cut is read whole, never restarted"
         return
-    _same_events(streamed, sliced)
+    same_events(streamed, sliced)
     if sliced is not today or path.name.startswith("df_index_resolver"):
         # equal columns give equal figures; computed where the slices differ from today's, and
         # on the largest fixture as a check of the whole chain
@@ -113,7 +101,7 @@ def _check_plain_file_reader(data: bytes, size: int, sliced: parse.Events, tmp_p
             for i in range(len(cuts) + 1):
                 kineto.decode_slice(data, cuts, i)
         return
-    _same_events(got, sliced)
+    same_events(got, sliced)
 
 
 def test_stream_cuts_exactly_where_the_whole_buffer_reader_cuts() -> None:
@@ -157,7 +145,7 @@ def test_the_forked_helper_gives_the_same_columns(monkeypatch) -> None:
     monkeypatch.setattr(kineto, "CHUNK_BYTES", 8192)
     alone = parse.parse_trace_bytes(data)
     monkeypatch.setattr(parse, "_may_fork", lambda: True)
-    _same_events(parse_trace_blocks(_blocks(data), 8192), alone)
+    same_events(parse_trace_blocks(_blocks(data), 8192), alone)
 
 
 def test_a_helper_that_dies_sends_the_file_to_the_whole_buffer_reader(monkeypatch) -> None:
