@@ -17,6 +17,7 @@ import pytest
 import yoloprof.capture.api as capture_api
 from yoloprof.errors import UsageError
 from yoloprof.profiles.jobstate import read_state
+from yoloprof.defs.metrics import MIB
 from yoloprof.profiles.model import metric
 from yoloprof.sweep import launchers, machine
 from yoloprof.sweep.app import main
@@ -48,7 +49,7 @@ def leaky_capture(settings, out_dir, *, progress: bool = False) -> dict:
     peak = _rss_mib()
     profile = {"schema": "yoloprof.profile/1", "kind": settings.mode, "config": settings.to_dict(),
                "env": {}, "metrics": {"step_ms": metric([1.0], "ms", "lower"),
-                                      "peak_mem_mb": metric([peak], "MB", "lower")},
+                                      "peak_mem_mb": metric([peak], MIB, "lower")},
                "verdict": {"bound": "compute", "why": "fake", "evidence": {}}}
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     (Path(out_dir) / "profile.json").write_text(json.dumps(profile))
