@@ -32,10 +32,11 @@ README_INFER = ("infer", "--device", "cpu", "--warmup", "5", "--runs", "20")
 README_TRAIN = ("run", "synthetic", "--device", "cpu", "--batch", "4", "--imgsz", "320", "--steps", "5",
                 "--warmup", "2", "--repeat", "3")
 # Fewer steps than the README's (the size, batch and trials are its own): one timed step per trial
-# and one recorded step in the trace pass, right away (the trace's analysis has its own tests).
+# and one recorded step or call in the trace pass, right away (the trace's analysis has its own tests).
 # A fixed warm-up (--warmup-max = --warmup): the auto warm-up may add up to 20 steps per trial
 # waiting for steady step times on a loaded machine (its own tests: test_capture_steady.py).
-FEWER_INFER = ("--warmup", "1", "--warmup-max", "1", "--runs", "5")
+FEWER_INFER = ("--warmup", "1", "--warmup-max", "1", "--runs", "5", "--trace-wait", "0", "--trace-warmup", "0",
+               "--trace-active", "1")
 FEWER_TRAIN = ("--steps", "1", "--warmup", "1", "--warmup-max", "1", "--trace-wait", "0", "--trace-warmup", "0",
                "--trace-active", "1")
 
