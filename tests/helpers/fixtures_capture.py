@@ -34,11 +34,14 @@ from yoloprof.workloads.synthetic import SyntheticDetection
 SCHEMA = json.loads(resources.files("yoloprof.profiles").joinpath("profile.schema.json").read_text())
 
 # A fixed warm-up (--warmup-max = --warmup): the auto one may run up to 20 more steps per trial
-# while a loaded machine keeps step times from settling (tested in test_capture_steady.py).
+# while a loaded machine keeps step times from settling (tested in test_capture_steady.py). No
+# per-module pass (steps of its own): the README runs keep every default section, and the module
+# times have their own tests (test_capture_userloop_extras.py).
 TINY_TRAIN = ("--device", "cpu", "--batch", "2", "--imgsz", "64", "--steps", "3", "--warmup", "1",
-              "--warmup-max", "1", "--workers", "0")
+              "--warmup-max", "1", "--workers", "0", "--no-modules")
 
-TINY_INFER = ("--device", "cpu", "--imgsz", "64", "--runs", "6", "--warmup", "2", "--warmup-max", "2")
+TINY_INFER = ("--device", "cpu", "--imgsz", "64", "--runs", "6", "--warmup", "2", "--warmup-max", "2",
+              "--no-modules")
 
 
 def load_valid(path: Path) -> dict:
