@@ -186,9 +186,9 @@ def cpu_capture(tmp_path_factory) -> Path:
             prof.step()
     from yoloprof.readers.load import load_any
 
-    profile = load_any(trace)
-    profile["trace"]["file"] = files.TRACE  # as a capture records it: the name beside the profile
-    (folder / files.PROFILE).write_text(json.dumps(profile))
+    doc = load_any(trace)
+    doc["trace"]["file"] = files.TRACE  # as a capture records it: the name beside the profile
+    (folder / files.PROFILE).write_text(json.dumps(doc))
     return folder / files.PROFILE
 
 

@@ -133,7 +133,7 @@ def bases(tmp_path_factory, traces_dir) -> dict[str, object]:
 def _tiny_capture(root: Path) -> dict:
     """A real profile: a tiny CPU inference capture with its trace pass (about a second)."""
     proc = run_main("infer", "--device", "cpu", "--imgsz", "64", "--runs", "2", "--warmup", "1",
-                    "--project", root / "cap", "--json")
+                    "--project", str(root / "cap"), "--json")
     assert proc.returncode == 0, proc.stderr
     return json.loads((root / "cap" / "infer" / "profile.json").read_text())
 
