@@ -13,7 +13,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # `import helpers` from any test module
 
-from helpers.paths import TRACES  # noqa: E402
+from helpers.paths import CONF, TRACES  # noqa: E402
+
+# Every fixture lives here or in a fixture plugin of tests/helpers/ registered here (test modules
+# define none: tests/test_layers.py checks it), grouped by the tests that take them.
+pytest_plugins = ["helpers.fixtures_analysis", "helpers.fixtures_capture", "helpers.fixtures_readers"]
 
 
 @pytest.fixture(scope="session")
@@ -71,6 +75,22 @@ def pytest_runtest_teardown(item, nextitem) -> None:
     caches) joins the frozen heap; the collection first walks only what the test made."""
     gc.collect()
     gc.freeze()
+
+
+@pytest.fixture
+def hydra_compose():
+    """DESIGN.md's compose fixture: initialize_config_dir + compose over the repository's conf/,
+    with yoloprof's structured schema registered; returns `compose(overrides)`."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from yoloprof.config.schema import register
+
+    register()
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        yield lambda overrides=(): compose(config_name="config", overrides=list(overrides))
+    GlobalHydra.instance().clear()
 
 
 @pytest.fixture

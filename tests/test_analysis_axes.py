@@ -8,10 +8,9 @@ import json
 from pathlib import Path
 
 import pandas as pd
-import pyarrow.parquet as pq
 import pytest
 
-from helpers.sweeps import BASE_CONFIG, batch_truth, group_hash, write_job
+from helpers.sweeps import BASE_CONFIG, batch_truth, write_job
 from yoloprof.analysis.collect import collect
 from yoloprof.analysis.run import analyze_collected
 from yoloprof.errors import UsageError
@@ -19,25 +18,6 @@ from yoloprof.errors import UsageError
 
 def _analyze(sweep: Path, **kw):
     return analyze_collected(collect(sweep, load_profiles=False), metrics=["step_ms"], **kw)
-
-
-@pytest.fixture(scope="module")
-def modes_sweep(tmp_path_factory) -> Path:
-    """`mode=train,infer batch=4,8 trial=range(3)`: train has steps, infer has runs (derived)."""
-    sweep = tmp_path_factory.mktemp("modes") / "sweeps" / "m" / "20240101-000000-mode"
-    job = 0
-    for t in range(3):
-        for mode in ("train", "infer"):
-            for batch in (4, 8):
-                cfg = {**BASE_CONFIG, "mode": mode, "batch": batch, "steps": 5 if mode == "train" else None,
-                       "runs": None if mode == "train" else 20, "data": "synthetic" if mode == "train" else None}
-                m = batch_truth(cfg, __import__("numpy").random.default_rng(job))
-                if mode == "infer":
-                    m["step_ms"] = [x / 3 for x in m["step_ms"]]  # an inference call is much shorter
-                write_job(sweep, job, cfg, m, trial=t, profile=False,
-                          overrides=[f"mode={mode}", f"batch={batch}"])
-                job += 1
-    return sweep
 
 
 def _mode_of(label: str) -> str:
@@ -67,34 +47,6 @@ def test_rows_without_overrides_still_drop_mode_derived_fields(modes_sweep: Path
     c.ok["overrides"] = None
     res = analyze_collected(c, metrics=["step_ms"])
     assert res.varying == ["mode", "batch"]
-
-
-@pytest.fixture(scope="module")
-def models_sweep(tmp_path_factory) -> Path:
-    """`model._target_=pkg.nets.NetA,pkg.nets.NetB +model.width=16,32`, 3 trials each."""
-    import numpy as np
-
-    sweep = tmp_path_factory.mktemp("models") / "sweeps" / "u" / "20240101-000000-modl"
-    job = 0
-    rng = np.random.default_rng(0)
-    for t in range(3):
-        for target in ("pkg.nets.NetA", "pkg.nets.NetB"):
-            for width in (16, 32):
-                step = (10.0 if target.endswith("A") else 20.0) * width / 16
-                cfg = {**BASE_CONFIG, "model": target, "size": None}
-                group = {**cfg, "width": width}  # the kwargs are part of the config hash
-                vals = list(rng.lognormal(np.log(step), 0.01, 1))
-                write_job(sweep, job, cfg, {"step_ms": vals}, trial=t, profile=False,
-                          overrides=[f"model._target_={target}", f"+model.width={width}"])
-                # write_job hashes `cfg`; give each width its own configuration
-                path = sweep / str(job) / "row.parquet"
-                table = pq.read_table(path)
-                gh = group_hash(group)
-                table = table.set_column(table.schema.get_field_index("group_hash"), "group_hash",
-                                         __import__("pyarrow").array([gh]))
-                pq.write_table(table, path)
-                job += 1
-    return sweep
 
 
 def test_model_targets_and_kwargs_are_axes_with_short_labels(models_sweep: Path) -> None:

@@ -7,15 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers.paths import run_cli
-from helpers.sweeps import BASE_CONFIG, batch_truth, make_sweep, write_job
+from helpers.paths import run_cli, run_main
+from helpers.sweeps import BASE_CONFIG, write_job
 from yoloprof.cli import main
-
-
-@pytest.fixture(scope="module")
-def sweep(tmp_path_factory) -> Path:
-    return make_sweep(tmp_path_factory.mktemp("cli"), [{"batch": 4}, {"batch": 8}, {"batch": 16}],
-                      batch_truth, trials=4)
 
 
 def test_table_and_files(sweep: Path) -> None:
@@ -41,7 +35,7 @@ def test_fail_on_regression_exit_4(sweep: Path) -> None:
     # step time per step grows with the batch: a real, significant "regression" of step_ms
     r = run_cli("analyze", sweep, "--no-html", "--metric", "step_ms", "--fail-on-regression")
     assert r.returncode == 4 and "significant regression" in r.stderr and "Traceback" not in r.stderr
-    ok = run_cli("analyze", sweep, "--no-html", "--metric", "img_per_s", "--fail-on-regression")
+    ok = run_main("analyze", sweep, "--no-html", "--metric", "img_per_s", "--fail-on-regression")
     assert ok.returncode == 0, ok.stderr
 
 
@@ -60,9 +54,11 @@ def test_usage_errors(sweep: Path, args: list[str], code: int, words: str, capsy
 
 
 def test_missing_folder_and_not_a_sweep(tmp_path: Path) -> None:
-    r = run_cli("analyze", tmp_path / "nope")
+    # in process (helpers.paths.run_main: the same main, errors and exit codes); the real process's
+    # exit status is what the runs above check
+    r = run_main("analyze", tmp_path / "nope")
     assert r.returncode == 2 and "no such sweep folder" in r.stderr
-    r = run_cli("analyze", tmp_path)
+    r = run_main("analyze", tmp_path)
     assert r.returncode == 1 and "not a sweep" in r.stderr
 
 

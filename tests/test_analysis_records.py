@@ -10,32 +10,11 @@ from pathlib import Path
 
 import pytest
 
-import yoloprof.capture.api as capture_api
 from helpers.sweeps import batch_truth, make_sweep
-from helpers.fake_sweep import fake_capture
 from yoloprof.analysis.settings import AnalysisSettings
 from yoloprof.cli import main as cli_main
-from yoloprof.sweep.app import main as sweep_main
 
 TABLES = ("comparison.csv", "comparison.md", "comparisons.parquet", "configs.parquet", "metrics.parquet")
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> Path:
-    """The shipped demo sweep (vary: batch) run with the fake capture; its end-of-sweep analysis."""
-    root = tmp_path_factory.mktemp("demo")
-    mp = pytest.MonkeyPatch()
-    mp.chdir(root)
-    mp.setattr(capture_api, "capture", fake_capture)
-    for var in ("YOLOPROF_SWEEP_ID", "FAKE_FAIL_BATCH", "FAKE_OOM_BATCH", "FAKE_SLEEP"):
-        mp.delenv(var, raising=False)
-    try:
-        # (trial=range(0,3): the demo's trial=auto pinned to 3 trials per point, as it once ran)
-        assert sweep_main(["+sweep=demo", "device=cpu", "analysis.html=false", "trial=range(0,3)"]) == 0
-    finally:
-        mp.undo()
-    [sweep] = sorted((root / "runs" / "profile" / "sweeps" / "demo").iterdir())
-    return sweep
 
 
 def _snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:

@@ -11,23 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers.sweeps import batch_truth, make_sweep
-from yoloprof.analysis.collect import collect
-from yoloprof.analysis.run import analyze_collected
-from yoloprof.render.report import write_outputs
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-@pytest.fixture(scope="module")
-def report(tmp_path_factory) -> tuple[Path, object]:
-    cfgs = [{"batch": b, "imgsz": i} for b in (4, 8, 16) for i in (320, 640)]
-    sweep = make_sweep(tmp_path_factory.mktemp("rep"), cfgs, lambda c, r: batch_truth(c, r, n=5),
-                       trials=5, repeat_samples=True)
-    res = analyze_collected(collect(sweep))
-    write_outputs(res, html=True)
-    return sweep / "analysis" / "report.html", res
 
 
 def test_report_is_self_contained_and_complete(report) -> None:

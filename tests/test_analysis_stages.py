@@ -24,18 +24,6 @@ def _analyze(sweep: Path, **kw):
     return analyze_collected(collect(sweep), **kw)
 
 
-def workers_truth(c: dict, rng: np.random.Generator) -> dict[str, list[float]]:
-    """workers=2 is 10% faster than workers=0 (2% noise); workers=4 is identical to workers=0."""
-    step = {0: 50.0, 2: 50.0 / 1.10, 4: 50.0}[c["workers"]]
-    s = lognormal(rng, step, 0.02, 1)
-    return {"step_ms": s, "img_per_s": [c["batch"] * 1000 / x for x in s], "peak_mem_mb": [500.0]}
-
-
-@pytest.fixture(scope="module")
-def workers_sweep(tmp_path_factory) -> Path:
-    return make_sweep(tmp_path_factory.mktemp("w"), [{"workers": w} for w in (0, 2, 4)], workers_truth, trials=8)
-
-
 def test_known_truth_verdicts_and_numbers_match_scipy(workers_sweep: Path) -> None:
     res = _analyze(workers_sweep)
     assert res.varying == ["workers"] and "workers=0" in res.baseline
@@ -84,13 +72,6 @@ def test_repeat_samples_and_trial_jobs_pool_the_same_way(tmp_path: Path) -> None
     trials = make_sweep(tmp_path / "b", [{"batch": 4}, {"batch": 8}], batch_truth, trials=6)
     (row,) = _analyze(trials, metrics=["img_per_s"]).comparisons.itertuples()
     assert (row.n, row.n_baseline, row.k) == (6, 6, 6) and row.verdict_code == "improved"
-
-
-@pytest.fixture(scope="module")
-def grid_sweep(tmp_path_factory) -> Path:
-    cfgs = [{"batch": b, "imgsz": i} for b in (4, 8, 16) for i in (320, 640)]
-    return make_sweep(tmp_path_factory.mktemp("g"), cfgs, lambda c, r: batch_truth(c, r, n=4),
-                      trials=4, repeat_samples=True)
 
 
 def test_baseline_plans(grid_sweep: Path) -> None:

@@ -19,11 +19,6 @@ REPO = Path(__file__).resolve().parents[1]
 CUDA1 = torch.device("cuda", 1)
 
 
-@pytest.fixture
-def fake(monkeypatch) -> FakeCuda:
-    return FakeCuda().install(monkeypatch)
-
-
 def test_the_fake_refuses_what_torch_refuses():
     cuda = FakeCuda()
     with pytest.raises(ValueError, match="Expected a cuda device"):

@@ -5,30 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 
-import yoloprof.capture.api as capture_api
-from helpers.profiles import cpu_train_profile
 from yoloprof.cli import main
 from yoloprof.defs.files import RESULTS_DIR
 from yoloprof.profiles.outdirs import last_two, run_dir
 from yoloprof.errors import UsageError
-
-
-@pytest.fixture
-def fake_run(monkeypatch):
-    """`yoloprof run` with a capture that writes a valid CPU profile whose step time it is given."""
-    steps = iter([50.0, 60.0, 70.0, 80.0])
-
-    def capture(settings, out_dir, **kw):
-        profile = cpu_train_profile(next(steps))
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-        (Path(out_dir) / "profile.json").write_text(json.dumps(profile))
-        return profile
-
-    monkeypatch.setattr(capture_api, "capture", capture)
 
 
 def test_each_run_gets_its_own_folder_and_compare_last_takes_the_two_latest(tmp_path, fake_run, capsys):

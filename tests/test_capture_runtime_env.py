@@ -5,37 +5,9 @@ capture as they were set here, carried into the sweep row, and compared (with fl
 from __future__ import annotations
 
 import pandas as pd
-import pytest
-import torch
 
 from helpers.profiles import cpu_train_profile
 from yoloprof.defs.envfields import RUNTIME_KEYS
-
-
-@pytest.fixture(scope="module")
-def captured(tmp_path_factory):
-    import os
-
-    import yoloprof
-    from yoloprof.capture.api import capture
-
-    saved = (torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic,
-             torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
-    env_saved = {k: os.environ.get(k) for k in ("CUDA_LAUNCH_BLOCKING", "PYTORCH_CUDA_ALLOC_CONF")}
-    torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = True, True
-    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = True, False
-    os.environ.update(CUDA_LAUNCH_BLOCKING="1", PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True")
-    try:
-        torch.manual_seed(0)
-        net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten())
-        settings = yoloprof.CaptureSettings.for_mode("train", model=net, device="cpu", batch=1, imgsz=32, steps=1,
-                                                     warmup=0, workers=0, trace=False, modules=False)
-        return capture(settings, tmp_path_factory.mktemp("env") / "out", echo_warnings=False)
-    finally:
-        (torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic,
-         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32) = saved
-        for key, value in env_saved.items():
-            os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
 
 
 def test_a_cpu_capture_records_cudnn_tf32_and_launch_blocking(captured):

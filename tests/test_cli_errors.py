@@ -21,18 +21,6 @@ def run(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-@pytest.fixture
-def good(tmp_path):
-    from yoloprof.profiles.io import write_profile
-    from yoloprof.profiles.model import empty_profile, metric
-
-    p = empty_profile("train", config={"batch": 2}, env={})
-    p["metrics"] = {"step_ms": metric([10.0, 11.0], "ms", "lower")}
-    path = tmp_path / "good.json"
-    write_profile(path, p)
-    return str(path)
-
-
 @pytest.mark.parametrize("side", ["before", "after"])
 def test_compare_errors_say_which_side(tmp_path, good, side):
     bad = tmp_path / "bad.json"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from helpers.paths import TRACES, run_cli, run_main, trace_path
-from helpers.profiles import cpu_train_profile, gpu_train_profile, infer_profile
+from helpers.profiles import gpu_train_profile
 
 from yoloprof.profiles.io import write_profile
 
@@ -30,6 +30,8 @@ ALL_TRACES = sorted(p.name for p in TRACES.glob("*.json.gz")) if TRACES.is_dir()
 BIG = {"df_index_resolver.json.gz", "rank0.json.gz", "trace_diff_control.json.gz", "trace_diff_test.json.gz",
        "rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"}
 LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
+# each shared fixture trace parsed once per module (fixtures_readers.one_parse_per_fixture_trace)
+pytestmark = pytest.mark.usefixtures("one_parse_per_fixture_trace")
 
 
 def _traces(big_slow: bool = True) -> list:
@@ -76,43 +78,10 @@ def _kernel_ms_by_name(events: list[dict]) -> tuple[dict[str, float], int]:
     return dict(total), max(len(steps), 1)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_parse_per_fixture_trace():
-    """Each shared fixture trace is parsed once per worker, by the first reader that asks; the
-    other readers get a copy of that profile. These tests are about the readers and the command
-    line on real traces (the parse has its own tests, and the subprocess runs here parse as a user
-    does); five readers times two outputs used to parse each trace ten times."""
-    import copy
-
-    import yoloprof.readers.load as load
-
-    real, parsed = load.load_any, {}
-
-    def load_any(path, select=None):
-        if Path(path).parent != TRACES or select:
-            return real(path, select)
-        if path not in parsed:
-            parsed[path] = real(path)
-        return copy.deepcopy(parsed[path])
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(load, "load_any", load_any)
-        yield
-
-
 def _json(*args: str) -> dict:
     res = run_main(*args, "--json")
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout)  # stdout is JSON and nothing else
-
-
-@pytest.fixture(scope="module")
-def profiles(tmp_path_factory) -> dict[str, Path]:
-    d = tmp_path_factory.mktemp("profiles")
-    out = {}
-    for name, build in (("gpu", gpu_train_profile), ("cpu", cpu_train_profile), ("infer", infer_profile)):
-        out[name] = write_profile(d / f"{name}.json", build())
-    return out
 
 
 # ------------------------------------------------------------------ every reader on every trace

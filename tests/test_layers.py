@@ -4,6 +4,7 @@ module level, anywhere in the package)."""
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -117,3 +118,85 @@ def test_test_modules_import_no_other_test_module():
                 if leaf.startswith("test_") or leaf == "conftest":
                     offenders.append(f"{path.relative_to(ROOT)} imports {name}")
     assert offenders == []
+
+
+# --- The tests' own conventions (docs/CONTRACTS.md "Tests"): every fixture in conftest.py or a
+# fixture plugin it registers, every test file named after the yoloprof package or module it tests.
+
+PROJECT_WIDE_TESTS = {"test_layers.py"}  # this file: the layers of the whole package, no one package
+
+
+def _yoloprof_units() -> set[str]:
+    """The names a test file may start with: yoloprof's subpackages and top-level modules, read
+    from the package itself (a package added or renamed is a valid name at once)."""
+    pkg = ROOT / "yoloprof"
+    return ({p.name for p in pkg.iterdir() if (p / "__init__.py").is_file()}
+            | {p.stem for p in pkg.glob("*.py") if p.stem not in ("__init__", "__main__")})
+
+
+def _misnamed(relpaths: list[str], units: set[str]) -> list[str]:
+    """Test files (pytest's default patterns) that are not tests/test_<unit>_<topic>.py."""
+    bad = []
+    for rel in relpaths:
+        parts = rel.split("/")
+        name = parts[-1]
+        ok = (len(parts) == 2 and (name in PROJECT_WIDE_TESTS or any(
+            name.startswith(f"test_{u}_") and len(name) > len(f"test_{u}_.py") for u in units)))
+        if not ok:
+            bad.append(rel)
+    return bad
+
+
+def _fixture_definitions(source: str) -> list[str]:
+    """Where a module defines fixtures: any use of `pytest.fixture` (decorator, call or alias), of
+    a `fixture` imported from pytest, or a `pytest_plugins` of its own."""
+    tree = ast.parse(source)
+    imported = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "pytest"
+                for a in n.names if a.name in ("fixture", "yield_fixture")}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in ("fixture", "yield_fixture") \
+                and isinstance(node.value, ast.Name) and node.value.id == "pytest":
+            found.append(f"line {node.lineno}: pytest.{node.attr}")
+        elif isinstance(node, ast.Name) and node.id in imported and isinstance(node.ctx, ast.Load):
+            found.append(f"line {node.lineno}: {node.id}")
+        elif isinstance(node, ast.Name) and node.id == "pytest_plugins" and isinstance(node.ctx, ast.Store):
+            found.append(f"line {node.lineno}: pytest_plugins")
+    return found
+
+
+def _test_files() -> list[Path]:
+    tests = ROOT / "tests"
+    return sorted({*tests.rglob("test_*.py"), *tests.rglob("*_test.py")})
+
+
+def test_the_convention_checks_catch_what_they_forbid():
+    units = {"capture", "cli"}
+    assert _misnamed(["tests/test_capture_cli.py", "tests/test_cli_errors.py", "tests/test_layers.py"], units) == []
+    assert _misnamed(["tests/test_stats.py", "tests/test_capture.py", "tests/test_capture_.py",
+                      "tests/test_userloop_capture.py", "tests/sub/test_cli_x.py", "tests/cli_test.py"],
+                     units) == ["tests/test_stats.py", "tests/test_capture.py", "tests/test_capture_.py",
+                                "tests/test_userloop_capture.py", "tests/sub/test_cli_x.py", "tests/cli_test.py"]
+    assert len(_fixture_definitions("import pytest\n@pytest.fixture\ndef a(): pass\n"
+                                    "@pytest.fixture(scope='module')\ndef b(): pass\n"
+                                    "c = pytest.fixture(lambda: 1)\n")) == 3
+    assert _fixture_definitions("from pytest import fixture as fx\n@fx\ndef a(): pass\n") == ["line 2: fx"]
+    assert _fixture_definitions("pytest_plugins = ['x']\n") == ["line 1: pytest_plugins"]
+    assert _fixture_definitions("import pytest\n@pytest.mark.usefixtures('a')\ndef test_a(request):\n"
+                                "    request.getfixturevalue('a')\n") == []
+
+
+def test_test_files_are_named_after_the_package_they_test():
+    """tests/test_<package>_<topic>.py, <package> one of yoloprof's subpackages or top-level
+    modules: a test is found beside the others of its package."""
+    units = _yoloprof_units()
+    assert {"capture", "cli", "metrics"} <= units
+    assert _misnamed([p.relative_to(ROOT).as_posix() for p in _test_files()], units) == []
+
+
+def test_test_modules_define_no_fixtures():
+    """Fixtures live in tests/conftest.py and the fixture plugins it registers (tests/helpers/
+    fixtures_*.py), where every test module finds them and none is defined twice."""
+    offenders = {p.name: found for p in _test_files()
+                 if (found := _fixture_definitions(p.read_text(encoding="utf-8")))}
+    assert offenders == {}

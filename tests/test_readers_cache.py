@@ -5,30 +5,16 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from helpers.fixtures_readers import uniform_step_trace
 from tests.helpers.kineto_synth import step_trace
-from yoloprof.readers import cache, large
+from yoloprof.readers import cache
 from yoloprof.readers._common import metric_value
 from yoloprof.readers.load import load_any
 from yoloprof.traces import parse
-
-
-def _trace(kernel_us: float, steps: int = 4) -> bytes:
-    return step_trace([kernel_us] * steps)
-
-
-@pytest.fixture
-def big(tmp_path, monkeypatch) -> Path:
-    monkeypatch.setenv(large.STREAM_MIN_ENV, "0")
-    monkeypatch.delenv(cache.CACHE_DIR_ENV, raising=False)
-    monkeypatch.delenv(cache.CACHE_ENV, raising=False)
-    path = tmp_path / "trace.json"
-    path.write_bytes(_trace(100.0))
-    return path
 
 
 def _kernel_ms(profile: dict) -> float:
@@ -60,10 +46,10 @@ def test_cached_columns_are_the_parsed_ones(big) -> None:
 
 def test_a_changed_trace_is_read_again(big) -> None:
     load_any(big)
-    big.write_bytes(_trace(300.0))
+    big.write_bytes(uniform_step_trace(300.0))
     os.utime(big, ns=(1, 1))  # even with an old mtime the size differs; the key holds both
     assert _kernel_ms(load_any(big)) == pytest.approx(0.3)
-    same_size = _trace(200.0)
+    same_size = uniform_step_trace(200.0)
     assert len(same_size) == big.stat().st_size
     big.write_bytes(same_size)  # same size, new mtime
     assert _kernel_ms(load_any(big)) == pytest.approx(0.2)

@@ -49,12 +49,6 @@ def test_cli_category_substring_and_ambiguity():
     assert bad.returncode == 2 and bad.stderr.startswith("yoloprof: error:") and "ambiguous" in bad.stderr
 
 
-@pytest.fixture(scope="module")
-def rank_apr():
-    t = trace_path("rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz")
-    return profile_from_trace_bytes(gzip.decompress(t.read_bytes()), t.name)
-
-
 def test_what_if_never_below_remaining_host_or_device(rank_apr):
     """The issue's case: removing gemm/conv on rank-0.Apr predicted 28.7 ms with 44.4 ms of host
     time left."""

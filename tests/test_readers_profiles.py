@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import json
-from importlib import resources
 
 import jsonschema
 import pytest
 
 from helpers.profiles import cpu_train_profile, gpu_train_profile, infer_profile
-
-
-@pytest.fixture(scope="module")
-def schema() -> dict:
-    return json.loads(resources.files("yoloprof.profiles").joinpath("profile.schema.json").read_text())
 
 
 @pytest.mark.parametrize("build", [gpu_train_profile, cpu_train_profile, infer_profile])

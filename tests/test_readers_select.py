@@ -9,25 +9,14 @@ import json
 
 import pytest
 
+from helpers.fixtures_readers import KERNEL_US
 from tests.helpers.kineto_synth import STEP_US, step_trace
 from tests.helpers.paths import run_main
-from yoloprof.readers import large
 from yoloprof.readers._common import metric_value
 from yoloprof.readers.load import load_any
 from yoloprof.readers.ranks import read_ranks
 from yoloprof.readers.select import parse_ranks, parse_steps, parse_window
 from yoloprof.traces.select import StepSelection
-
-KERNEL_US = [100.0, 200.0, 400.0, 800.0, 1600.0]  # steps 1..5
-
-
-@pytest.fixture(params=["whole", "stream"])
-def trace(request, tmp_path, monkeypatch):
-    monkeypatch.setenv(large.STREAM_MIN_ENV, "0" if request.param == "stream" else "100000")
-    monkeypatch.setenv("YOLOPROF_CACHE", "off")
-    path = tmp_path / "trace.json"
-    path.write_bytes(step_trace(KERNEL_US))
-    return path
 
 
 def test_steps_give_the_mean_over_those_steps(trace) -> None:

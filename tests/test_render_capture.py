@@ -20,38 +20,6 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-@pytest.fixture(scope="module")
-def cpu_capture(tmp_path_factory) -> Path:
-    """A CPU training trace (profile_memory on) as profile_trace.json with its profile.json."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile, record_function, schedule
-
-    folder = tmp_path_factory.mktemp("cpu")
-    trace = folder / files.TRACE
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(),
-                                torch.nn.Linear(4 * 6 * 6, 2))
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    x, y = torch.randn(2, 3, 8, 8), torch.randn(2, 2)
-    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=1, active=2),
-                 profile_memory=True, on_trace_ready=lambda p: p.export_chrome_trace(str(trace))) as prof:
-        for _ in range(3):
-            with record_function("yoloprof/forward"):
-                loss = torch.nn.functional.mse_loss(model(x), y)
-            with record_function("yoloprof/backward"):
-                loss.backward()
-            with record_function("yoloprof/optimizer"):
-                opt.step()
-                opt.zero_grad()
-            prof.step()
-    from yoloprof.readers.load import load_any
-
-    profile = load_any(trace)
-    profile["trace"]["file"] = files.TRACE  # as a capture records it: the name beside the profile
-    (folder / files.PROFILE).write_text(json.dumps(profile))
-    return folder / files.PROFILE
-
-
 def _report(src: Path, out: Path) -> str:
     res = run_main("report", src, "-o", out)
     assert res.returncode == 0, res.stderr

@@ -4,7 +4,6 @@ registry, interleaved job order, planning cost, Ctrl-C and resume's manifest che
 from __future__ import annotations
 
 import json
-import mmap
 import os
 import signal
 import subprocess
@@ -14,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from helpers.fixtures_capture import LEAK_MIB, leaky_capture
 import yoloprof.capture.api as capture_api
 from yoloprof.errors import UsageError
 from yoloprof.profiles.jobstate import read_state
-from yoloprof.profiles.model import metric
 from yoloprof.sweep import launchers, machine
 from yoloprof.sweep.app import main
 from yoloprof.sweep.plan import interleave
@@ -25,52 +24,12 @@ from yoloprof.profiles.rows import RESULTS_NAME, ROW_NAME, growth_columns, read_
 from yoloprof.sweep.worker import WorkerError, run_in_worker
 
 QUIET = ["device=cpu", "workers=0", "analysis.enabled=false"]
-LEAK_MIB = 24
-_LEFTOVERS: list[mmap.mmap] = []  # what a leaky job leaves behind in its process
-
-
-def _rss_mib() -> float:
-    with open("/proc/self/status") as fh:
-        return next(int(line.split()[1]) / 1024 for line in fh if line.startswith("VmRSS:"))
-
-
-def leaky_capture(settings, out_dir, *, progress: bool = False) -> dict:
-    """A capture that keeps LEAK_MIB of touched memory alive after it returns (as caches and heap
-    fragments do) and reports its peak as the real capture does on CPU: the resident set.
-
-    The leftover is fresh anonymous memory (mmap, every page touched), so it is new resident memory
-    whatever this process did before: a heap allocation could reuse pages an earlier test in the
-    same xdist worker freed (an in-process trace parse) and leave the resident set unchanged."""
-    leak = mmap.mmap(-1, LEAK_MIB * 2**20)
-    for offset in range(0, len(leak), mmap.PAGESIZE):
-        leak[offset] = 1
-    _LEFTOVERS.append(leak)
-    peak = _rss_mib()
-    profile = {"schema": "yoloprof.profile/1", "kind": settings.mode, "config": settings.to_dict(),
-               "env": {}, "metrics": {"step_ms": metric([1.0], "ms", "lower"),
-                                      "peak_mem_mb": metric([peak], "MB", "lower")},
-               "verdict": {"bound": "compute", "why": "fake", "evidence": {}}}
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    (Path(out_dir) / "profile.json").write_text(json.dumps(profile))
-    return profile
-
-
-@pytest.fixture
-def sweep_env(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(capture_api, "capture", leaky_capture)
-    monkeypatch.delenv("YOLOPROF_SWEEP_ID", raising=False)
-
-    def sweep_dir() -> Path:
-        [one] = sorted((tmp_path / "runs" / "profile" / "sweeps" / "adhoc").iterdir())
-        return one
-    return sweep_dir
 
 
 @pytest.mark.parametrize("isolation", ["process", "inprocess"])
-def test_isolated_jobs_do_not_measure_each_others_leftovers(sweep_env, isolation):
+def test_isolated_jobs_do_not_measure_each_others_leftovers(leaky_sweep_env, isolation):
     assert main(["-m", "trial=range(0,4)", f"launch.isolation={isolation}", *QUIET]) == 0
-    df = read_rows(sweep_env())
+    df = read_rows(leaky_sweep_env())
     assert set(df["status"]) == {"ok"} and set(df["isolation"]) == {isolation}
     peaks, growth = list(df["peak_mem_mb"]), list(df["peak_mem_growth_mib"])
     if isolation == "process":  # each job starts from the same clean worker: flat absolute peaks,
@@ -138,7 +97,7 @@ def test_ctrl_c_while_a_worker_runs_kills_it(tmp_path):
         os.kill(pid, 0)  # gone, and reaped
 
 
-def test_ctrl_c_during_a_sweep_exits_130_with_one_line(sweep_env, monkeypatch, capsys):
+def test_ctrl_c_during_a_sweep_exits_130_with_one_line(leaky_sweep_env, monkeypatch, capsys):
     calls = []
 
     def capture(settings, out_dir, **_):
@@ -150,7 +109,7 @@ def test_ctrl_c_during_a_sweep_exits_130_with_one_line(sweep_env, monkeypatch, c
     monkeypatch.setattr(capture_api, "capture", capture)
     assert main(["-m", "batch=1,2,3", "launch.isolation=inprocess", *QUIET]) == 130
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("yoloprof sweep: interr")]
-    sweep = sweep_env()
+    sweep = leaky_sweep_env()
     assert err == [f"yoloprof sweep: interrupted after 1 of 3 jobs; nothing half-written; continue with: "
                    f"yoloprof sweep resume={sweep.relative_to(Path.cwd())}"]
     assert (sweep / "0" / ROW_NAME).is_file() and not (sweep / "1" / ROW_NAME).exists()
@@ -158,9 +117,9 @@ def test_ctrl_c_during_a_sweep_exits_130_with_one_line(sweep_env, monkeypatch, c
     assert not (sweep / RESULTS_NAME).exists() and not list(sweep.rglob("*.tmp"))
 
 
-def test_resume_refuses_an_edited_manifest(sweep_env):
+def test_resume_refuses_an_edited_manifest(leaky_sweep_env):
     assert main(["-m", "batch=1,2", "launch.isolation=inprocess", *QUIET]) == 0
-    sweep = sweep_env()
+    sweep = leaky_sweep_env()
     path = sweep / "yoloprof_sweep.json"
     manifest = json.loads(path.read_text())
     manifest["overrides"].append("model._target_=os.system")
@@ -183,15 +142,15 @@ def test_interleave_alternates_configurations_and_cancels_a_linear_drift():
     assert interleave(no_trials) == no_trials
 
 
-def test_order_as_given_keeps_hydras_order(sweep_env):
+def test_order_as_given_keeps_hydras_order(leaky_sweep_env):
     assert main(["-m", "precision=float32,bfloat16", "trial=0,1", "launch.order=as_given",
                  "launch.isolation=inprocess", *QUIET]) == 0
-    df = read_rows(sweep_env())
+    df = read_rows(leaky_sweep_env())
     assert [(r.precision, r.trial) for r in df.itertuples()] == \
         [("float32", 0), ("float32", 1), ("bfloat16", 0), ("bfloat16", 1)]
 
 
-def test_a_thousand_jobs_are_planned_with_one_composition_per_configuration(sweep_env, monkeypatch):
+def test_a_thousand_jobs_are_planned_with_one_composition_per_configuration(leaky_sweep_env, monkeypatch):
     """2 configurations x 500 trials: the grid is validated with 2 compositions, not 1,000 (the wall
     time to the first job is measured by bench/bench_sweep.py --plan; timing asserts would be
     noise on a shared test machine)."""
@@ -213,7 +172,7 @@ def test_a_thousand_jobs_are_planned_with_one_composition_per_configuration(swee
     assert main(["-m", "precision=float16,bfloat16", "trial=range(0,500)", "launch.isolation=inprocess",
                  *QUIET]) == 130
     assert composed == [2] and started == [0]
-    manifest = json.loads((sweep_env() / "yoloprof_sweep.json").read_text())
+    manifest = json.loads((leaky_sweep_env() / "yoloprof_sweep.json").read_text())
     assert manifest["jobs"] == 1000 and len(manifest["planned"]) == 1000
     # interleaved: A B B A ... across the 1,000 planned jobs
     assert [p["overrides"][0] for p in manifest["planned"][:4]] == [

@@ -6,12 +6,9 @@ sweep once said "No module named 'usermodels.TinyResNett'; 'usermodels' is not a
 from __future__ import annotations
 
 import re
-import sys
 
 import pytest
 
-import yoloprof.capture.api as capture_api
-from helpers.fake_sweep import fake_capture
 from helpers.paths import run_main
 from yoloprof.config.translate import check_target
 from yoloprof.errors import UsageError
@@ -19,18 +16,6 @@ from yoloprof.sweep.app import main
 from yoloprof.workloads.models import import_target
 
 QUIET = ["device=cpu", "workers=0", "analysis.enabled=false", "launch.isolation=inprocess"]
-USERMODELS = "import torch\n\ndef TinyResNet(width=4):\n    return torch.nn.Conv2d(3, width, 3)\n"
-
-
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(capture_api, "capture", fake_capture)
-    monkeypatch.setattr("sys.path", list(sys.path))
-    monkeypatch.delenv("YOLOPROF_SWEEP_ID", raising=False)
-    (tmp_path / "usermodels.py").write_text(USERMODELS)
-    yield tmp_path
-    sys.modules.pop("usermodels", None)
 
 
 def _refused(args, project):

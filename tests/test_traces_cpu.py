@@ -16,33 +16,6 @@ SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "yoloprof" / "profile
 PHASES = ("dataload", "forward", "backward", "optimizer")
 
 
-@pytest.fixture(scope="module")
-def cpu_trace(tmp_path_factory) -> Path:
-    import torch
-    from torch.profiler import ProfilerActivity, profile, record_function, schedule
-
-    out = tmp_path_factory.mktemp("cpu") / "trace.json"
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(),
-                                torch.nn.Linear(4 * 6 * 6, 2))
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    x, y = torch.randn(2, 3, 8, 8), torch.randn(2, 2)
-    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=1, active=3),
-                 on_trace_ready=lambda p: p.export_chrome_trace(str(out))) as prof:
-        for _ in range(4):
-            with record_function("yoloprof/dataload"):
-                xb, yb = x.clone(), y.clone()
-            with record_function("yoloprof/forward"):
-                loss = torch.nn.functional.mse_loss(model(xb), yb)
-            with record_function("yoloprof/backward"):
-                loss.backward()
-            with record_function("yoloprof/optimizer"):
-                opt.step()
-                opt.zero_grad()
-            prof.step()
-    return out
-
-
 def test_cpu_trace_steps_and_phases(cpu_trace):
     raw = json.loads(cpu_trace.read_text())["traceEvents"]
     steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in raw

@@ -1,7 +1,7 @@
 """Peak memory from a trace's `[memory]` events, named for what it is. On CUDA "Total Allocated"
 is the caching allocator's count of every live block, so the peak includes tensors alive before
 the window and `live_at_start_mb` says how much that was; torch's CPU reporter counts only tensors
-allocated while the profiler runs (checked below on a real CPU trace with 40 MB alive before the
+allocated while the profiler runs (checked below on a real CPU trace with 40 MiB alive before the
 window), so a CPU-only trace has no `peak_mem_mb` and gives `cpu_window_alloc_peak_mb` instead."""
 
 from __future__ import annotations

@@ -187,25 +187,6 @@ def test_category_busy_saving_accounts_for_overlap():
 
 # --- ops against torch's own key_averages -------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory):
-    """A CPU trace recorded here with shapes and memory, plus torch's own key_averages."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    torch.manual_seed(0)
-    x = torch.randn(64, 32, requires_grad=True)
-    lin = torch.nn.Linear(32, 16)
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=True, profile_memory=True) as prof:
-        for _ in range(2):
-            (lin(x).relu().mean(dim=1).sum() / 3).backward()
-            x.mean(dim=1).sum().backward()
-    path = tmp_path_factory.mktemp("ka") / "trace.json"
-    prof.export_chrome_trace(str(path))
-    by_name = {e.key: e for e in prof.key_averages()}
-    by_shape = {(e.key, str(e.input_shapes)): e.count for e in prof.key_averages(group_by_input_shape=True)}
-    return analyze_trace_file(path), by_name, by_shape, json.loads(path.read_text())["traceEvents"]
-
 
 def test_ops_merge_like_key_averages(recorded):
     a, ka, _, events = recorded

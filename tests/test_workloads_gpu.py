@@ -10,19 +10,12 @@ import pytest
 import torch
 
 from gpu import requires_cuda
-from yoloprof.workloads.data import collate
 from yoloprof.workloads.loss import DetectionLoss
 from yoloprof.workloads.nms import batched_nms_torch
 from yoloprof.workloads.pipeline import load_sources, postprocess, preprocess
-from yoloprof.workloads.synthetic import SyntheticDetection
 from yoloprof.workloads.yolo import build_yolo
 
 pytestmark = [requires_cuda, pytest.mark.gpu]
-
-
-@pytest.fixture
-def batch():
-    return collate([SyntheticDetection(4, 128, 8, seed=2)[i] for i in range(4)])
 
 
 @pytest.mark.parametrize("targets_on_gpu", [False, True])

@@ -158,7 +158,7 @@ def test_loss_finite_with_zero_targets_and_backpropagates():
 
 @pytest.mark.slow
 def test_loss_decreases_training_on_a_fixed_batch():
-    ds = SyntheticDetection(4, 128, num_classes=8, seed=3)
+    ds = SyntheticDetection(4, 64, num_classes=8, seed=3)  # 64 px: the loss falls to about half as at 128
     images, targets = collate([ds[i] for i in range(4)])
     x = images.float() / 255
     model = build_yolo("n", num_classes=8, seed=0)
@@ -181,16 +181,18 @@ def test_n_training_step_costs_about_what_yolov8n_costs():
     """The "well under a second per step on CPU" budget, asserted as FLOPs: wall time on a shared
     2-core CI machine varies tenfold, the work does not (about 0.4 s per step on idle cores)."""
     model = build_yolo("n")
-    x = torch.rand(4, 3, 320, 320)
+    # one image of the README's 320 px training step (batch 4): convolution and matmul FLOPs are
+    # proportional to the batch, so the step's work is 4x this one's
+    x = torch.rand(1, 3, 320, 320)
     with FlopCounterMode(display=False) as forward:
         model(x)
     with FlopCounterMode(display=False) as train:
         loss, _ = DetectionLoss(80)(model(x), torch.tensor([[0, 1, 0.5, 0.5, 0.2, 0.2]]))
         loss.backward()
-    per_image_at_640 = forward.get_total_flops() / 4 * (640 / 320) ** 2
+    per_image_at_640 = forward.get_total_flops() * (640 / 320) ** 2
     assert 4e9 < per_image_at_640 < 12e9  # YOLOv8n: 8.7 GFLOPs at 640
     assert 2.5 < train.get_total_flops() / forward.get_total_flops() < 3.5  # backward ~ 2x forward
-    assert train.get_total_flops() < 30e9
+    assert 4 * train.get_total_flops() < 30e9
 
 
 def test_cxcywh_to_xyxy():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
 
 import pytest
 import torch
@@ -10,46 +9,6 @@ import torch
 from yoloprof.errors import UsageError
 from yoloprof.workloads.loss import DetectionLoss
 from yoloprof.workloads.models import build_loss, build_model, generic_loss, is_builtin
-
-USER_MODULE = """
-import torch
-from torch import nn
-
-
-class Net(nn.Module):
-    def __init__(self, width=8, heads=2):
-        super().__init__()
-        self.conv = nn.Conv2d(3, width, 3, padding=1)
-        self.fc = nn.Linear(width, heads)
-
-    def forward(self, x):
-        feats = self.conv(x).mean((2, 3))
-        return {"logits": self.fc(feats), "feats": feats, "ids": torch.zeros(2, dtype=torch.long)}
-
-
-def make_loss(scale=1.0):
-    def loss(outputs, targets):
-        return outputs["logits"].pow(2).mean() * scale
-    return loss
-
-
-def bad_factory():
-    return 42
-
-
-def broken(**kw):
-    raise RuntimeError("boom")
-"""
-
-
-@pytest.fixture
-def user_project(tmp_path, monkeypatch):
-    """A user's project folder holding `ymods_user.py`, made the working directory."""
-    (tmp_path / "ymods_user.py").write_text(textwrap.dedent(USER_MODULE))
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("sys.path", list(__import__("sys").path))
-    yield tmp_path
-    __import__("sys").modules.pop("ymods_user", None)
 
 
 def test_builtin_model_and_loss():

@@ -3,7 +3,14 @@ one of them is a valid `yoloprof.profile/1` document)."""
 
 from __future__ import annotations
 
+from yoloprof.defs import metrics as registry
 from yoloprof.profiles.model import empty_profile, metric
+
+
+def _metric(name: str, value) -> dict:
+    """A metric with the unit and better direction the registry gives it (defs/metrics.py), as the
+    capture writes it: a hand-made profile never carries a unit of its own (MiB, not "MB")."""
+    return metric(value, registry.unit(name), registry.better(name))
 
 # (name, category, tensorcore, phase, ms_per_step, count_per_step)
 GPU_KERNELS = [
@@ -33,14 +40,14 @@ def gpu_train_profile(step_samples=(100.0, 102.0, 98.0), util: float = 60.0) -> 
                       {"torch": "2.13.0", "python": "3.11", "device_name": "Fake A100"})
     mean = sum(step_samples) / len(step_samples)
     p["metrics"] = {
-        "step_ms": metric(step_samples, "ms", "lower"),
-        "img_per_s": metric([16000.0 / s for s in step_samples], "img/s", "higher"),
-        "device_util_pct": metric(util, "%", "higher"),
-        "tensorcore_pct": metric(33.3, "%", "higher"),
-        "peak_mem_mb": metric(2048.0, "MB", "lower"),
-        "host_overhead_ms": metric(mean * (1 - util / 100), "ms", "lower"),
-        "launches_per_step": metric(500.0, "", "lower"),
-        "kernels_per_step": metric(500.0, "", "lower"),
+        "step_ms": _metric("step_ms", step_samples),
+        "img_per_s": _metric("img_per_s", [16000.0 / s for s in step_samples]),
+        "device_util_pct": _metric("device_util_pct", util),
+        "tensorcore_pct": _metric("tensorcore_pct", 33.3),
+        "peak_mem_mb": _metric("peak_mem_mb", 2048.0),
+        "host_overhead_ms": _metric("host_overhead_ms", mean * (1 - util / 100)),
+        "launches_per_step": _metric("launches_per_step", 500.0),
+        "kernels_per_step": _metric("kernels_per_step", 500.0),
     }
     total = sum(k[4] for k in GPU_KERNELS)
     cats: dict[str, float] = {}
@@ -61,9 +68,9 @@ def gpu_train_profile(step_samples=(100.0, 102.0, 98.0), util: float = 60.0) -> 
 def cpu_train_profile(step_ms: float = 50.0) -> dict:
     """A CPU training profile: no kernels, no categories; ops carry the time."""
     p = empty_profile("train", {"batch": 2, "imgsz": 128, "device": "cpu"}, {"torch": "2.13.0"})
-    p["metrics"] = {"step_ms": metric([step_ms], "ms", "lower"),
-                    "img_per_s": metric([2000.0 / step_ms], "img/s", "higher"),
-                    "peak_mem_mb": metric([300.0], "MB", "lower")}
+    p["metrics"] = {"step_ms": _metric("step_ms", [step_ms]),
+                    "img_per_s": _metric("img_per_s", [2000.0 / step_ms]),
+                    "peak_mem_mb": _metric("peak_mem_mb", [300.0])}
     p["phases"] = [{"phase": "forward", "wall_ms_per_step": 20.0, "device_ms_per_step": None,
                     "kernels_per_step": None, "ops_per_step": 237.0},
                    {"phase": "backward", "wall_ms_per_step": 25.0, "device_ms_per_step": None,
@@ -81,7 +88,7 @@ def infer_profile() -> dict:
     p["latency"] = lat
     p["stages"] = [{"stage": "preprocess", "ms": 3.0, "share": 3 / 21}, {"stage": "forward", "ms": 15.0, "share": 15 / 21},
                    {"stage": "postprocess", "ms": 3.0, "share": 3 / 21}]
-    p["metrics"] = {"step_ms": metric([21.0], "ms", "lower"), "img_per_s": metric([1000 / 21], "img/s", "higher"),
-                    **{k: metric([v], "ms", "lower") for k, v in lat.items() if k.startswith("p")}}
+    p["metrics"] = {"step_ms": _metric("step_ms", [21.0]), "img_per_s": _metric("img_per_s", [1000 / 21]),
+                    **{k: _metric(k, [v]) for k, v in lat.items() if k.startswith("p")}}
     p["verdict"] = {"bound": "compute", "why": "forward dominates", "evidence": {"forward_share": 15 / 21}}
     return p

@@ -33,7 +33,7 @@ def render_modules(result: dict[str, Any], out: Out | None = None) -> None:
     if rows:
         depth = (result.get("filters") or {}).get("depth")
         out.table(["module", "type", "calls", "fwd ms", "fwd self", "fwd share", "bwd ms", "bwd self",
-                   "bwd share", "mem MB", "params"], rows,
+                   "bwd share", "mem MiB", "params"], rows,
                   title="time per module per step" + (f" (depth <= {depth})" if depth is not None else ""),
                   right=tuple(range(2, 11)))
         out.note(f"showing {len(rows)} of {result['total']} modules; {result.get('method')} over "

@@ -2,7 +2,7 @@
 
 With the basic launcher every job used to run in the launching process: each inherited the heap,
 allocator caches, threads and imported state of the jobs before it, and a long sweep drifted (RSS
-grew ~0.15 MB per job; a same-work A/B sweep came out "regressed"). Here each capture runs in a new
+grew ~0.15 MiB per job; a same-work A/B sweep came out "regressed"). Here each capture runs in a new
 process forked from a forkserver that imported torch and yoloprof once and never ran a job, so
 every job starts from the same state at the cost of one fork (tens of ms), not one interpreter
 start and torch import per job. The forkserver never touches CUDA, so the workers can.

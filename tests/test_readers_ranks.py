@@ -5,58 +5,16 @@ copies shifted in time, and one copy whose compute kernels are stretched 1.5x (t
 
 from __future__ import annotations
 
-import gzip
 import json
 
-import msgspec
 import pytest
 
-from helpers.paths import trace_path
+from helpers.fixtures_readers import SLOW_RANK, STRETCH
 from yoloprof.cli import main
 from yoloprof.errors import UsageError
 from yoloprof.metrics.categories import classify
 from yoloprof.readers.ranks import STRAGGLER_PCT, compare_ranks, read_ranks, trace_files
 
-STRETCH, SLOW_RANK = 1.5, 2
-
-
-def _write_ranks(folder, doc, names, stretch_rank=None):
-    folder.mkdir()
-    for rank, name in enumerate(names):
-        events = []
-        for ev in doc["traceEvents"]:
-            ev = dict(ev)
-            if isinstance(ev.get("ts"), (int, float)):
-                ev["ts"] = ev["ts"] + 1000.0 * rank  # ranks start at different times
-            if rank == stretch_rank and ev.get("cat") == "kernel" and classify(ev["name"]) != "communication":
-                ev["dur"] = ev["dur"] * STRETCH
-            events.append(ev)
-        out = {**doc, "traceEvents": events,
-               "distributedInfo": {**doc.get("distributedInfo", {}), "rank": rank, "world_size": len(names)}}
-        data = msgspec.json.encode(out)
-        (folder / name).write_bytes(gzip.compress(data, 1) if name.endswith(".gz") else data)
-    return folder
-
-
-@pytest.fixture(scope="module")
-def source_doc():
-    return json.loads(gzip.decompress(trace_path("nccl_data.json.gz").read_bytes()))
-
-
-@pytest.fixture(scope="module")
-def rank_dirs(tmp_path_factory, source_doc):
-    base = tmp_path_factory.mktemp("ranks")
-    names = ["rank0.json", "rank1.json.gz", "host.123.pt.trace.json"]
-    even = _write_ranks(base / "even", source_doc, names)
-    slow = _write_ranks(base / "slow", source_doc, names, stretch_rank=SLOW_RANK)
-    (slow / "notes.txt").write_text("not a trace")
-    return even, slow
-
-
-@pytest.fixture(scope="module")
-def views(rank_dirs):
-    even, slow = rank_dirs
-    return read_ranks(even, jobs=2), read_ranks(slow, jobs=2)
 
 
 def _plain_compute_ms(doc, factor=1.0):

@@ -6,20 +6,8 @@ import json
 from importlib.resources import files
 
 import jsonschema
-import pytest
 
 SCHEMA = json.loads(files("yoloprof.profiles").joinpath("profile.schema.json").read_text())
-
-
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    from yoloprof.capture.api import capture
-    from yoloprof.config.settings import CaptureSettings
-
-    out = tmp_path_factory.mktemp("cap")
-    settings = CaptureSettings.for_mode("train", device="cpu", batch=1, imgsz=64, steps=1, warmup=0,
-                                        workers=0, trace=False, python_hotspots=True, nvtx=True)
-    return capture(settings, out, echo_warnings=False), settings, out
 
 
 def test_capture_records_modules_hotspots_and_facts(tiny_run):

@@ -8,15 +8,10 @@ import pytest
 import torch
 
 from gpu import requires_cuda
-from helpers.fake_cuda import MIB, FakeCuda
+from helpers.fake_cuda import MIB
 from yoloprof.capture.device import DeviceInfo
 
 CUDA1 = torch.device("cuda", 1)
-
-
-@pytest.fixture
-def fake(monkeypatch) -> FakeCuda:
-    return FakeCuda().install(monkeypatch)
 
 
 def test_loop_clock_records_on_the_chosen_devices_stream_and_syncs_it(fake):

@@ -15,15 +15,10 @@ import pytest
 
 from helpers.paths import trace_path
 from helpers.verdicts.gpu_traces import GPU_SCENARIOS, load, profile_of
-from helpers.verdicts.scenarios import scenarios, write_inputs
+from helpers.verdicts.scenarios import scenarios
 from yoloprof.metrics.stats import CV_WARN
 
 SCENARIO_NAMES = ["dataloader", "compute", "framework-overhead", "allocator-churn", "preprocess", "postprocess"]
-
-
-@pytest.fixture(scope="session")
-def scenario_inputs(tmp_path_factory) -> dict[str, Path]:
-    return write_inputs(tmp_path_factory.mktemp("verdict-inputs"))
 
 
 def _capture(sc, root: Path) -> dict[str, dict]:
@@ -34,7 +29,9 @@ def _capture(sc, root: Path) -> dict[str, dict]:
     side: the suite runs beside other tests (xdist), and one trial slowed by a neighbour must not
     leave a large effect "inconclusive". A trace window of two recorded steps after one discarded
     (no skipped step): the op shares the rules read are per step, and a smaller trace is the larger
-    part of what a scenario costs."""
+    part of what a scenario costs. A fixed warm-up (warmup_max = warmup): the auto one adds a
+    tested window and, on a loaded machine, more warm-up steps to each of the ten trials (a
+    quarter of a scenario's CPU), for bottlenecks that hold from the first step."""
     from yoloprof.capture.api import capture
     from yoloprof.config.settings import CaptureSettings
 
@@ -42,7 +39,7 @@ def _capture(sc, root: Path) -> dict[str, dict]:
     for side, settings in (("slow", sc.slow), ("fixed", sc.fixed)):
         if settings is not None:
             s = CaptureSettings.for_mode(sc.mode, **settings, repeat=5, threads=1, modules=False,
-                                         trace_wait=0, trace_active=2)
+                                         trace_wait=0, trace_active=2, warmup_max=settings["warmup"])
             out[side] = capture(s, root / side, echo_warnings=False)
     return out
 

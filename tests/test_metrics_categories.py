@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import gzip
 import re
 
-import msgspec
 import pytest
 
-from helpers.paths import TRACES
 from yoloprof.metrics.categories import CATEGORIES, CATEGORY_TABLE, classify, is_tensorcore, short_name
 
 # Names allowed to fall into "other", each with the reason it belongs to no listed category.
@@ -24,31 +21,6 @@ ALLOWED_OTHER = {
     # the name says nothing about what they compute.
     r"triton__[0-9d]+",
 }
-
-
-class _Ev(msgspec.Struct):
-    cat: str = ""
-    name: str = ""
-
-
-class _Doc(msgspec.Struct):
-    traceEvents: list[_Ev]
-
-
-def fixture_names() -> set[str]:
-    if not TRACES.is_dir():
-        pytest.skip("fixture traces are not available")
-    names: set[str] = set()
-    for path in sorted(TRACES.glob("*.json.gz")):
-        # msgspec (not the engine's parser) only to keep this fast on the 54 MB fixture.
-        doc = msgspec.json.decode(gzip.decompress(path.read_bytes()), type=_Doc)
-        names.update(e.name for e in doc.traceEvents if e.cat in ("kernel", "gpu_memcpy", "gpu_memset"))
-    return names
-
-
-@pytest.fixture(scope="module")
-def names() -> set[str]:
-    return fixture_names()
 
 
 def test_table_is_ordered_data():

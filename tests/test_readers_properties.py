@@ -26,11 +26,9 @@ import pytest
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from helpers.fixtures_readers import TRUNCATE_FROM
 from yoloprof.cli import main
 
-SMALL_TRACES = ("triton_example.json.gz", "mi250_minitoy_train_ROCm6_2_kineto.json.gz",
-                "benchmark_result_2869224_1695835535_trace.json.gz")
-TRUNCATE_FROM = "rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"
 EXAMPLES = 15
 SETTINGS = settings(max_examples=EXAMPLES, deadline=5000, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
@@ -87,40 +85,6 @@ def assert_documented(argv: list[str]) -> int:
 
 # --------------------------------------------------------------------------------------------
 # bases (built once per session)
-
-
-@pytest.fixture(scope="session")
-def bases(tmp_path_factory, traces_dir) -> dict[str, object]:
-    TRACES = traces_dir  # noqa: N806
-    root = tmp_path_factory.mktemp("property_bases")
-    docs = {name: json.loads(gzip.decompress((TRACES / name).read_bytes()))
-            for name in SMALL_TRACES if (TRACES / name).is_file()}
-    if not docs:
-        pytest.skip("no small fixture trace available")
-    truncated = None
-    if (TRACES / TRUNCATE_FROM).is_file():
-        raw = gzip.decompress((TRACES / TRUNCATE_FROM).read_bytes())
-        truncated = raw[: len(raw) // 7]
-    from yoloprof.profiles.io import dumps_profile
-    from yoloprof.readers.load import load_any
-
-    trace_file = root / "base_trace.json"
-    first = next(iter(docs))
-    trace_file.write_text(json.dumps(docs[first]))
-    profiles = {"from_trace": load_any(trace_file)}
-    profiles["capture"] = _tiny_capture(root)
-    base_profile = root / "base_profile.json"
-    base_profile.write_bytes(dumps_profile(profiles["capture"]))
-    return {"docs": docs, "truncated": truncated, "profiles": profiles, "root": root,
-            "base_trace": str(trace_file), "base_profile": str(base_profile)}
-
-
-def _tiny_capture(root: Path) -> dict:
-    """A real profile: a tiny CPU inference capture with its trace pass (about a second)."""
-    code, _, err = run_reader(["infer", "--device", "cpu", "--imgsz", "64", "--runs", "2", "--warmup", "1",
-                               "--project", str(root / "cap"), "--json"])
-    assert code == 0, err
-    return json.loads((root / "cap" / "infer" / "profile.json").read_text())
 
 
 # --------------------------------------------------------------------------------------------

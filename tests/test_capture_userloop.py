@@ -7,37 +7,11 @@ import json
 import sys
 import time
 from importlib.resources import files
-from pathlib import Path
 
 import jsonschema
 import pytest
 
-ASSETS = Path(__file__).resolve().parent / "assets"
 SCHEMA = json.loads(files("yoloprof.profiles").joinpath("profile.schema.json").read_text())
-
-
-@pytest.fixture(scope="module")
-def user_loop():
-    sys.path.insert(0, str(ASSETS))
-    try:
-        import user_loop as mod
-
-        yield mod
-    finally:
-        sys.path.remove(str(ASSETS))
-
-
-@pytest.fixture(scope="module")
-def two_runs(user_loop, tmp_path_factory):
-    """Two profiles of the user's script: a Slow module sleeping a quarter of the known times, and
-    the full known times (sleep floors keep both runs' steps well above this machine's noise)."""
-    import torch
-
-    torch.set_num_threads(1)
-    base = tmp_path_factory.mktemp("user")
-    fast = Path(user_loop.train(str(base / "fast"), width=32, slow=0.25))
-    slow = Path(user_loop.train(str(base / "slow"), width=32, slow=1.0))
-    return fast, slow
 
 
 def _cli(capsys, *args: str) -> tuple[int, str, str]:

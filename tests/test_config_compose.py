@@ -7,27 +7,13 @@ from pathlib import Path
 import pytest
 import yaml
 from omegaconf import OmegaConf
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 
 from helpers.paths import CONF
 from yoloprof.config.settings import PRECISIONS, SIZES, CaptureSettings, mode_defaults
 from yoloprof.config.compose import compose_job
-from yoloprof.config.schema import register
 from yoloprof.config.translate import (BUILTIN_TARGET, check_target, config_hash, group_hash,
                                        settings_from_cfg)
 from yoloprof.errors import UsageError
-
-
-
-@pytest.fixture
-def hydra_compose():
-    """DESIGN.md's compose fixture: initialize_config_dir + compose over the repository's conf/."""
-    register()
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        yield lambda overrides=(): compose(config_name="config", overrides=list(overrides))
-    GlobalHydra.instance().clear()
 
 
 @pytest.mark.parametrize("mode", ["train", "infer"])
