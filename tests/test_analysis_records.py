@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import yoloprof.capture.api as capture_api
+import yoloprof.capturing.builtin.capture_entry as capture_api
 from helpers.sweeps import batch_truth, make_sweep
 from helpers.fake_sweep import fake_capture
 from yoloprof.analysis.settings import AnalysisSettings

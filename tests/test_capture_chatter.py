@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from yoloprof.capture.tracing import _kineto_chatter_filtered
+from yoloprof.capturing.passes.tracing import _kineto_chatter_filtered
 
 
 def test_kineto_chatter_is_dropped_and_real_lines_pass(capsys):
@@ -23,7 +23,7 @@ def test_torch_cpp_log_lines_are_counted_not_printed_and_python_stderr_stays_liv
     import sys
 
     from yoloprof import warn
-    from yoloprof.capture.tracing import _is_chatter
+    from yoloprof.capturing.passes.tracing import _is_chatter
 
     line = b"[W1201 20:14:40.172707412 CPUAllocator.cpp:245] Memory block of unknown size was allocated\n"
     with warn.native_stderr(drop=_is_chatter) as log:
@@ -63,8 +63,8 @@ def test_the_allocator_line_of_a_real_trace_window_goes_to_the_profile(tmp_path)
     script = (
         "import torch\n"
         "from yoloprof import warn\n"
-        "from yoloprof.capture.device import resolve_device\n"
-        "from yoloprof.capture.tracing import TraceSchedule, TraceSession\n"
+        "from yoloprof.capturing.device.torch_device import resolve_device\n"
+        "from yoloprof.capturing.passes.tracing import TraceSchedule, TraceSession\n"
         "x = torch.randn(1 << 16)\n"
         "with warn.collecting() as notes:\n"
         "    s = TraceSession(resolve_device('cpu'), TraceSchedule(wait=0, warmup=0, active=1))\n"

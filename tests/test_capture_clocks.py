@@ -15,11 +15,11 @@ import pytest
 import torch
 
 from helpers.fake_cuda import MIB, FakeCuda, FakeOutOfMemoryError
-from yoloprof.capture import autobatch
-from yoloprof.capture.build import needs_grad_scaler
-from yoloprof.capture.device import DeviceInfo, StepClock
-from yoloprof.capture.steps import TrainContext, train_step
-from yoloprof.capture.timing import _timed_loop
+from yoloprof.capturing.builtin import autobatch
+from yoloprof.capturing.builtin.trial_context import needs_grad_scaler
+from yoloprof.capturing.device.torch_device import DeviceInfo, StepClock
+from yoloprof.capturing.passes.step_calls import TrainContext, train_step
+from yoloprof.capturing.passes.timing import _timed_loop
 
 
 def fake_device() -> tuple[DeviceInfo, FakeCuda]:
@@ -82,7 +82,7 @@ def test_allocator_peak_is_reset_after_warmup_and_for_every_trial():
     assert first.memory["peak_mem_mb"] == 150.0
     assert second.memory["peak_mem_mb"] == 110.0
     assert first.step_ms == [2.0, 2.0, 2.0] and first.phase_ms == {"forward": [2.0, 2.0, 2.0]}
-    assert cuda.calls.count("reset_peak:1") == 6 and "reset_peak:0" not in cuda.calls  # before each measured step (capture/steady.py), on cuda:1
+    assert cuda.calls.count("reset_peak:1") == 6 and "reset_peak:0" not in cuda.calls  # before each measured step (capturing/passes/steady_steps.py), on cuda:1
     assert cuda.device_syncs == [1, 1]  # the warm-up/measure boundary of each trial, on cuda:1
 
 

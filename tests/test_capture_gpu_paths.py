@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from helpers.fake_cuda import MIB, FakeCuda
-from yoloprof.capture.device import DeviceInfo
+from yoloprof.capturing.device.torch_device import DeviceInfo
 
 REPO = Path(__file__).resolve().parents[1]
 CUDA1 = torch.device("cuda", 1)
@@ -41,8 +41,8 @@ def test_the_fake_refuses_what_torch_refuses():
 
 
 def test_capture_runs_under_the_chosen_device_and_restores_the_callers(monkeypatch, tmp_path):
-    from yoloprof.capture import api
-    from yoloprof.config.settings import CaptureSettings
+    from yoloprof.capturing.builtin import capture_entry as api
+    from yoloprof.config.capture_settings import CaptureSettings
 
     cuda = FakeCuda()
     seen = {}
@@ -114,7 +114,7 @@ def test_timeit_synchronises_a_function_that_first_touches_cuda_on_its_device(fa
 
 
 def test_nvtx_check_fails_when_a_push_fails(monkeypatch):
-    from yoloprof.capture import nvtx
+    from yoloprof.capturing.extras import nvtx
 
     def broken(name):
         raise RuntimeError("NVTX functions not installed. Are you sure you have a CUDA build?")
@@ -126,7 +126,7 @@ def test_nvtx_check_fails_when_a_push_fails(monkeypatch):
 
 
 def test_cupti_is_torn_down_after_a_cuda_trace_unless_the_user_says_otherwise(monkeypatch):
-    from yoloprof.capture.tracing import cupti_teardown
+    from yoloprof.capturing.passes.tracing import cupti_teardown
 
     cuda = DeviceInfo(CUDA1, "cuda", api=FakeCuda())
     env: dict[str, str] = {}
@@ -164,7 +164,7 @@ def test_the_user_module_is_copied_to_the_host_one_tensor_at_a_time(monkeypatch)
 
 
 def test_declared_torch_floor_is_the_guarded_floor():
-    from yoloprof.capture.compat import TORCH_FLOOR
+    from yoloprof.capturing.device.torch_compat import TORCH_FLOOR
 
     text = (REPO / "pyproject.toml").read_text()
     floor = re.search(r'"torch>=(\d+)\.(\d+)"', text)
@@ -172,7 +172,7 @@ def test_declared_torch_floor_is_the_guarded_floor():
 
 
 def test_grad_scaler_before_torch_2_3_is_the_cuda_amp_one(monkeypatch):
-    from yoloprof.capture.compat import grad_scaler
+    from yoloprof.capturing.device.torch_compat import grad_scaler
 
     class OldScaler:  # torch 2.1-2.2: torch.cuda.amp.GradScaler(), no torch.amp.GradScaler
         pass
@@ -191,7 +191,7 @@ def test_grad_scaler_before_torch_2_3_is_the_cuda_amp_one(monkeypatch):
     ("Tesla T4", (7, 5), "float16", None),
 ])
 def test_capability_warnings(name, cap, precision, expected):
-    from yoloprof.capture.capability import capability_warnings
+    from yoloprof.capturing.device.gpu_capability import capability_warnings
 
     cuda = FakeCuda()
     cuda.devices[1].name, cuda.devices[1].capability = name, cap
@@ -206,7 +206,7 @@ def test_capability_warnings(name, cap, precision, expected):
 def test_a_cuda_trace_session_asks_kineto_to_detach_cupti(monkeypatch):
     import os
 
-    from yoloprof.capture import tracing
+    from yoloprof.capturing.passes import tracing
 
     class StubProfiler:  # the real one needs a CUDA build for a CUDA activity
         def __init__(self, **kwargs):

@@ -1,4 +1,4 @@
-"""capture/heap.py: each timed trial starts after its predecessors' garbage is collected, the heap
+"""capturing/passes/heap.py: each timed trial starts after its predecessors' garbage is collected, the heap
 from before the capture is frozen only while it runs, and a caller's own freeze is left alone.
 Checked with weak references to hand-built reference cycles (collected or not), not timings."""
 
@@ -9,7 +9,7 @@ import weakref
 
 import pytest
 
-from yoloprof.capture.heap import fresh_heap, frozen_heap
+from yoloprof.capturing.passes.heap import fresh_heap, frozen_heap
 
 pytestmark = pytest.mark.usefixtures("unfrozen_heap")  # conftest freezes the test process's heap
 
@@ -70,9 +70,9 @@ def test_an_error_inside_still_unfreezes():
 
 def test_a_capture_times_its_trials_inside_the_freeze_and_undoes_it(monkeypatch, tmp_path):
     """Each trial's fresh_heap ran with the heap frozen, and the caller's heap is unfrozen after."""
-    import yoloprof.capture.timing as timing
-    from yoloprof.capture.api import capture
-    from yoloprof.config.settings import CaptureSettings
+    import yoloprof.capturing.passes.timing as timing
+    from yoloprof.capturing.builtin.capture_entry import capture
+    from yoloprof.config.capture_settings import CaptureSettings
 
     seen: list[int] = []
     real = timing.fresh_heap

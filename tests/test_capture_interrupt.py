@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from yoloprof.capture import interrupt
+from yoloprof.capturing.passes import interrupt
 from yoloprof.cli import main
 
 # A tiny user model keeps each capture to a fraction of a second of compute.

@@ -55,7 +55,7 @@ def test_peak_lookup_gives_the_datasheet_figure(name, cap, sms, dtype, expected)
 
 
 def test_conv_and_linear_flops_by_the_dtype_that_ran():
-    from yoloprof.capture.flops import count_flop_mix
+    from yoloprof.capturing.device.flop_count import count_flop_mix
 
     net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.Flatten(), torch.nn.Linear(8 * 6 * 6, 4))
     x = torch.randn(2, 3, 8, 8)
@@ -71,7 +71,7 @@ def test_conv_and_linear_flops_by_the_dtype_that_ran():
 
 
 def test_effective_peak_of_a_float32_step_counts_tf32_convolutions_and_fp32_matmuls():
-    from yoloprof.capture.flops import FlopMix, effective_peak
+    from yoloprof.capturing.device.flop_count import FlopMix, effective_peak
 
     a100 = find_gpu("NVIDIA A100-SXM4-40GB", (8, 0))
     mix = FlopMix(4e12, {("conv", "float32"): 3e12, ("matmul", "float32"): 1e12})

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import yoloprof.capture.api as capture_api
+import yoloprof.capturing.builtin.capture_entry as capture_api
 from helpers.profiles import cpu_train_profile
 from yoloprof.cli import main
 from yoloprof.defs.files import RESULTS_DIR

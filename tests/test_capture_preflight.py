@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from yoloprof.capture.device import resolve_device
-from yoloprof.capture.preflight import INPUT_BYTES_PER_PIXEL, check_output_dir, estimate_bytes
-from yoloprof.config.settings import CaptureSettings
+from yoloprof.capturing.device.torch_device import resolve_device
+from yoloprof.capturing.builtin.preflight import INPUT_BYTES_PER_PIXEL, check_output_dir, estimate_bytes
+from yoloprof.config.capture_settings import CaptureSettings
 from yoloprof.cli import main
 from yoloprof.errors import UsageError
 
@@ -140,7 +140,7 @@ def test_infer_cli_over_a_data_yaml(tmp_path):
 
 
 def test_memory_check_passes_ordinary_captures():
-    from yoloprof.capture.preflight import check_memory
+    from yoloprof.capturing.builtin.preflight import check_memory
 
     for mode, size, batch, imgsz in (("train", "n", 16, 640), ("infer", "l", 1, 1280)):
         s = CaptureSettings.for_mode(mode, size=size, batch=batch, imgsz=imgsz)
@@ -166,7 +166,7 @@ def test_model_flags_are_checked_before_the_data(tmp_path, flag, value, word):
     (0, 4, 16, "at least 64 images at --batch 16", "at most 0"),
 ])
 def test_data_too_small_names_only_real_ways_out(images, needed, batch, want, never):
-    from yoloprof.capture.build import _ways_out
+    from yoloprof.capturing.builtin.trial_context import _ways_out
 
     text = _ways_out(images, needed, batch)
     assert want in text and never not in text and "larger dataset" in text and "fewer --steps" in text

@@ -17,7 +17,7 @@ def captured(tmp_path_factory):
     import os
 
     import yoloprof
-    from yoloprof.capture.api import capture
+    from yoloprof.capturing.builtin.capture_entry import capture
 
     saved = (torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic,
              torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
@@ -86,7 +86,7 @@ def test_analyze_lists_a_runtime_setting_that_differs_between_sides():
 
 
 def test_a_cuda_capture_under_launch_blocking_says_so():
-    from yoloprof.capture.env import runtime_warnings
+    from yoloprof.capturing.device.environment import runtime_warnings
 
     assert runtime_warnings({"device_type": "cuda", "cuda_launch_blocking": "1"})
     assert runtime_warnings({"device_type": "cuda", "cuda_launch_blocking": "0"}) == []

@@ -17,7 +17,7 @@ from importlib.resources import files
 import jsonschema
 import pytest
 
-from yoloprof.config import steady as conf
+from yoloprof.config import steady_thresholds as conf
 
 SCHEMA = json.loads(files("yoloprof.profiles").joinpath("profile.schema.json").read_text())
 COMMON = ("--device", "cpu", "--imgsz", "32", "--warmup", "1", "--no-trace", "--no-modules")
@@ -129,7 +129,7 @@ def test_a_steady_workload_takes_about_the_warmup_asked(slow_start, tmp_path):
     import torch
 
     import yoloprof
-    from yoloprof.config.settings import CaptureSettings
+    from yoloprof.config.capture_settings import CaptureSettings
 
     slow_start.spend_slow_calls()
     settings = CaptureSettings.for_mode("infer", model="slow_start.SlowStart", device="cpu", imgsz=32,
@@ -145,9 +145,9 @@ def test_a_steady_workload_takes_about_the_warmup_asked(slow_start, tmp_path):
 def test_the_training_cap_leaves_the_measured_steps_to_the_data():
     """A finite dataset: the warm-up may extend only as far as leaves every measured step a batch
     of the first pass (no loader restart while timing); synthetic data is made that long."""
-    from yoloprof.capture.build import _steps_with_room
-    from yoloprof.capture.timing import warmup_cap_of
-    from yoloprof.config.settings import CaptureSettings
+    from yoloprof.capturing.builtin.trial_context import _steps_with_room
+    from yoloprof.capturing.passes.timing import warmup_cap_of
+    from yoloprof.config.capture_settings import CaptureSettings
 
     s = CaptureSettings.for_mode("train", warmup=3, steps=20)
     assert warmup_cap_of(s) == 3 + 20  # auto: warmup + max(steps, CAP_EXTRA)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from yoloprof.capture.profile_sections import merge_trace_sections
+from yoloprof.capturing.builtin.profile_sections import merge_trace_sections
 
 
 def _trace(path):

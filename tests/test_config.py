@@ -11,7 +11,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
 from helpers.paths import CONF
-from yoloprof.config.settings import PRECISIONS, SIZES, CaptureSettings, mode_defaults
+from yoloprof.config.capture_settings import PRECISIONS, SIZES, CaptureSettings, mode_defaults
 from yoloprof.config.compose import compose_job
 from yoloprof.config.schema import register
 from yoloprof.config.translate import (BUILTIN_TARGET, check_target, config_hash, group_hash,

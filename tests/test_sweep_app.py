@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow.dataset as ds
 import pytest
 
-import yoloprof.capture.api as capture_api
+import yoloprof.capturing.builtin.capture_entry as capture_api
 from helpers.fake_sweep import fake_capture, fake_step_ms
 from yoloprof.errors import UsageError
 from yoloprof.sweep.app import main

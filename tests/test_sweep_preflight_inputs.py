@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-import yoloprof.capture.api as capture_api
+import yoloprof.capturing.builtin.capture_entry as capture_api
 from helpers.fake_sweep import fake_capture
 from helpers.paths import run_main
 from yoloprof.config.translate import check_target

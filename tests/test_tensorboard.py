@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from yoloprof.capture import tensorboard
+from yoloprof.capturing.extras import tensorboard
 
 # torch-tb-profiler's own file-name pattern (pytorch/kineto, tb_plugin/torch_tb_profiler/consts.py),
 # and its node/process split of the worker name: the plugin lists exactly the files this matches.
@@ -44,9 +44,9 @@ def test_run_names_are_one_safe_folder():
 def test_capture_writes_the_tensorboard_copy_and_records_it(tmp_path, monkeypatch):
     """`--tensorboard DIR` (the `tensorboard` setting; `capture.tensorboard` in sweeps): the run is
     the output folder relative to the current directory, the file is the trace byte for byte."""
-    from yoloprof.capture.api import capture
+    from yoloprof.capturing.builtin.capture_entry import capture
     from yoloprof.config.compose import compose_job
-    from yoloprof.config.settings import CaptureSettings
+    from yoloprof.config.capture_settings import CaptureSettings
 
     monkeypatch.chdir(tmp_path)
     settings = CaptureSettings.for_mode("infer", device="cpu", imgsz=64, warmup=1, runs=2, threads=1,

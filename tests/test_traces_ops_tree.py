@@ -1,4 +1,4 @@
-"""The op tree without a per-op Python loop (traces/ops.py) against the stack walk it replaced.
+"""The op tree without a per-op Python loop (traces/op_table.py) against the stack walk it replaced.
 
 The reference below is the plain-Python algorithm torch's `_populate_cpu_children` and
 `_remove_dup_nodes` use (a stack per thread; one sequential pass of same-name merging), kept here
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from helpers.paths import TRACES
-from yoloprof.traces.ops import _merge_duplicates, _tree, tree_events
+from yoloprof.traces.op_table import _merge_duplicates, _tree, tree_events
 from yoloprof.traces.parse import parse_trace_bytes
 
 
@@ -114,7 +114,7 @@ def test_fixture_traces_match_the_stack_walk(name):
 def test_lean_range_maxima_match_the_stack_walk(seed, monkeypatch):
     """A large tree keeps only the even levels of its range maxima (ops.LEAN_TREE_EVENTS): forced
     here on small random nestings, the parents are still the stack walk's."""
-    import yoloprof.traces.ops as ops
+    import yoloprof.traces.op_table as ops
 
     monkeypatch.setattr(ops, "LEAN_TREE_EVENTS", 0)
     rng = np.random.default_rng(100 + seed)

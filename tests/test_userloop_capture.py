@@ -13,8 +13,8 @@ SCHEMA = json.loads(files("yoloprof.profiles").joinpath("profile.schema.json").r
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    from yoloprof.capture.api import capture
-    from yoloprof.config.settings import CaptureSettings
+    from yoloprof.capturing.builtin.capture_entry import capture
+    from yoloprof.config.capture_settings import CaptureSettings
 
     out = tmp_path_factory.mktemp("cap")
     settings = CaptureSettings.for_mode("train", device="cpu", batch=1, imgsz=64, steps=1, warmup=0,
@@ -25,8 +25,8 @@ def tiny_run(tmp_path_factory):
 def test_capture_records_modules_hotspots_and_facts(tiny_run):
     import torch
 
-    from yoloprof.capture.build import build_model
-    from yoloprof.capture.device import resolve_device
+    from yoloprof.capturing.builtin.trial_context import build_model
+    from yoloprof.capturing.device.torch_device import resolve_device
 
     profile, settings, _ = tiny_run
     jsonschema.validate(profile, SCHEMA)
@@ -43,7 +43,7 @@ def test_capture_records_modules_hotspots_and_facts(tiny_run):
     assert [r["module"] for r in rows] == names
     assert rows[0]["forward_ms"] > 0 and rows[0]["backward_ms"] > 0
     assert profile["hotspots"]["functions"] and profile["hotspots"]["steps"] == 3
-    from yoloprof.capture.nvtx import NVTX_CPU_NOTE
+    from yoloprof.capturing.extras.nvtx import NVTX_CPU_NOTE
 
     assert NVTX_CPU_NOTE in profile["warnings"]  # --nvtx on a CPU run: one line, no ranges
 

@@ -9,7 +9,7 @@ import torch
 
 from gpu import requires_cuda
 from helpers.fake_cuda import MIB, FakeCuda
-from yoloprof.capture.device import DeviceInfo
+from yoloprof.capturing.device.torch_device import DeviceInfo
 
 CUDA1 = torch.device("cuda", 1)
 
@@ -20,7 +20,7 @@ def fake(monkeypatch) -> FakeCuda:
 
 
 def test_loop_clock_records_on_the_chosen_devices_stream_and_syncs_it(fake):
-    from yoloprof.capture.loopclock import LoopClock
+    from yoloprof.capturing.userloop.loop_clock import LoopClock
 
     clock = LoopClock(DeviceInfo(CUDA1, "cuda"))
     for _ in range(2):
@@ -37,7 +37,7 @@ def test_loop_clock_records_on_the_chosen_devices_stream_and_syncs_it(fake):
 def test_module_recorder_times_and_measures_the_chosen_device(fake):
     from torch import nn
 
-    from yoloprof.capture.modules import ModuleRecorder
+    from yoloprof.capturing.extras.module_recorder import ModuleRecorder
 
     class Grow(nn.Module):
         def forward(self, x):

@@ -35,8 +35,8 @@ def _capture(sc, root: Path) -> dict[str, dict]:
     leave a large effect "inconclusive". A trace window of two recorded steps after one discarded
     (no skipped step): the op shares the rules read are per step, and a smaller trace is the larger
     part of what a scenario costs."""
-    from yoloprof.capture.api import capture
-    from yoloprof.config.settings import CaptureSettings
+    from yoloprof.capturing.builtin.capture_entry import capture
+    from yoloprof.config.capture_settings import CaptureSettings
 
     out = {}
     for side, settings in (("slow", sc.slow), ("fixed", sc.fixed)):

@@ -29,11 +29,11 @@ _LAZY = {
     "ab": ("yoloprof.api", "ab"),
     "read_results": ("yoloprof.api", "read_results"),
     "analyze": ("yoloprof.api", "analyze"),
-    "CaptureSettings": ("yoloprof.config.settings", "CaptureSettings"),
+    "CaptureSettings": ("yoloprof.config.capture_settings", "CaptureSettings"),
     # profile your own code (docs/userloop.md)
-    "profile": ("yoloprof.capture.loop", "profile"),
-    "timeit": ("yoloprof.capture.decorators", "timeit"),
-    "profileit": ("yoloprof.capture.decorators", "profileit"),
+    "profile": ("yoloprof.capturing.userloop.loop", "profile"),
+    "timeit": ("yoloprof.capturing.userloop.decorators", "timeit"),
+    "profileit": ("yoloprof.capturing.userloop.decorators", "profileit"),
 }
 
 __all__ = ["__version__", "ProfileError", "UsageError", "YoloprofError", "capture", *_LAZY]
@@ -47,7 +47,7 @@ def _callable_capture_package() -> None:
     submodules stay reachable as attributes."""
     import types
 
-    import yoloprof.capture as package
+    import yoloprof.capturing as package
 
     class CapturePackage(types.ModuleType):
         def __call__(self, settings: Any, out_dir: Any = "runs/profile/api", *, progress: bool = False,

@@ -131,8 +131,8 @@ def ab(a: Any, b: Any, *, metrics: list[str] | None = None, alpha: float | None 
     `benchmark` (callable_opts: warmup=3, trials=5, calls=10, device="cpu")."""
     import tempfile
 
-    from yoloprof.config.settings import CaptureSettings
-    from yoloprof.config.stats import ALPHA, NOISE
+    from yoloprof.config.capture_settings import CaptureSettings
+    from yoloprof.config.stat_defaults import ALPHA, NOISE
     from yoloprof.sweep import ab as _ab
 
     def runner(x: Any) -> Any:
@@ -158,10 +158,10 @@ def capture(settings: Any, out_dir: PathLike = "runs/profile/api", *, progress: 
     `settings` is a CaptureSettings (its `model` may be "yolo", a dotted factory path, a factory
     callable or an nn.Module instance, which is copied, never modified). Its row is added to the
     results store of `project` (default: out_dir's parent; docs/history.md)."""
-    from yoloprof.capture.api import capture as _capture
+    from yoloprof.capturing.builtin.capture_entry import capture as _capture
     from yoloprof.defs.files import PROFILE
 
-    from yoloprof.capture.record import record_capture
+    from yoloprof.capturing.builtin.store_record import record_capture
     from yoloprof.profiles.rows import utc_now
 
     started = utc_now()

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator, Sequence
 from yoloprof import warn
 from yoloprof.defs import files
 from yoloprof.defs.version import __version__
-from yoloprof.config.stats import ALPHA, NOISE
+from yoloprof.config.stat_defaults import ALPHA, NOISE
 from yoloprof.errors import PROG, ProfileError, RegressionError, UsageError, YoloprofError, one_line, run_guarded
 
 
@@ -34,7 +34,7 @@ class _Parser(argparse.ArgumentParser):
 def _run_capture(args: argparse.Namespace, mode: str) -> int:
     from pathlib import Path
 
-    from yoloprof.capture.api import capture
+    from yoloprof.capturing.builtin.capture_entry import capture
     from yoloprof.config.cli_args import settings_from_args
     from yoloprof.sweep.machine import timed_slot
 
@@ -43,7 +43,7 @@ def _run_capture(args: argparse.Namespace, mode: str) -> int:
     settings = settings_from_args(args, mode)
     out_dir = run_dir(args.project, mode, args.exist_ok)  # train, train2, ...: earlier ones are kept
     # registered (not locked) so that sweep jobs timing at the same time record it (other_captures)
-    from yoloprof.capture.record import record_capture
+    from yoloprof.capturing.builtin.store_record import record_capture
     from yoloprof.profiles.rows import utc_now
 
     started, command = utc_now(), "run" if mode == "train" else "infer"
@@ -132,7 +132,7 @@ def _add_selection(p: argparse.ArgumentParser, ranks: bool = False) -> None:
 def cmd_summary(args: argparse.Namespace) -> int:
     if _is_folder(args.profile):  # one trace per rank: the multi-rank view
         from yoloprof.readers.ranks import read_ranks
-        from yoloprof.render.ranks import render_ranks
+        from yoloprof.render.ranks_terminal import render_ranks
 
         return _emit(args, read_ranks(args.profile, jobs=args.jobs, ranks=_ranks(args)), render_ranks)
     from yoloprof.readers.summary import compute_summary
@@ -232,7 +232,7 @@ def _compare_folders(args: argparse.Namespace) -> int:
         raise UsageError(f"{getattr(args, side)} ({side}) is a folder of rank traces but the other side "
                          "is not; compare two folders or two files")
     from yoloprof.readers.ranks import compare_ranks, read_ranks
-    from yoloprof.render.ranks import render_ranks_compare
+    from yoloprof.render.ranks_terminal import render_ranks_compare
 
     return _emit(args, compare_ranks(read_ranks(args.before, jobs=args.jobs),
                                      read_ranks(args.after, jobs=args.jobs)), render_ranks_compare)
@@ -460,10 +460,10 @@ def cmd_history(args: argparse.Namespace) -> int:
                                           repo=Path(args.repo) if args.repo else None, dirty=args.dirty))
     if args.html:
         from yoloprof.profiles.io import write_bytes_atomic
-        from yoloprof.render.history import render_history_html
+        from yoloprof.render.history_report import render_history_html
 
         write_bytes_atomic(args.html, render_history_html(result).encode())
-    from yoloprof.render.history import render_history
+    from yoloprof.render.history_report import render_history
 
     return _emit(args, result, render_history)
 
@@ -472,7 +472,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from yoloprof.analysis.gate import compute_gate
-    from yoloprof.render.history import render_gate
+    from yoloprof.render.history_report import render_gate
 
     result = compute_gate(Path(args.project), args.new, metrics=args.metric, window=args.window, alpha=args.alpha,
                           noise=args.noise, repo=Path(args.repo) if args.repo else None, dirty=args.dirty,
@@ -551,7 +551,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         if not wanted(name):
             continue
         from yoloprof.config.cli_args import add_capture_arguments
-        from yoloprof.config.settings import OUTPUT_KEYS
+        from yoloprof.config.capture_settings import OUTPUT_KEYS
 
         add_capture_arguments(p, mode)
         p.add_argument("--project", default=OUTPUT_KEYS["project"][0],

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from yoloprof.errors import UsageError
-from yoloprof.config.stats import ALPHA, CORRECTION, CORRECTIONS, NOISE
+from yoloprof.config.stat_defaults import ALPHA, CORRECTION, CORRECTIONS, NOISE
 
 DEFAULT_NAME = "default"        # the analysis that lives directly in analysis/
 MAX_NAME = 80                   # longer derived names are cut and end with a hash of the settings

@@ -1,4 +1,4 @@
-"""The Hydra structured config, generated from the capture settings schema (config/settings.py).
+"""The Hydra structured config, generated from the capture settings schema (config/capture_settings.py).
 
 Why dataclasses in the ConfigStore rather than plain YAML: Hydra then types every key of every
 group while it composes, so `precision=float8`, `size=x` or `batch=two` fail while the sweep is
@@ -25,14 +25,14 @@ from typing import Any, List, Optional
 from omegaconf import II, MISSING, OmegaConf
 
 from yoloprof.config.paths import sweeps_dir
-from yoloprof.config.settings import (FIELDS, ISOLATIONS, JOB_ORDERS, MACHINE_POLICIES, MODES, OUTPUT_KEYS,
+from yoloprof.config.capture_settings import (FIELDS, ISOLATIONS, JOB_ORDERS, MACHINE_POLICIES, MODES, OUTPUT_KEYS,
                                       CaptureSettings, default_of, spec_of)
-from yoloprof.config.stats import ALPHA, CORRECTION, CORRECTIONS, NOISE
+from yoloprof.config.stat_defaults import ALPHA, CORRECTION, CORRECTIONS, NOISE
 
 SWEEP_ID_ENV = "YOLOPROF_SWEEP_ID"
 
 
-# How sweep jobs run: the values live in config/settings.py (plain tuples the sweep layer imports
+# How sweep jobs run: the values live in config/capture_settings.py (plain tuples the sweep layer imports
 # without loading Hydra); here they become the Enums of the structured config.
 Isolation = Enum("Isolation", {v: v for v in ISOLATIONS})
 JobOrder = Enum("JobOrder", {v: v for v in JOB_ORDERS})

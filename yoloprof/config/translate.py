@@ -17,7 +17,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from yoloprof.config.settings import FIELDS, CaptureSettings, spec_of, unknown_key_message
+from yoloprof.config.capture_settings import FIELDS, CaptureSettings, spec_of, unknown_key_message
 from yoloprof.errors import UsageError
 
 BUILTIN_TARGET = "yoloprof.workloads.models.build_model"

@@ -20,8 +20,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from yoloprof.config.compose import (AUTO_TRIAL, CONFIG_NAME, hydra_session, normalise_overrides, one_line,
                                       sweep_options)
-from yoloprof.config.device import canonical_device
-from yoloprof.config.settings import CaptureSettings
+from yoloprof.config.device_spec import canonical_device
+from yoloprof.config.capture_settings import CaptureSettings
 from yoloprof.config.translate import BUILTIN_TARGET, check_known_keys, check_target, job_values, settings_from_cfg
 from yoloprof.errors import UsageError
 from yoloprof.defs import files
@@ -147,7 +147,7 @@ def check_local_devices(launcher_cfg: dict[str, Any], devices: list[str]) -> Non
     launchers (SLURM) are skipped: a login node often has no GPU while the compute nodes do."""
     if launchers.kind(launcher_cfg) == "cluster":
         return
-    from yoloprof.capture.device import resolve_device
+    from yoloprof.capturing.device.torch_device import resolve_device
 
     for device in sorted(set(devices) - {"cpu"}):
         resolve_device(device)

@@ -18,10 +18,10 @@ from yoloprof.defs.metrics import BYTES_PER_MIB
 from yoloprof.metrics.categories import CATEGORIES, classify, is_tensorcore
 from yoloprof.traces.correlate import Join, join
 from yoloprof.traces.intervals import exclusive_contributions, overlap_by_label
-from yoloprof.traces.ops import ROW_CATS, ROW_KIND, OpTable, op_table, tree_events
+from yoloprof.traces.op_table import ROW_CATS, ROW_KIND, OpTable, op_table, tree_events
 from yoloprof.traces.parse import CAT_CODE, DEVICE_KINDS, HOST_API_CATS, US_PER_MS, Events, parse_trace_bytes
-from yoloprof.traces.phases import Timeline, build_timeline
-from yoloprof.traces.steps import STEP_NAME, Steps, find_steps, step_of
+from yoloprof.traces.phase_timeline import Timeline, build_timeline
+from yoloprof.traces.profiler_steps import STEP_NAME, Steps, find_steps, step_of
 
 
 @dataclass
@@ -303,7 +303,7 @@ def _check(ev: Events, j: Join, steps: Steps, out: TraceAnalysis) -> list[str]:
 
 
 def analyze_events(ev: Events, source: str, select: Any = None) -> TraceAnalysis:
-    """`select`: a `traces.select.StepSelection` (the steps analysed), or None for all."""
+    """`select`: a `traces.step_selection.StepSelection` (the steps analysed), or None for all."""
     steps = find_steps(ev)
     if select:
         steps = select.apply(steps)
