@@ -29,6 +29,7 @@ _LAZY = {
     "ab": ("yoloprof.api", "ab"),
     "read_results": ("yoloprof.api", "read_results"),
     "analyze": ("yoloprof.api", "analyze"),
+    "capture": ("yoloprof.api", "capture"),  # the package behind it is yoloprof.capturing
     "CaptureSettings": ("yoloprof.config.capture_settings", "CaptureSettings"),
     # profile your own code (docs/userloop.md)
     "profile": ("yoloprof.capturing.userloop.loop", "profile"),
@@ -36,30 +37,7 @@ _LAZY = {
     "profileit": ("yoloprof.capturing.userloop.decorators", "profileit"),
 }
 
-__all__ = ["__version__", "ProfileError", "UsageError", "YoloprofError", "capture", *_LAZY]
-
-
-def _callable_capture_package() -> None:
-    """`yoloprof.capture` is both the capture subpackage and the public `capture(settings,
-    out_dir)` function: Python binds a subpackage to its parent's attribute when it is first
-    imported, so a plain function of that name would be replaced by the module. The package
-    (an empty __init__, cheap to import) gets a module class with __call__ instead; its
-    submodules stay reachable as attributes."""
-    import types
-
-    import yoloprof.capturing as package
-
-    class CapturePackage(types.ModuleType):
-        def __call__(self, settings: Any, out_dir: Any = "runs/profile/api", *, progress: bool = False,
-                     project: Any = None) -> Any:
-            from yoloprof.api import capture
-
-            return capture(settings, out_dir, progress=progress, project=project)
-
-    package.__class__ = CapturePackage
-
-
-_callable_capture_package()
+__all__ = ["__version__", "ProfileError", "UsageError", "YoloprofError", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:
