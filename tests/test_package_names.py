@@ -44,7 +44,7 @@ def test_capture_is_the_public_function_and_no_package_of_that_name_exists():
     from yoloprof.api import capture as api_capture
 
     assert capture is api_capture and type(yoloprof.capture) is types.FunctionType
-    # a package or a leftover folder named yoloprof/capture/ (even a namespace package made of
+    # a package or a leftover folder `capture` in the package (even a namespace package made of
     # a stale __pycache__) would rebind yoloprof.capture to a module on its first import
     assert importlib.util.find_spec("yoloprof.capture") is None
     assert not (PACKAGE / "capture").exists()
