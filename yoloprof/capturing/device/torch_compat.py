@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-TORCH_FLOOR = (2, 1)  # must equal the `torch>=` floor of pyproject.toml (tests/test_capture_gpu_paths.py)
+TORCH_FLOOR = (2, 1)  # must equal the `torch>=` floor of pyproject.toml (tests/test_capturing_gpu_paths.py)
 
 
 def grad_scaler() -> Any:

@@ -91,7 +91,7 @@ def test_repeat_keeps_one_sample_per_trial(train_profile):
 
 def test_every_phase_has_a_wall_time_per_trial(train_profile):
     # (that the phases add up to the step holds by construction: the clock's step total is the sum
-    # of its spans; the clock itself is checked against independent timings in test_capture_clocks.py)
+    # of its spans; the clock itself is checked against independent timings in test_capturing_clocks.py)
     metrics = train_profile[0]["metrics"]
     phases = ("dataload", "to_device", "forward", "backward", "optimizer")
     for p in phases:
