@@ -30,7 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from yoloprof.config.stats import ALPHA, NOISE  # noqa: E402
+from yoloprof.config.stat_defaults import ALPHA, NOISE  # noqa: E402
 from yoloprof.metrics import sequential as seq  # noqa: E402
 from yoloprof.metrics.stats import adjust_pvalues, compare_batch  # noqa: E402
 

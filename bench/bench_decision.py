@@ -99,7 +99,7 @@ def sequential(rng, a: argparse.Namespace, shift: float) -> dict:
 def with_floor(rng, a: argparse.Namespace, shift: float) -> float:
     """One process per side against a floor from `--calibrate` identical processes."""
     from yoloprof.metrics.nested import compare_nested
-    from yoloprof.metrics.noise import estimate_floor
+    from yoloprof.metrics.noise_floor import estimate_floor
 
     hits, reps = 0, min(a.reps, 1500)
     for _ in range(reps):
@@ -152,9 +152,9 @@ def real(a: argparse.Namespace) -> None:
     and with a floor learned from the other N-2 captures, and disjoint triples 3 vs 3."""
     import itertools
 
-    from yoloprof.config.settings import CaptureSettings
+    from yoloprof.config.capture_settings import CaptureSettings
     from yoloprof.metrics.nested import compare_nested
-    from yoloprof.metrics.noise import estimate_floor
+    from yoloprof.metrics.noise_floor import estimate_floor
     from yoloprof.metrics.stats import compare_samples
     from yoloprof.sweep.ab import settings_runner
 

@@ -147,7 +147,7 @@ def speed(rows: int) -> dict[str, float]:
         assert cli.returncode == 0, cli.stderr
         t0, c0 = time.perf_counter(), _cpu(resource.RUSAGE_CHILDREN)
         subprocess.run([sys.executable, "-c", "import yoloprof.cli, yoloprof.analysis.history, "
-                        "yoloprof.render.history, scipy.special"], check=True)
+                        "yoloprof.render.history_report, scipy.special"], check=True)
         imports_s, imports_cpu = time.perf_counter() - t0, _cpu(resource.RUSAGE_CHILDREN) - c0
     with tempfile.TemporaryDirectory() as tmp:
         row = {"status": "ok", "config_key": "x", "step_ms": 1.0, "cpu_model": "c", "threads": 1}

@@ -23,7 +23,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=1000)
     args = ap.parse_args()
-    import yoloprof.capture.api as api
+    import yoloprof.capturing.builtin.capture_entry as api
     import yoloprof.workloads.models  # noqa: F401 - torch and the model factory, before the clock
     from yoloprof.sweep.app import main as sweep
 

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import yoloprof
-from yoloprof.config.settings import CaptureSettings
+from yoloprof.config.capture_settings import CaptureSettings
 
 ASSETS = Path(__file__).resolve().parent.parent / "tests" / "assets"
 

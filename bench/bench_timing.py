@@ -16,10 +16,10 @@ import time
 
 import torch
 
-from yoloprof.capture.build import build_dataset, build_train_context
-from yoloprof.capture.device import resolve_device
-from yoloprof.config.settings import CaptureSettings
-from yoloprof.capture.timing import time_train_trial
+from yoloprof.capturing.builtin.trial_context import build_dataset, build_train_context
+from yoloprof.capturing.device.torch_device import resolve_device
+from yoloprof.config.capture_settings import CaptureSettings
+from yoloprof.capturing.passes.timing import time_train_trial
 
 
 def bare_loop(ctx, warmup: int, steps: int) -> list[float]:

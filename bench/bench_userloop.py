@@ -7,7 +7,7 @@
    three phases and call `prof.step()`, timed by the profile (its step_ms is pure overhead) and
    from outside; the 3% target then holds for any step longer than that cost / 0.03. And the cost
    of `prof.step()` once the profile is done (the loop's remaining iterations).
-3. Per-module breakdown: CPU time per step with the module hooks (capture/modules.py) and with
+3. Per-module breakdown: CPU time per step with the module hooks (capturing/extras/module_recorder.py) and with
    torch.profiler's module view (`with_stack=True`, which names `nn.Module: X` frames), each
    against the plain step. This is the measurement behind docs/userloop.md's choice.
 
@@ -29,8 +29,8 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 import yoloprof  # noqa: E402
-from yoloprof.capture.device import DeviceInfo, synchronize  # noqa: E402
-from yoloprof.capture.modules import ModuleRecorder  # noqa: E402
+from yoloprof.capturing.device.torch_device import DeviceInfo, synchronize  # noqa: E402
+from yoloprof.capturing.extras.module_recorder import ModuleRecorder  # noqa: E402
 
 
 def make(device: torch.device, width: int) -> tuple[nn.Module, torch.optim.Optimizer, torch.Tensor, torch.Tensor]:

@@ -64,7 +64,7 @@ def pytest_collection_finish(session) -> None:
     between the two workers (a capture collects before each trial, and parsing a fixture trace into
     Python objects triggers several). Frozen objects are still freed by reference counting; only
     cycles among them wait for the end of the process. A capture inside a test sees the freeze and
-    leaves it as it is (capture/heap.py); the tests of that freeze use `unfrozen_heap`."""
+    leaves it as it is (capturing/passes/heap.py); the tests of that freeze use `unfrozen_heap`."""
     gc.collect()
     gc.freeze()
 
@@ -139,7 +139,7 @@ def slow_start():
 @pytest.fixture
 def sweep_env(tmp_path, monkeypatch):
     """Run sweeps in tmp_path with the fake capture; returns a function giving the sweep dirs."""
-    import yoloprof.capture.api as capture_api
+    import yoloprof.capturing.builtin.capture_entry as capture_api
     from helpers.fake_sweep import fake_capture
 
     monkeypatch.chdir(tmp_path)

@@ -19,7 +19,7 @@ from scipy import stats as sps
 
 from helpers.paths import run_main
 from yoloprof.analysis.gate import judge
-from yoloprof.capture.record import record_capture
+from yoloprof.capturing.builtin.store_record import record_capture
 from yoloprof.metrics.changepoints import find_splits, screen, step_effects
 from yoloprof.profiles import store
 
@@ -223,7 +223,7 @@ def test_history_over_a_real_repository_finds_the_slowdown_commit(tmp_path, monk
 
 def test_the_html_page_plots_each_series_and_fetches_nothing(tmp_path):
     from yoloprof.analysis.history import HistoryQuery, compute_history
-    from yoloprof.render.history import render_history_html
+    from yoloprof.render.history_report import render_history_html
 
     rng = np.random.default_rng(5)
     for i in range(12):
@@ -238,7 +238,7 @@ def test_the_html_page_plots_each_series_and_fetches_nothing(tmp_path):
 
 
 def test_a_cli_capture_appends_its_row_and_a_short_history_gates_inconclusive(tmp_path):
-    from yoloprof.capture.record import profile_machine
+    from yoloprof.capturing.builtin.store_record import profile_machine
     from yoloprof.profiles.io import read_profile
 
     proc = run_main("infer", "--device", "cpu", "--imgsz", "32", "--warmup", "1", "--runs", "2", "--no-trace",
@@ -273,7 +273,7 @@ def test_bad_history_and_gate_input_is_one_line_and_its_exit_code(tmp_path, args
 
 def test_a_step_between_captured_commits_with_uncaptured_ones_between_is_a_range(tmp_path):
     from yoloprof.analysis.history import _attribution
-    from yoloprof.render.history import attribution
+    from yoloprof.render.history_report import attribution
 
     _git(tmp_path, "init", "-q")
     commits = []

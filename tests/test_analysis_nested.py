@@ -14,7 +14,7 @@ from scipy import stats as sps
 from helpers.sweeps import BASE_CONFIG, make_sweep, write_job
 from yoloprof.analysis.collect import collect
 from yoloprof.analysis.run import analyze_collected
-from yoloprof.metrics import noise
+from yoloprof.metrics import noise_floor as noise
 from yoloprof.metrics.nested import NO_FLOOR_WORDS
 
 

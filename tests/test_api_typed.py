@@ -15,10 +15,11 @@ import pytest
 import yoloprof
 from yoloprof.analysis.run import AnalysisResult
 from yoloprof.api import PathLike, Profile
-from yoloprof.capture import decorators, public_types
-from yoloprof.capture.decorators import Timing
-from yoloprof.capture.loop import Profile as LoopProfile
-from yoloprof.config.settings import CaptureSettings
+from yoloprof.capturing.userloop import decorators
+from yoloprof.capturing.userloop import public_types
+from yoloprof.capturing.userloop.decorators import Timing
+from yoloprof.capturing.userloop.loop import Profile as LoopProfile
+from yoloprof.config.capture_settings import CaptureSettings
 from yoloprof.defs.json_types import JSONObject
 
 # torch's two names in the hints, without importing torch (a second of CPU): only Any is sought.

@@ -41,8 +41,8 @@ def test_every_quoted_command_and_flag_exists():
 def test_every_get_field_quoted_has_a_value_in_a_real_profile(tmp_path):
     """The fields the doc sends PyG users to (`model.params_total` ...) have values in a profile
     that a real (tiny) capture writes, read through `get`'s own code."""
-    from yoloprof.capture.api import capture
-    from yoloprof.config.settings import CaptureSettings
+    from yoloprof.capturing.builtin.capture_entry import capture
+    from yoloprof.config.capture_settings import CaptureSettings
     from yoloprof.readers.get import compute_get
 
     fields = {w[2] for w in _quoted_commands() if w[0] == "get" and len(w) > 2}

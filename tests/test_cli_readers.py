@@ -253,7 +253,7 @@ import sys
 from yoloprof.cli import main
 rc = main(["get", sys.argv[1], "step_ms"])
 # numpy.ma (9 ms) and the settings schema are not needed to read a trace either
-heavy = [m for m in ("torch", "pandas", "hydra", "scipy", "rich", "numpy.ma", "yoloprof.config.settings")
+heavy = [m for m in ("torch", "pandas", "hydra", "scipy", "rich", "numpy.ma", "yoloprof.config.capture_settings")
          if m in sys.modules]
 print("HEAVY", heavy, rc)
 """

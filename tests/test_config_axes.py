@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from yoloprof.config import axes
-from yoloprof.config.settings import Axis, CaptureSettings, setting
+from yoloprof.config.capture_settings import Axis, CaptureSettings, setting
 from yoloprof.config.translate import config_hash, group_hash
 
 # The row columns between `wall_s` and `overrides` as profiles/rows.py typed them by hand.
@@ -99,7 +99,7 @@ def test_config_hashes_of_existing_configurations_are_unchanged(mode, overrides,
 
 
 def test_identity_columns_are_unchanged():
-    from yoloprof.capture.record import settings_columns
+    from yoloprof.capturing.builtin.store_record import settings_columns
 
     s = CaptureSettings.for_mode("train", model="mypkg.Net", threads=1, device="cpu")
     assert settings_columns(s) == OLD_IDENTITY
@@ -118,7 +118,7 @@ class WithChannelsLast(CaptureSettings):
 
 def test_a_new_axis_appears_everywhere_from_its_field_alone():
     from yoloprof.analysis import configs, envdiff
-    from yoloprof.capture.record import settings_columns
+    from yoloprof.capturing.builtin.store_record import settings_columns
     from yoloprof.profiles import rows
 
     schema = rows.row_schema(WithChannelsLast)
@@ -156,7 +156,7 @@ def test_a_new_axis_keeps_existing_hashes_at_its_default():
 
 
 def test_a_new_axis_is_written_and_read_as_a_row_column(tmp_path):
-    from yoloprof.capture.record import settings_columns
+    from yoloprof.capturing.builtin.store_record import settings_columns
     from yoloprof.profiles import rows
 
     s = WithChannelsLast.for_mode("infer", threads=1, device="cpu", channels_last=True)
@@ -175,13 +175,13 @@ PROBE = r'''
 import argparse, json
 import pandas as pd
 from yoloprof.analysis import configs, envdiff, history
-from yoloprof.capture.record import settings_columns
+from yoloprof.capturing.builtin.store_record import settings_columns
 from yoloprof.config import schema
 from yoloprof.config.cli_args import add_capture_arguments, settings_from_args
 from yoloprof.config.compose import compose_job
-from yoloprof.config.settings import CaptureSettings
+from yoloprof.config.capture_settings import CaptureSettings
 from yoloprof.config.translate import config_hash, settings_from_cfg
-from yoloprof.metrics.noise import workload_key
+from yoloprof.metrics.noise_floor import workload_key
 from yoloprof.profiles.rows import ROW_SCHEMA
 
 parser = argparse.ArgumentParser()

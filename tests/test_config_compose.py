@@ -9,7 +9,7 @@ import yaml
 from omegaconf import OmegaConf
 
 from helpers.paths import CONF
-from yoloprof.config.settings import PRECISIONS, SIZES, CaptureSettings, mode_defaults
+from yoloprof.config.capture_settings import PRECISIONS, SIZES, CaptureSettings, mode_defaults
 from yoloprof.config.compose import compose_job
 from yoloprof.config.translate import (BUILTIN_TARGET, check_target, config_hash, group_hash,
                                        settings_from_cfg)

@@ -12,9 +12,9 @@ from helpers.paths import CONF, SWEEPS
 from yoloprof.cli import build_parser, main
 from yoloprof.config.cli_args import settings_from_args
 from yoloprof.config.compose import compose_job
-from yoloprof.config.device import DeviceSpec, parse_device
+from yoloprof.config.device_spec import DeviceSpec, parse_device
 from yoloprof.config.schema import known_keys
-from yoloprof.config.settings import (FIELDS, CaptureSettings, effective_precision, effective_threads,
+from yoloprof.config.capture_settings import (FIELDS, CaptureSettings, effective_precision, effective_threads,
                                       spec_of)
 from yoloprof.config.translate import settings_from_cfg
 from yoloprof.errors import UsageError

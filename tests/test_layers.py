@@ -171,11 +171,11 @@ def _test_files() -> list[Path]:
 
 
 def test_the_convention_checks_catch_what_they_forbid():
-    units = {"capture", "cli"}
-    assert _misnamed(["tests/test_capture_cli.py", "tests/test_cli_errors.py", "tests/test_layers.py"], units) == []
-    assert _misnamed(["tests/test_stats.py", "tests/test_capture.py", "tests/test_capture_.py",
+    units = {"capturing", "cli"}
+    assert _misnamed(["tests/test_capturing_cli.py", "tests/test_cli_errors.py", "tests/test_layers.py"], units) == []
+    assert _misnamed(["tests/test_stats.py", "tests/test_capturing.py", "tests/test_capturing_.py",
                       "tests/test_userloop_capture.py", "tests/sub/test_cli_x.py", "tests/cli_test.py"],
-                     units) == ["tests/test_stats.py", "tests/test_capture.py", "tests/test_capture_.py",
+                     units) == ["tests/test_stats.py", "tests/test_capturing.py", "tests/test_capturing_.py",
                                 "tests/test_userloop_capture.py", "tests/sub/test_cli_x.py", "tests/cli_test.py"]
     assert len(_fixture_definitions("import pytest\n@pytest.fixture\ndef a(): pass\n"
                                     "@pytest.fixture(scope='module')\ndef b(): pass\n"
@@ -190,7 +190,7 @@ def test_test_files_are_named_after_the_package_they_test():
     """tests/test_<package>_<topic>.py, <package> one of yoloprof's subpackages or top-level
     modules: a test is found beside the others of its package."""
     units = _yoloprof_units()
-    assert {"capture", "cli", "metrics"} <= units
+    assert {"capturing", "cli", "metrics"} <= units
     assert _misnamed([p.relative_to(ROOT).as_posix() for p in _test_files()], units) == []
 
 
@@ -200,3 +200,58 @@ def test_test_modules_define_no_fixtures():
     offenders = {p.name: found for p in _test_files()
                  if (found := _fixture_definitions(p.read_text(encoding="utf-8")))}
     assert offenders == {}
+# Module names say what each holds and mean one thing (issue 25): no two modules of yoloprof/ share
+# a file name (a traceback, a grep or an editor tab names a module by it), and `yoloprof.capture`
+# is the public function only: the capture layer is the plain package `yoloprof.capturing`, so no
+# submodule import can rebind the name and no module class is swapped.
+SHARED_NAMES_OK = {"__init__.py", "__main__.py"}
+
+
+def _basenames(root: Path) -> dict[str, list[str]]:
+    where: dict[str, list[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        if "__pycache__" not in path.parts and path.name not in SHARED_NAMES_OK:
+            where.setdefault(path.name, []).append(path.relative_to(root).as_posix())
+    return where
+
+
+def test_no_two_modules_share_a_file_name():
+    repeated = {name: paths for name, paths in _basenames(ROOT / "yoloprof").items() if len(paths) > 1}
+    assert not repeated, f"module file names repeated across packages: {repeated}"
+
+
+def test_the_name_check_sees_a_repeat(tmp_path):
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "__init__.py").write_text("")
+        (tmp_path / folder / "stats.py").write_text("")
+    assert _basenames(tmp_path) == {"stats.py": ["a/stats.py", "b/stats.py"]}
+
+
+def test_capture_is_the_public_function_and_no_package_of_that_name_exists():
+    import importlib.util
+    import types
+
+    import yoloprof
+    from yoloprof import capture
+    from yoloprof.api import capture as api_capture
+
+    assert capture is api_capture and type(yoloprof.capture) is types.FunctionType
+    # a package or a leftover folder `capture` in the package (even a namespace package made of
+    # a stale __pycache__) would rebind yoloprof.capture to a module on its first import
+    assert importlib.util.find_spec("yoloprof.capture") is None
+    assert not (ROOT / "yoloprof" / "capture").exists()
+
+
+def test_importing_the_capture_layer_leaves_the_function_and_plain_modules():
+    import importlib
+    import types
+
+    import yoloprof
+
+    for sub in ("builtin", "passes", "userloop", "extras", "device"):
+        importlib.import_module(f"yoloprof.capturing.{sub}")
+    assert type(yoloprof.capture) is types.FunctionType
+    swapped = {name: type(mod).__name__ for name, mod in sys.modules.items()
+               if name.split(".")[0] == "yoloprof" and type(mod) is not types.ModuleType}
+    assert not swapped, f"modules whose class is not a plain module: {swapped}"

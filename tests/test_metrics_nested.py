@@ -12,7 +12,7 @@ import pytest
 from scipy import stats as sps
 
 from yoloprof.errors import UsageError
-from yoloprof.metrics import noise
+from yoloprof.metrics import noise_floor as noise
 from yoloprof.metrics.nested import NO_FLOOR_WORDS, compare_nested
 from yoloprof.metrics.stats import compare_batch, compare_samples
 

@@ -1,6 +1,6 @@
 """The steady-state detector (metrics/steady.py) on hand-made step-time series whose true warm-up
 is known: a step down, an exponential decay, a flat series, a noisy flat one, a ramp that never
-settles, and the profile record's reading (config/steady.py)."""
+settles, and the profile record's reading (config/steady_thresholds.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from yoloprof.config import steady as conf
+from yoloprof.config import steady_thresholds as conf
 from yoloprof.metrics.steady import SteadyTracker, detect, first_is_outlier, window_steady
 
 

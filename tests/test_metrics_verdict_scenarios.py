@@ -32,8 +32,8 @@ def _capture(sc, root: Path) -> dict[str, dict]:
     part of what a scenario costs. A fixed warm-up (warmup_max = warmup): the auto one adds a
     tested window and, on a loaded machine, more warm-up steps to each of the ten trials (a
     quarter of a scenario's CPU), for bottlenecks that hold from the first step."""
-    from yoloprof.capture.api import capture
-    from yoloprof.config.settings import CaptureSettings
+    from yoloprof.capturing.builtin.capture_entry import capture
+    from yoloprof.config.capture_settings import CaptureSettings
 
     out = {}
     for side, settings in (("slow", sc.slow), ("fixed", sc.fixed)):

@@ -96,7 +96,7 @@ def test_the_cache_can_be_turned_off_or_moved(big, tmp_path, monkeypatch) -> Non
 
 
 def test_a_selection_reads_the_cached_columns_without_parsing(big, monkeypatch) -> None:
-    from yoloprof.traces.select import StepSelection
+    from yoloprof.traces.step_selection import StepSelection
 
     big.write_bytes(step_trace([100.0, 300.0, 500.0, 700.0]))
     load_any(big)

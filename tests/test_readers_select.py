@@ -1,4 +1,4 @@
-"""Selections on the readers (readers/select.py, traces/select.py): --steps, --window, --ranks.
+"""Selections on the readers (readers/select.py, traces/step_selection.py): --steps, --window, --ranks.
 
 Reference: synthetic traces whose per-step kernel times are chosen by hand, so the mean over the
 selected steps is known without the engine (tests/helpers/kineto_synth.py)."""
@@ -16,7 +16,7 @@ from yoloprof.readers._common import metric_value
 from yoloprof.readers.load import load_any
 from yoloprof.readers.ranks import read_ranks
 from yoloprof.readers.select import parse_ranks, parse_steps, parse_window
-from yoloprof.traces.select import StepSelection
+from yoloprof.traces.step_selection import StepSelection
 
 
 def test_steps_give_the_mean_over_those_steps(trace) -> None:

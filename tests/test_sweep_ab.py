@@ -137,7 +137,7 @@ def test_identical_real_captures_in_fresh_processes_are_not_called_different(tmp
     nested comparison (2 per side) nor one capture against another judged by the noise floor
     the four show calls them improved or regressed (alpha 0.01 keeps a valid test's chance of a
     false alarm here below 1%)."""
-    from yoloprof.config.settings import CaptureSettings
+    from yoloprof.config.capture_settings import CaptureSettings
     from yoloprof.readers.compare import compute_compare
     from yoloprof.sweep.calibrate import calibrate_profiles
 

@@ -9,7 +9,7 @@ import json
 import pandas as pd
 import pytest
 
-import yoloprof.capture.api as capture_api
+import yoloprof.capturing.builtin.capture_entry as capture_api
 from helpers.fake_sweep import noisy_capture
 from yoloprof.defs import files
 from yoloprof.sweep.app import main

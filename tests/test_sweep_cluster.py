@@ -76,7 +76,7 @@ def test_cluster_example_runs_through_submitit_slurm(slurm, tmp_path, capsys, mo
     assert (sweep / "analysis").is_dir() and any((sweep / "analysis").iterdir())
     # the same points run locally give the same configurations (hashes) and axes: those come from
     # the job's settings, not from what the capture measures, so the local jobs run the fake
-    import yoloprof.capture.api as api
+    import yoloprof.capturing.builtin.capture_entry as api
     monkeypatch.setattr(api, "capture", fake_capture)
     assert main(["-m", *TINY, "batch=1,2", "analysis.enabled=false", "launch.isolation=inprocess"]) == 0
     [local] = sweep_dirs(tmp_path)

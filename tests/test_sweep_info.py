@@ -48,7 +48,7 @@ def test_hydra_sweep_dir_and_run_dir_are_the_sweep_folder(tmp_path, monkeypatch)
     likewise (its one job in Y/0). An existing empty X is taken as it is."""
     import pandas as pd
 
-    import yoloprof.capture.api as capture_api
+    import yoloprof.capturing.builtin.capture_entry as capture_api
     from helpers.fake_sweep import fake_capture
     from yoloprof.defs import files
     from yoloprof.sweep.app import main

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from helpers.fixtures_capture import LEAK_MIB, leaky_capture
-import yoloprof.capture.api as capture_api
+import yoloprof.capturing.builtin.capture_entry as capture_api
 from yoloprof.errors import UsageError
 from yoloprof.profiles.jobstate import read_state
 from yoloprof.sweep import launchers, machine

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-import yoloprof.capture.api as capture_api
+import yoloprof.capturing.builtin.capture_entry as capture_api
 from helpers.fake_sweep import fake_capture
 from yoloprof.sweep.app import main
 

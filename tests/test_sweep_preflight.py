@@ -84,7 +84,7 @@ def test_a_typo_in_a_users_yaml_names_file_line_key_and_the_closest(sweep_env, t
 
 
 def test_a_dataset_changed_since_is_listed_again(tmp_path):
-    from yoloprof.config.settings import CaptureSettings
+    from yoloprof.config.capture_settings import CaptureSettings
     from yoloprof.workloads.inputcheck import CLI, check_data
 
     data = tmp_path / "ds"

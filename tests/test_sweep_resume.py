@@ -32,7 +32,7 @@ def _two_jobs(sweep_env, monkeypatch) -> Path:
 
 def test_resume_refuses_other_overrides_keeps_finished_jobs_and_reruns_only_when_confirmed(
         sweep_env, monkeypatch, capsys):
-    import yoloprof.capture.api as capture_api
+    import yoloprof.capturing.builtin.capture_entry as capture_api
     from helpers.fake_sweep import fake_capture
 
     sweep = _two_jobs(sweep_env, monkeypatch)  # job 0 ok, job 1 failed

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import yaml
 
-import yoloprof.capture.api as capture_api
+import yoloprof.capturing.builtin.capture_entry as capture_api
 from helpers.fake_sweep import fake_capture
 from yoloprof.sweep.app import main
 from yoloprof.sweep.search import objective

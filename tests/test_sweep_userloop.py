@@ -66,7 +66,7 @@ def _collected(levels: list[int], law: dict[str, tuple[float, float]]):
 
 def test_module_growth_recovers_known_exponents():
     from yoloprof.analysis.configs import build_configs
-    from yoloprof.analysis.modules import growth_notes, module_growth
+    from yoloprof.analysis.module_growth import growth_notes, module_growth
 
     c = _collected([64, 128, 256], {"quad": (0.001, 2.0), "lin": (0.3, 1.0), "flat": (50.0, 0.0)})
     growth = module_growth(c, build_configs(c.ok))
@@ -81,7 +81,7 @@ def test_module_growth_recovers_known_exponents():
 
 def test_module_growth_skips_tiny_modules_and_profiles_without_modules():
     from yoloprof.analysis.configs import build_configs
-    from yoloprof.analysis.modules import MIN_SHARE, module_growth
+    from yoloprof.analysis.module_growth import MIN_SHARE, module_growth
 
     c = _collected([64, 128], {"big": (0.001, 2.0), "tiny": (0.001, -8.0)})
     growth = module_growth(c, build_configs(c.ok))
@@ -97,7 +97,7 @@ def test_growth_exponent_interval_is_the_slope_t_interval():
     import numpy as np
     from scipy import stats
 
-    from yoloprof.analysis.modules import fit_exponent
+    from yoloprof.analysis.module_growth import fit_exponent
 
     rng = np.random.default_rng(3)
     levels = np.repeat([8.0, 16.0, 32.0], 2)
@@ -112,7 +112,7 @@ def test_growth_exponent_interval_is_the_slope_t_interval():
 
 def test_two_levels_one_trial_each_claims_no_exponent():
     from yoloprof.analysis.configs import build_configs
-    from yoloprof.analysis.modules import growth_notes, module_growth
+    from yoloprof.analysis.module_growth import growth_notes, module_growth
 
     c = _collected([64, 128], {"attn": (0.01, 1.0)})
     growth = module_growth(c, build_configs(c.ok))

@@ -1,4 +1,4 @@
-"""The op tree without a per-op Python loop (traces/ops.py) against the stack walk it replaced.
+"""The op tree without a per-op Python loop (traces/op_table.py) against the stack walk it replaced.
 
 The reference below is the plain-Python algorithm torch's `_populate_cpu_children` and
 `_remove_dup_nodes` use (a stack per thread; one sequential pass of same-name merging), kept here
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from helpers.paths import TRACES
-from yoloprof.traces.ops import _merge_duplicates, _tree, tree_events
+from yoloprof.traces.op_table import _merge_duplicates, _tree, tree_events
 from yoloprof.traces.parse import parse_trace_bytes
 
 
@@ -114,7 +114,7 @@ def test_fixture_traces_match_the_stack_walk(name):
 def test_lean_range_maxima_match_the_stack_walk(seed, monkeypatch):
     """A large tree keeps only the even levels of its range maxima (ops.LEAN_TREE_EVENTS): forced
     here on small random nestings, the parents are still the stack walk's."""
-    import yoloprof.traces.ops as ops
+    import yoloprof.traces.op_table as ops
 
     monkeypatch.setattr(ops, "LEAN_TREE_EVENTS", 0)
     rng = np.random.default_rng(100 + seed)
@@ -144,7 +144,7 @@ def _nested(rng, n):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_nested_events_take_the_linear_path_and_match_the_stack_walk(seed):
-    from yoloprof.traces import ops
+    from yoloprof.traces import op_table as ops
 
     rng = np.random.default_rng(200 + seed)
     ts, dur, thread = _nested(rng, int(rng.integers(5, 500)))
@@ -156,7 +156,7 @@ def test_nested_events_take_the_linear_path_and_match_the_stack_walk(seed):
 
 
 def test_an_overrun_is_refused_by_the_linear_path():
-    from yoloprof.traces import ops
+    from yoloprof.traces import op_table as ops
 
     ts, dur = np.array([0.0, 2.0, 3.0, 5.0]), np.array([10.0, 2.0, 9.0, 1.0])
     end = ts + dur
@@ -167,7 +167,7 @@ def test_an_overrun_is_refused_by_the_linear_path():
 @pytest.mark.parametrize("name", ["nccl_data.json.gz", "rank0.json.gz"] if TRACES.is_dir() else [])
 def test_fixture_traces_binary_lifting_alone_matches(name, monkeypatch):
     """The general path on its own (the linear one refused) gives the stack walk's parents too."""
-    from yoloprof.traces import ops
+    from yoloprof.traces import op_table as ops
 
     monkeypatch.setattr(ops, "_nested_parents", lambda *a: None)
     ev = parse_trace_bytes(gzip.decompress((TRACES / name).read_bytes()))

@@ -25,8 +25,8 @@ from yoloprof.defs.version import __version__
 from yoloprof.errors import ProfileError, UsageError, YoloprofError
 
 if TYPE_CHECKING:
-    from yoloprof.api import PathLike, Profile
-    from yoloprof.config.settings import CaptureSettings
+    from yoloprof.api import Profile
+    from yoloprof.config.capture_settings import CaptureSettings
 
 # name -> (module, attribute): resolved on first use by __getattr__ below.
 _LAZY = {
@@ -36,11 +36,12 @@ _LAZY = {
     "ab": ("yoloprof.api", "ab"),
     "read_results": ("yoloprof.api", "read_results"),
     "analyze": ("yoloprof.api", "analyze"),
-    "CaptureSettings": ("yoloprof.config.settings", "CaptureSettings"),
+    "capture": ("yoloprof.api", "capture"),  # its package is yoloprof.capturing
+    "CaptureSettings": ("yoloprof.config.capture_settings", "CaptureSettings"),
     # profile your own code (docs/userloop.md)
-    "profile": ("yoloprof.capture.loop", "profile"),
-    "timeit": ("yoloprof.capture.decorators", "timeit"),
-    "profileit": ("yoloprof.capture.decorators", "profileit"),
+    "profile": ("yoloprof.capturing.userloop.loop", "profile"),
+    "timeit": ("yoloprof.capturing.userloop.decorators", "timeit"),
+    "profileit": ("yoloprof.capturing.userloop.decorators", "profileit"),
 }
 
 # spelled out for tools that read __all__ statically (ruff, type checkers); tests/test_api_typed.py
@@ -62,29 +63,6 @@ __all__ = [
     "read_results",
     "timeit",
 ]
-
-
-def _callable_capture_package() -> None:
-    """`yoloprof.capture` is both the capture subpackage and the public `capture(settings,
-    out_dir)` function: Python binds a subpackage to its parent's attribute when it is first
-    imported, so a plain function of that name would be replaced by the module. The package
-    (an empty __init__, cheap to import) gets a module class with __call__ instead; its
-    submodules stay reachable as attributes."""
-    import types
-
-    import yoloprof.capture as package
-
-    class CapturePackage(types.ModuleType):
-        def __call__(self, settings: CaptureSettings, out_dir: PathLike = "runs/profile/api", *,
-                     progress: bool = False, project: PathLike | None = None) -> Profile:
-            from yoloprof.api import capture
-
-            return capture(settings, out_dir, progress=progress, project=project)
-
-    package.__class__ = CapturePackage
-
-
-_callable_capture_package()
 
 
 def __getattr__(name: str) -> Any:

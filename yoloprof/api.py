@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union, cast
 
-from yoloprof.config.stats import ALPHA, NOISE
+from yoloprof.config.stat_defaults import ALPHA, NOISE
 from yoloprof.defs.json_types import JSON, JSONObject, Rows
 from yoloprof.errors import UsageError, YoloprofError
 from yoloprof.readers.results import (
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped, unused-ignore]
 
     from yoloprof.analysis.run import AnalysisResult
-    from yoloprof.config.settings import CaptureSettings
+    from yoloprof.config.capture_settings import CaptureSettings
 
 PathLike = str | os.PathLike[str]
 
@@ -176,7 +176,7 @@ def load(path: PathLike, steps: str | None = None, window: str | None = None) ->
     if steps is None and window is None:
         return Profile(load_any(path), str(path))
     from yoloprof.readers.select import parse_steps, parse_window
-    from yoloprof.traces.select import StepSelection
+    from yoloprof.traces.step_selection import StepSelection
 
     return Profile(load_any(path, select=StepSelection(parse_steps(steps), parse_window(window))), str(path))
 
@@ -227,7 +227,7 @@ def ab(a: ABSide, b: ABSide, *, metrics: list[str] | None = None, alpha: float |
     `benchmark` (warmup, trials, calls, device: how a callable side is timed)."""
     import tempfile
 
-    from yoloprof.config.settings import CaptureSettings
+    from yoloprof.config.capture_settings import CaptureSettings
     from yoloprof.sweep import ab as _ab
 
     def runner(x: ABSide) -> Callable[[int, Path], dict[str, Any]]:
@@ -255,8 +255,8 @@ def capture(settings: CaptureSettings, out_dir: PathLike = "runs/profile/api", *
     `settings` is a CaptureSettings (its `model` may be "yolo", a dotted factory path, a factory
     callable or an nn.Module instance, which is copied, never modified). Its row is added to the
     results store of `project` (default: out_dir's parent; docs/history.md)."""
-    from yoloprof.capture.api import capture as _capture
-    from yoloprof.capture.record import record_capture
+    from yoloprof.capturing.builtin.capture_entry import capture as _capture
+    from yoloprof.capturing.builtin.store_record import record_capture
     from yoloprof.defs.files import PROFILE
     from yoloprof.profiles.rows import utc_now
 

@@ -35,7 +35,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _run_capture(args: argparse.Namespace, mode: str) -> int:
 
-    from yoloprof.capture.api import capture
+    from yoloprof.capturing.builtin.capture_entry import capture
     from yoloprof.config.cli_args import settings_from_args
     from yoloprof.sweep.machine import timed_slot
 
@@ -44,7 +44,7 @@ def _run_capture(args: argparse.Namespace, mode: str) -> int:
     settings = settings_from_args(args, mode)
     out_dir = run_dir(args.project, mode, args.exist_ok)  # train, train2, ...: earlier ones are kept
     # registered (not locked) so that sweep jobs timing at the same time record it (other_captures)
-    from yoloprof.capture.record import record_capture
+    from yoloprof.capturing.builtin.store_record import record_capture
     from yoloprof.profiles.rows import utc_now
 
     started, command = utc_now(), "run" if mode == "train" else "infer"
@@ -125,7 +125,7 @@ def _ranks(args: argparse.Namespace) -> Any:
 def _summary_folder(args: argparse.Namespace) -> int:
     """`summary FOLDER`: one trace per rank, the multi-rank view (CLI only: a Profile is one trace)."""
     from yoloprof.readers.ranks import read_ranks
-    from yoloprof.render.ranks import render_ranks
+    from yoloprof.render.ranks_terminal import render_ranks
 
     return _emit(args, read_ranks(args.profile, jobs=args.jobs, ranks=_ranks(args)), render_ranks)
 
@@ -186,7 +186,7 @@ def _compare_folders(args: argparse.Namespace) -> int:
         raise UsageError(f"{getattr(args, side)} ({side}) is a folder of rank traces but the other side "
                          "is not; compare two folders or two files")
     from yoloprof.readers.ranks import compare_ranks, read_ranks
-    from yoloprof.render.ranks import render_ranks_compare
+    from yoloprof.render.ranks_terminal import render_ranks_compare
 
     return _emit(args, compare_ranks(read_ranks(args.before, jobs=args.jobs),
                                      read_ranks(args.after, jobs=args.jobs)), render_ranks_compare)
@@ -387,10 +387,10 @@ def cmd_history(args: argparse.Namespace) -> int:
                                           repo=Path(args.repo) if args.repo else None, dirty=args.dirty))
     if args.html:
         from yoloprof.profiles.io import write_bytes_atomic
-        from yoloprof.render.history import render_history_html
+        from yoloprof.render.history_report import render_history_html
 
         write_bytes_atomic(args.html, render_history_html(result).encode())
-    from yoloprof.render.history import render_history
+    from yoloprof.render.history_report import render_history
 
     return _emit(args, result, render_history)
 
@@ -399,7 +399,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from yoloprof.analysis.gate import compute_gate
-    from yoloprof.render.history import render_gate
+    from yoloprof.render.history_report import render_gate
 
     result = compute_gate(Path(args.project), args.new, metrics=args.metric, window=args.window, alpha=args.alpha,
                           noise=args.noise, repo=Path(args.repo) if args.repo else None, dirty=args.dirty,
@@ -486,7 +486,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         if not wanted(name):
             continue
         from yoloprof.config.cli_args import add_capture_arguments
-        from yoloprof.config.settings import OUTPUT_KEYS
+        from yoloprof.config.capture_settings import OUTPUT_KEYS
 
         add_capture_arguments(p, mode)
         p.add_argument("--project", default=OUTPUT_KEYS["project"][0],

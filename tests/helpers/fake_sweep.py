@@ -37,7 +37,7 @@ def _held(batch: int) -> bool:
 
 
 def fake_capture(settings, out_dir, *, progress: bool = False) -> dict:
-    """Stand-in for yoloprof.capture.api.capture: writes a profile.json, returns the profile.
+    """Stand-in for yoloprof.capturing.builtin.capture_entry.capture: writes a profile.json, returns the profile.
 
     FAKE_SLEEP (seconds per job) lets kill tests catch a sweep mid-job; FAKE_FAIL_BATCH makes the
     jobs with that batch raise, as a model that does not build would. FAKE_HOLD_TASK=N holds the
@@ -76,7 +76,7 @@ def fake_capture(settings, out_dir, *, progress: bool = False) -> dict:
 DRIVER = """
 import sys
 sys.path.insert(0, {tests!r})
-import yoloprof.capture.api as api
+import yoloprof.capturing.builtin.capture_entry as api
 from helpers.fake_sweep import fake_capture
 api.capture = fake_capture
 from yoloprof.cli import main

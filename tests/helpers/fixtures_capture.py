@@ -17,7 +17,7 @@ import jsonschema
 import pytest
 import torch
 
-import yoloprof.capture.api as capture_api
+import yoloprof.capturing.builtin.capture_entry as capture_api
 from helpers.fake_cuda import FakeCuda
 from helpers.fake_sweep import fake_capture
 from helpers.paths import run_main
@@ -29,14 +29,14 @@ from yoloprof.traces.analyze import analyze_trace_file
 from yoloprof.workloads.data import collate
 from yoloprof.workloads.synthetic import SyntheticDetection
 
-# --- the fixtures of tests/test_capture_cli.py
+# --- the fixtures of tests/test_capturing_cli.py
 
 SCHEMA = json.loads(resources.files("yoloprof.profiles").joinpath("profile.schema.json").read_text())
 
 # A fixed warm-up (--warmup-max = --warmup): the auto one may run up to 20 more steps per trial
-# while a loaded machine keeps step times from settling (tested in test_capture_steady.py). No
+# while a loaded machine keeps step times from settling (tested in test_capturing_steady.py). No
 # per-module pass (steps of its own): the README runs keep every default section, and the module
-# times have their own tests (test_capture_userloop_extras.py).
+# times have their own tests (test_capturing_userloop_extras.py).
 TINY_TRAIN = ("--device", "cpu", "--batch", "2", "--imgsz", "64", "--steps", "3", "--warmup", "1",
               "--warmup-max", "1", "--workers", "0", "--no-modules")
 
@@ -66,14 +66,14 @@ def infer_profile(tmp_path_factory) -> tuple[dict, subprocess.CompletedProcess, 
     return load_valid(project / "infer" / "profile.json"), proc, project
 
 
-# --- the fixtures of tests/test_capture_gpu_paths.py and tests/test_capture_userloop_cuda_paths.py
+# --- the fixtures of tests/test_capturing_gpu_paths.py and tests/test_capturing_userloop_cuda_paths.py
 
 @pytest.fixture
 def fake(monkeypatch) -> FakeCuda:
     return FakeCuda().install(monkeypatch)
 
 
-# --- the fixtures of tests/test_capture_outdirs.py
+# --- the fixtures of tests/test_capturing_outdirs.py
 
 @pytest.fixture
 def fake_run(monkeypatch):
@@ -89,13 +89,13 @@ def fake_run(monkeypatch):
     monkeypatch.setattr(capture_api, "capture", capture)
 
 
-# --- the fixtures of tests/test_capture_runtime_env.py
+# --- the fixtures of tests/test_capturing_runtime_env.py
 
 @pytest.fixture(scope="module")
 def captured(tmp_path_factory):
 
     import yoloprof
-    from yoloprof.capture.api import capture
+    from yoloprof.capturing.builtin.capture_entry import capture
 
     saved = (torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic,
              torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
@@ -116,7 +116,7 @@ def captured(tmp_path_factory):
             os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
 
 
-# --- the fixtures of tests/test_capture_userloop.py
+# --- the fixtures of tests/test_capturing_userloop.py
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"  # tests/assets
 
@@ -145,12 +145,12 @@ def two_runs(user_loop, tmp_path_factory):
     return fast, slow
 
 
-# --- the fixtures of tests/test_capture_userloop_extras.py
+# --- the fixtures of tests/test_capturing_userloop_extras.py
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    from yoloprof.capture.api import capture
-    from yoloprof.config.settings import CaptureSettings
+    from yoloprof.capturing.builtin.capture_entry import capture
+    from yoloprof.config.capture_settings import CaptureSettings
 
     out = tmp_path_factory.mktemp("cap")
     settings = CaptureSettings.for_mode("train", device="cpu", batch=1, imgsz=64, steps=1, warmup=0,

@@ -1,5 +1,5 @@
 """torch's op tree and self CPU time, in plain Python from a trace's raw JSON (an independent
-reference for traces/ops.py: no numpy, no project code).
+reference for traces/op_table.py: no numpy, no project code).
 
 Follows torch/autograd/profiler_util.py: `_filter_name` (names dropped before the tree),
 `EventList._populate_cpu_children` (a stack per thread over the synchronous CPU-side events sorted

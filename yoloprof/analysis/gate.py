@@ -1,5 +1,5 @@
 """`yoloprof gate PROJECT NEW...`: judge a new capture against its configuration's recent history
-on the same machine (docs/history.md "Gating in CI"). Computes only; render/history.py prints.
+on the same machine (docs/history.md "Gating in CI"). Computes only; render/history_report.py prints.
 
 The noise model is the process-to-process one (DESIGN.md section 7): every stored row is one
 process, its value the mean of that process's trials, and the baseline's spread of those values
@@ -29,9 +29,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from yoloprof.analysis.history import HistoryQuery, _groups, _ordered, git_positions, read_frame
-from yoloprof.capture.record import profile_machine
+from yoloprof.capturing.builtin.store_record import profile_machine
 from yoloprof.config.axes import history_axes
-from yoloprof.config.stats import ALPHA, NOISE
+from yoloprof.config.stat_defaults import ALPHA, NOISE
 from yoloprof.defs import metrics as registry
 from yoloprof.errors import UsageError
 from yoloprof.metrics.changepoints import find_splits

@@ -1,5 +1,5 @@
 """`yoloprof history`: each configuration's series on each machine, ordered by commit, with its
-change points attributed to commits (docs/history.md). Computes only; render/history.py prints.
+change points attributed to commits (docs/history.md). Computes only; render/history_report.py prints.
 
 A series is one configuration (`config_key`) on one machine (the store's `machine` partition,
 a hash of the fingerprint: CPU and device model, torch and CUDA versions, threads). Series from
@@ -132,7 +132,7 @@ def first_rows(df: Any, table: Any, index: Sequence[int]) -> list[dict[str, Any]
 def git_positions(repo: Path | None) -> dict[str, int] | None:
     """Each commit of the repository -> its place in topological order (parents first); None when
     there is no repository to ask."""
-    from yoloprof.capture.env import _git
+    from yoloprof.capturing.device.environment import _git
 
     where = str(repo) if repo is not None else os.getcwd()
     out = _git(where, "rev-list", "--topo-order", "--reverse", "--all")
@@ -143,7 +143,7 @@ def git_positions(repo: Path | None) -> dict[str, int] | None:
 
 def commits_between(repo: Path | None, before: str, after: str) -> int | None:
     """Commits in before..after (after included): 1 = `after` is the only new commit."""
-    from yoloprof.capture.env import _git
+    from yoloprof.capturing.device.environment import _git
 
     out = _git(str(repo) if repo is not None else os.getcwd(), "rev-list", "--count", f"{before}..{after}")
     try:

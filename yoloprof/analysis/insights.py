@@ -19,7 +19,7 @@ THROUGHPUT = "img_per_s"
 def pareto_memory(names: list[str], metrics: pd.DataFrame, devices: list[str]) -> str:
     """The memory axis of the Pareto set: the memory metric the comparisons use (the job's own
     growth on CPU sweeps), else the one they would use by default."""
-    from yoloprof.analysis.compare import MEM_ABSOLUTE, MEM_GROWTH, _memory_metric
+    from yoloprof.analysis.compare_configs import MEM_ABSOLUTE, MEM_GROWTH, _memory_metric
 
     chosen = [m for m in names if m in (MEM_GROWTH, MEM_ABSOLUTE)]
     return chosen[0] if chosen else _memory_metric(sorted(metrics["metric"].unique()), devices)[0]

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from yoloprof.analysis.collect import Collected, collect
-from yoloprof.analysis.compare import choose_metrics, compare_configs, gmean_table, profile_floors, regressions
+from yoloprof.analysis.compare_configs import choose_metrics, compare_configs, gmean_table, profile_floors, regressions
 from yoloprof.analysis.configs import Configs, build_configs, plan_baseline
 from yoloprof.analysis.drift import apply_drift, drift_table, drift_warnings, job_values
 from yoloprof.analysis.envdiff import apply_env_flags, env_differences, env_warnings
@@ -26,7 +26,7 @@ from yoloprof.analysis.dominance import THROUGHPUT, best_within_modes, modes_of,
 from yoloprof.analysis.insights import pareto_memory, scaling
 from yoloprof.analysis.outputs import analysis_dir, recorded_settings
 from yoloprof.analysis.settings import DEFAULT_NAME, AnalysisSettings, check_name, command
-from yoloprof.config.stats import ALPHA, CORRECTION, NOISE
+from yoloprof.config.stat_defaults import ALPHA, CORRECTION, NOISE
 from yoloprof.analysis.tables import metric_meta, process_means, read_tables
 from yoloprof.defs import metrics as registry
 
@@ -115,7 +115,7 @@ def analyze_collected(c: Collected, *, baseline: list[str] | None = None, vary: 
     drift = drift_table(jobs, dict(zip(cfg.table.index, cfg.table["config"].astype(str))), alpha=alpha)
     env_diffs = env_differences(c.ok, cfg, plan.pairs)
     comparisons = apply_env_flags(comparisons, env_diffs)
-    from yoloprof.analysis.adaptive import apply_sequential  # trial=auto: the rule that stopped it
+    from yoloprof.analysis.adaptive_verdicts import apply_sequential  # trial=auto: the rule that stopped it
 
     comparisons = apply_sequential(comparisons, tables["metrics"], c.sweep_dir, alpha=alpha, noise=noise)
     memory = pareto_memory(names, tables["metrics"], devices)
@@ -131,7 +131,7 @@ def analyze_collected(c: Collected, *, baseline: list[str] | None = None, vary: 
     notes = list(c.notes) + metric_notes
     notes += [f"{cfg.label(g)}: no baseline configuration with the same other axes; not compared"
               for g in plan.unpaired]
-    from yoloprof.analysis.modules import growth_notes, module_growth
+    from yoloprof.analysis.module_growth import growth_notes, module_growth
 
     tables["module_growth"] = module_growth(c, cfg)  # which modules scale worst along an axis
     notes += growth_notes(tables["module_growth"])

@@ -5,7 +5,7 @@ default, valid values, flag and Hydra key.
 Why one schema: the options of `analyze`, `compare` and `gate` (config/cli_args.py
 `add_analysis_arguments`), the Hydra group `analysis` (config/schema.py `AnalysisConf`) and the
 manifest's `analysis` record are all generated from the fields below, the same way the capture
-settings generate theirs (config/settings.py: the same `setting()` and `Spec`, the generic rules
+settings generate theirs (config/capture_settings.py: the same `setting()` and `Spec`, the generic rules
 in config/fields.py). A default, a help text or a valid value is typed once.
 
 `AnalysisSpec` is the capture `Spec` with:
@@ -40,8 +40,8 @@ from yoloprof.config.fields import (
     spec_fields,
     value_type,
 )
-from yoloprof.config.settings import Spec, setting
-from yoloprof.config.stats import ALPHA, CORRECTION, CORRECTIONS, NOISE
+from yoloprof.config.capture_settings import Spec, setting
+from yoloprof.config.stat_defaults import ALPHA, CORRECTION, CORRECTIONS, NOISE
 from yoloprof.errors import UsageError
 
 ANALYZE, COMPARE, GATE = "analyze", "compare", "gate"

@@ -1,4 +1,4 @@
-"""Every table of sweep axes, derived from the capture settings' own fields (config/settings.py).
+"""Every table of sweep axes, derived from the capture settings' own fields (config/capture_settings.py).
 
 Why derived: an axis used to be typed in six places (the row schema, the analysis axes and
 override keys, the identity columns, the envdiff causes, the history labels and the gate), so
@@ -19,7 +19,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
-from yoloprof.config.settings import MODES, RENAMED, Axis, CaptureSettings, Spec
+from yoloprof.config.capture_settings import MODES, RENAMED, Axis, CaptureSettings, Spec
 
 # A row column's type, by the field's Python type; the row groups its axis columns in this order.
 KINDS = {str: "str", int: "int", bool: "bool", float: "float"}

@@ -1,6 +1,6 @@
 """The argparse options of `yoloprof run` and `yoloprof infer`, generated from the settings schema.
 
-Why generated: help texts, defaults and valid values are typed once, in config/settings.py; the
+Why generated: help texts, defaults and valid values are typed once, in config/capture_settings.py; the
 command line shows each default in `--help` (the mode's own default where it differs by mode) and
 turns the parsed namespace back into `CaptureSettings` without a hand-written key list.
 """
@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 from yoloprof.config import analysis_settings as analysis
 from yoloprof.config.fields import field_default, flag_dest, flag_name, spec_fields, value_type
-from yoloprof.config.settings import (FIELDS, MODES, PRECISIONS, RENAMED, CaptureSettings, default_of,
+from yoloprof.config.capture_settings import (FIELDS, MODES, PRECISIONS, RENAMED, CaptureSettings, default_of,
                                       flag_of, spec_of)
 from yoloprof.errors import UsageError
 

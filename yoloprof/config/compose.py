@@ -106,7 +106,7 @@ def _unknown_key(exc: BaseException) -> str | None:
     """Hydra's "Could not override 'bacth'. To append to your config use +bacth=4" invites the very
     typo that would then run silently; name the closest known key instead."""
     from yoloprof.config.schema import known_keys
-    from yoloprof.config.settings import unknown_key_message
+    from yoloprof.config.capture_settings import unknown_key_message
 
     current: BaseException | None = exc
     while current is not None:
@@ -141,7 +141,7 @@ def _key_in_file(exc: BaseException, hydra: HydraApp | None) -> str | None:
     from omegaconf.errors import ConfigKeyError
 
     from yoloprof.config.schema import known_keys
-    from yoloprof.config.settings import unknown_key_message
+    from yoloprof.config.capture_settings import unknown_key_message
 
     match = _IN_FILE.match(str(exc))
     cause = exc.__cause__ or exc.__context__

@@ -1,6 +1,6 @@
 """What a settings schema's fields generate, whichever schema (capture or analysis).
 
-Why a module of its own: `CaptureSettings` (config/settings.py) and `AnalysisSettings`
+Why a module of its own: `CaptureSettings` (config/capture_settings.py) and `AnalysisSettings`
 (config/analysis_settings.py) are both dataclasses whose fields carry `Spec` metadata, and the
 command-line options (config/cli_args.py) and the Hydra structured config (config/schema.py) are
 generated from them by the same rules: a flag is `--name-with-dashes` unless the spec names one,

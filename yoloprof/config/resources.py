@@ -2,7 +2,7 @@
 SLURM"). Registered as OmegaConf resolvers so a launcher config can say
 `cpus_per_task: ${yoloprof_cpus:${workers}}` and `--cfg hydra --resolve` shows the numbers.
 
-- GPUs: one per job for a CUDA device, none for the CPU (`config.device.parse_device`: `CPU` too; a capture times one device; a job never
+- GPUs: one per job for a CUDA device, none for the CPU (`config.device_spec.parse_device`: `CPU` too; a capture times one device; a job never
   shares its GPU with another timed job because SLURM gives each allocation its own GPU);
 - CPUs: one per data-loader worker plus one for the main process;
 - time limit: TIME_FIXED_MIN for start-up, model build and data, plus TIME_PER_ITERATION_S for
@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from yoloprof.config.device import parse_device
+from yoloprof.config.device_spec import parse_device
 
 TIME_FIXED_MIN = 10
 TIME_PER_ITERATION_S = 5.0

@@ -1,4 +1,4 @@
-"""The Hydra structured config, generated from the capture settings schema (config/settings.py).
+"""The Hydra structured config, generated from the capture settings schema (config/capture_settings.py).
 
 Why dataclasses in the ConfigStore rather than plain YAML: Hydra then types every key of every
 group while it composes, so `precision=float8`, `size=x` or `batch=two` fail while the sweep is
@@ -25,7 +25,7 @@ from typing import Any, Optional
 from omegaconf import II, MISSING, OmegaConf
 
 from yoloprof.config.paths import sweeps_dir
-from yoloprof.config.settings import (FIELDS, Isolation, JobOrder, MachinePolicy, MODES, OUTPUT_KEYS,
+from yoloprof.config.capture_settings import (FIELDS, Isolation, JobOrder, MachinePolicy, MODES, OUTPUT_KEYS,
                                       CaptureSettings, default_of, spec_of)
 from yoloprof.config import analysis_settings
 from yoloprof.config.fields import field_default, hydra_type, spec_fields
@@ -33,7 +33,7 @@ from yoloprof.config.fields import field_default, hydra_type, spec_fields
 SWEEP_ID_ENV = "YOLOPROF_SWEEP_ID"
 
 
-# How sweep jobs run: the Enums and their value tuples live in config/settings.py (the sweep layer
+# How sweep jobs run: the Enums and their value tuples live in config/capture_settings.py (the sweep layer
 # imports the tuples without loading Hydra).
 
 

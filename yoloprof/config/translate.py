@@ -18,7 +18,7 @@ from typing import Any, cast
 from omegaconf import DictConfig, OmegaConf
 
 from yoloprof.config.axes import hashed_values, pooled
-from yoloprof.config.settings import FIELDS, CaptureSettings, spec_of, unknown_key_message
+from yoloprof.config.capture_settings import FIELDS, CaptureSettings, spec_of, unknown_key_message
 from yoloprof.errors import UsageError
 
 BUILTIN_TARGET = "yoloprof.workloads.models.build_model"

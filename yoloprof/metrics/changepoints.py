@@ -35,7 +35,7 @@ from typing import Sequence, TypedDict
 import numpy as np
 from numpy.typing import ArrayLike
 
-from yoloprof.config.stats import ALPHA as INTERVAL_ALPHA  # the analysis' level, for the effect intervals
+from yoloprof.config.stat_defaults import ALPHA as INTERVAL_ALPHA  # the analysis' level, for the effect intervals
 
 ALPHA = 0.01  # per-series false-alarm rate of the search (the first test guards a flat series)
 PERMUTATIONS = 199

@@ -13,7 +13,7 @@ within-process level is used to split the noise (between/within SD, and how much
 means vary beyond what the trials predict: `inflation`) and to say what more would decide.
 
 One process on a side: its mean's run-to-run variance is unknown from the data. With a stored
-noise floor for this machine and workload (`yoloprof.metrics.noise`), the variance of a process
+noise floor for this machine and workload (`yoloprof.metrics.noise_floor`), the variance of a process
 mean is the floor's between-process part plus this process's own within-process part over its
 trials, and the t quantile uses the floor's degrees of freedom (K-1 of its K processes); the
 floor is returned with the result. Without one, when the OTHER side has two or more processes,
@@ -30,7 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats as sps
 
-from yoloprof.config.stats import ALPHA, NOISE
+from yoloprof.config.stat_defaults import ALPHA, NOISE
 from yoloprof.metrics.decide import units_to_decide, within_noise_words
 from yoloprof.metrics.stats import (FULL_POWER_TRIALS, LOW_POWER, MW_MIN_TRIALS, _opt, _quiet, _side_stats,
                                     _side_warnings, classify, verdict_words)
@@ -147,7 +147,7 @@ def compare_nested(before: Sequence[Sequence[float]], after: Sequence[Sequence[f
     (`[[m1], [m2], ...]`); they must then be geometric means (the test works on logs).
 
     `alpha` is the two-sided level of this one look (a sequential caller passes the alpha it
-    spends here); `floor` is a stored noise floor (`yoloprof.metrics.noise.find_floor`) used only
+    spends here); `floor` is a stored noise floor (`yoloprof.metrics.noise_floor.find_floor`) used only
     when a side has a single process. Returns the keys of `compare_samples` (`n_*` count trials,
     `ratio`/`ci_*` oriented > 1 = better) plus `processes_before/after`, `processes_needed`,
     `method` ("process means, Welch", "noise floor", "other side's processes" or "none"), `floor`,

@@ -40,7 +40,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from yoloprof.config.stats import ALPHA, NOISE
+from yoloprof.config.stat_defaults import ALPHA, NOISE
 
 # The verdict codes that end a comparison; others keep it running while looks remain.
 STOPPING = ("improved", "regressed", "equivalent")

@@ -46,7 +46,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 from scipy import stats as sps
 
-from yoloprof.config.stats import ALPHA, CORRECTION, CORRECTIONS, NOISE
+from yoloprof.config.stat_defaults import ALPHA, CORRECTION, CORRECTIONS, NOISE
 from yoloprof.metrics.decide import MIN_TRIALS, POWER, within_noise_words  # MIN_TRIALS: callers read it here too
 
 FULL_POWER_TRIALS = 3   # below this per side, a tested result is labelled low power

@@ -6,7 +6,7 @@ not as many as asked; with `--warmup 1` such a model was measured 41% slow. So t
 until the step times are stationary, `--warmup` being the minimum and a cap (`warmup_cap`) the
 maximum, so that a workload that never settles still ends (and says so).
 
-The test (thresholds in config/steady.py) is pyperf's warm-up calibration reduced to the sizes a
+The test (thresholds in config/steady_thresholds.py) is pyperf's warm-up calibration reduced to the sizes a
 capture can afford (pyperf compares two samples of 20 values after each candidate warm-up; see
 its `_worker.py`, `test_calibrate_warmups`): at a candidate start k, the WINDOW steps from k are
 split into an older and a newer half, and k is steady when
@@ -37,7 +37,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from yoloprof.config import steady as conf
+from yoloprof.config import steady_thresholds as conf
 
 
 def window_steady(times: Sequence[float]) -> bool:

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from yoloprof.config import axes
-from yoloprof.config.settings import CaptureSettings
+from yoloprof.config.capture_settings import CaptureSettings
 from yoloprof.defs import files
 from yoloprof.defs import metrics as registry
 from yoloprof.defs.envfields import RUNTIME_FIELDS
@@ -38,7 +38,7 @@ EXEC_FLOAT = ("start_footprint_mib", "load_avg_1m", "machine_wait_s")
 EXEC_INT = ("other_captures", "attempt")
 ENV_STR = ("torch_version", "python_version", "device_name", "hostname", "launcher", "yoloprof_version",
            "git_commit")
-# Model and data facts (profile `model` section, capture/facts.py): counted, not measured.
+# Model and data facts (profile `model` section, capturing/extras/model_facts.py): counted, not measured.
 FACTS_INT = ("params_total", "params_trainable", "batch_bytes")
 FACTS_FLOAT = ("model_mb",)
 # The runtime settings of the capture's env (defs/envfields.py): cuDNN/TF32 flags, launch blocking,
@@ -130,7 +130,7 @@ def row_from_profile(profile: dict[str, Any], base: dict[str, Any]) -> dict[str,
         row[name] = None if value is None else (bool(value) if kind == pa.bool_() else str(value))
     used = config.get("warmup_used")
     if isinstance(used, dict):  # the most warm-up steps of a trial; every trial steady
-        from yoloprof.config.steady import summarize
+        from yoloprof.config.steady_thresholds import summarize
 
         row["warmup_used"], row["warmup_steady"] = summarize(used)
     return row

@@ -22,7 +22,7 @@ Why this layout:
   own); a user's swept keys are kept as JSON text in `swept`, so the schema never forks.
 
 The store is optional: nothing here is needed to capture, `YOLOPROF_RESULTS=0` turns it off, and
-callers turn a failure to append into a warning (capture/record.py).
+callers turn a failure to append into a warning (capturing/builtin/store_record.py).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 Each side is one or more profiles; each profile is one process (a capture), its per-trial samples
 that process's trials. The verdict comes from `yoloprof.metrics.nested.compare_nested`: with two
 or more profiles per side, Welch's test on the process means; with one per side, only against a
-stored run-to-run noise floor for this machine and workload (`yoloprof.metrics.noise`, measured
+stored run-to-run noise floor for this machine and workload (`yoloprof.metrics.noise_floor`, measured
 by `yoloprof calibrate`), else `inconclusive` with the command that would decide. The plain
 deltas a reader wants are added. Every difference between the sides besides the code (device
 model, threads, torch, precision, batch, capture time: `yoloprof.metrics.sides`) is listed, and a
@@ -24,7 +24,7 @@ from yoloprof.metrics.sides import differences, flag_reasons, profile_facts
 from yoloprof.metrics.stats import CV_WARN, FULL_POWER_TRIALS
 from yoloprof.metrics.nested import NO_FLOOR_WORDS
 from yoloprof.readers._common import COMPARE_DEFAULT, finite, metric_entry, metric_value, per_step
-from yoloprof.config.stats import ALPHA, NOISE
+from yoloprof.config.stat_defaults import ALPHA, NOISE
 
 TRACE_NOTE = ("both inputs are raw traces: one sample per step is not a trial (steps of one run are "
               "not independent), so there is no significance verdict; capture each side "
@@ -92,7 +92,7 @@ def _floor_for(sides: list[list[dict]], name: str, floors: dict | None, noise_fi
     before side's machine and workload, else the after side's."""
     if floors is not None:
         return floors.get(name)
-    from yoloprof.metrics.noise import find_floor, load_floors
+    from yoloprof.metrics.noise_floor import find_floor, load_floors
 
     store = load_floors(noise_file)
     for side in sides:
@@ -216,7 +216,7 @@ def step_table(profile: dict) -> list[dict[str, Any]]:
 
 def _mixed_sides(pb: list[dict], pa: list[dict]) -> list[str]:
     """A side's captures should be repeats of one workload on one machine; say when they are not."""
-    from yoloprof.metrics.noise import profile_keys
+    from yoloprof.metrics.noise_floor import profile_keys
 
     out = []
     for side, profiles in (("before", pb), ("after", pa)):

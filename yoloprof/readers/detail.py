@@ -39,14 +39,14 @@ def compute_detail(data: bytes, *, top: int = 50) -> dict[str, Any]:
     from yoloprof.readers.gpu_metrics import gpu_metrics_of
     from yoloprof.traces.breakdown import plugin_breakdown
     from yoloprof.traces.correlate import join
-    from yoloprof.traces.gpu_metrics import (
+    from yoloprof.traces.gpu_utilisation import (
         buckets, covered, gpu_ids, occupancy_timeline, plugin_steps, sm_ranges, timeline_range, util_timeline,
     )
     from yoloprof.traces.kernel_args import read_kernel_args
     from yoloprof.traces.launches import calling_ops, launch_table, tensor_cores
     from yoloprof.traces.memline import memory_timeline
     from yoloprof.traces.parse import US_PER_MS, parse_trace_bytes
-    from yoloprof.traces.steps import find_steps
+    from yoloprof.traces.profiler_steps import find_steps
 
     ev = parse_trace_bytes(data)
     ka = read_kernel_args(data, ev)

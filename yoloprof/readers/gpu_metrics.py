@@ -1,5 +1,5 @@
 """Est. SM efficiency, est. achieved occupancy and GPU utilisation of a raw Kineto trace, overall
-(torch-tb-profiler's definitions, `traces.gpu_metrics`), per step and per kernel.
+(torch-tb-profiler's definitions, `traces.gpu_utilisation`), per step and per kernel.
 
 Why from the trace and not the profile: the figures need every kernel's `blocks per SM` and
 occupancy args, which a profile does not keep; the second pass over the trace that reads them
@@ -12,12 +12,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from yoloprof.traces.gpu_metrics import (
+from yoloprof.traces.gpu_utilisation import (
     device_metrics, gpu_ids, per_kernel, plugin_counters, plugin_steps,
 )
 from yoloprof.traces.kernel_args import read_kernel_args
 from yoloprof.traces.parse import US_PER_MS, parse_trace_bytes
-from yoloprof.traces.steps import find_steps
+from yoloprof.traces.profiler_steps import find_steps
 
 
 def _pct(row: dict[str, Any]) -> dict[str, Any]:

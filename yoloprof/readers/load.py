@@ -25,7 +25,7 @@ from yoloprof.profiles.io import looks_like_profile, nonblank, parse_profile
 def load_any(path: str | os.PathLike, select: Any = None) -> dict[str, Any]:
     """A validated profile dict; UsageError (exit 2) for a missing/unreadable/special path or one
     over the size limit, ProfileError (exit 1) for anything that is neither a valid profile nor a
-    usable trace. Every error names the file. `select`: a `traces.select.StepSelection` (only
+    usable trace. Every error names the file. `select`: a `traces.step_selection.StepSelection` (only
     those steps of a trace analysed; `readers.select`)."""
     if select:
         from yoloprof.readers.select import load_selected

@@ -1,5 +1,5 @@
 """Selections on the readers: `--steps 4-6`, `--window 120:480` (ms) and, for a folder of rank
-traces, `--ranks 0,3`. Definitions in `traces.select` and docs/readers.md "Selections".
+traces, `--ranks 0,3`. Definitions in `traces.step_selection` and docs/readers.md "Selections".
 
 Why here: a selection changes which steps the figures are means over, so a selected trace is
 analysed again from its events: from the columnar cache when one is fresh (`readers.cache`; the
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from yoloprof.errors import ProfileError, UsageError
-from yoloprof.traces.select import StepSelection
+from yoloprof.traces.step_selection import StepSelection
 
 _RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+))?\s*$")
 _WINDOW = re.compile(r"^\s*([0-9.eE+-]+)\s*:\s*([0-9.eE+-]+)\s*$")

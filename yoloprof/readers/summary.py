@@ -75,7 +75,7 @@ def warmup_used(profile: dict) -> dict[str, Any] | None:
     used = (profile.get("config") or {}).get("warmup_used")
     if not isinstance(used, dict) or not isinstance(used.get("steps"), list):
         return {"state": "unknown", "reason": "not recorded (a profile from before steady-state detection)"}
-    from yoloprof.config.steady import summarize
+    from yoloprof.config.steady_thresholds import summarize
 
     most, steady = summarize(used)
     state = {True: "steady", False: "not_steady", None: "not_tested"}[steady]

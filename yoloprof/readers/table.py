@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from yoloprof.config.stats import ALPHA, NOISE
+from yoloprof.config.stat_defaults import ALPHA, NOISE
 from yoloprof.errors import UsageError
 from yoloprof.readers import hotspots, kernels, modules, ops
 from yoloprof.readers import results as res

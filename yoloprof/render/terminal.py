@@ -9,7 +9,7 @@ import json
 import sys
 from typing import Any
 
-from yoloprof.config.stats import ALPHA
+from yoloprof.config.stat_defaults import ALPHA
 from yoloprof.render._out import Out
 from yoloprof.render.fmt import NA, cut, fmt_count, fmt_in, fmt_named, fmt_num, fmt_p, fmt_pct, fmt_ratio, fmt_val
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from yoloprof.config.stats import ALPHA, NOISE
+from yoloprof.config.stat_defaults import ALPHA, NOISE
 from yoloprof.errors import ProfileError, UsageError
 
 MIN_PER_SIDE = 3
@@ -147,11 +147,11 @@ def callable_runner(fn: Callable[[], Any], **opts: Any) -> Runner:
 
 
 def settings_runner(settings: Any) -> Runner:
-    """A side that runs `yoloprof.capture.api.capture(settings)` in a fresh worker process (the
+    """A side that runs `yoloprof.capturing.builtin.capture_entry.capture(settings)` in a fresh worker process (the
     sweep's: forked from a server that imported torch once, so a process costs a fork, not an
     interpreter start)."""
     def run(index: int, out_dir: Path) -> dict:
-        from yoloprof.capture import api
+        from yoloprof.capturing.builtin import capture_entry as api
         from yoloprof.sweep.worker import run_in_worker
 
         return run_in_worker(api.capture, settings, out_dir)[0]

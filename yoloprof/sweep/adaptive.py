@@ -10,7 +10,7 @@ trial (new job numbers, the next trial values) to every configuration that is pa
 comparison still open - a baseline runs on while any of its comparisons is open. The sweep stops
 when every comparison is decided, at `adaptive.max_trials`, or when the next round would end past
 `adaptive.budget_s`. The manifest's `adaptive` record says what each round ran and why the sweep
-stopped; the analysis (analysis/adaptive.py) applies the same rule to the final verdicts.
+stopped; the analysis (analysis/adaptive_verdicts.py) applies the same rule to the final verdicts.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`yoloprof calibrate`: measure this machine's run-to-run noise floor for one workload, by K
 identical captures in fresh processes (or from K earlier identical captures), and store it
-(`yoloprof.metrics.noise`), so that a later `compare` of one process per side can be judged.
+(`yoloprof.metrics.noise_floor`), so that a later `compare` of one process per side can be judged.
 
 Why K fresh processes, one after another: what a floor must hold is how much a process's mean
 moves from one process to the next (allocator, memory layout, CPU frequency, machine load), which
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from yoloprof.errors import UsageError
-from yoloprof.metrics.noise import MIN_PROCESSES, floor_record, save_floor
+from yoloprof.metrics.noise_floor import MIN_PROCESSES, floor_record, save_floor
 from yoloprof.profiles.model import now_iso
 
 DEFAULT_PROCESSES = 5

@@ -19,8 +19,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from yoloprof.capture.record import environment_columns, record_sweep_row, settings_columns
-from yoloprof.config.settings import CaptureSettings
+from yoloprof.capturing.builtin.store_record import environment_columns, record_sweep_row, settings_columns
+from yoloprof.config.capture_settings import CaptureSettings
 from yoloprof.errors import YoloprofError
 from yoloprof.defs.files import PROFILE as PROFILE_NAME
 from yoloprof.config.translate import job_values, node_dict
@@ -51,7 +51,7 @@ def _job_num(hydra_cfg: Any) -> int:
 
 
 def identity_columns(settings: CaptureSettings, task: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Hashes and axes of the row (capture/record.py), and a user task's target as its model."""
+    """Hashes and axes of the row (capturing/builtin/store_record.py), and a user task's target as its model."""
     columns = settings_columns(settings, task)
     if task is not None:
         from yoloprof.sweep.usertask import task_identity
@@ -123,7 +123,7 @@ def execution_columns(hc: Any, cfg: DictConfig, job_dir: Path) -> dict[str, Any]
 
 def _capture(settings: CaptureSettings, job_dir: Path, isolation: str) -> tuple[dict[str, Any], float | None]:
     """(profile, starting footprint MiB): in a fresh worker process, or in this process."""
-    from yoloprof.capture import api
+    from yoloprof.capturing.builtin import capture_entry as api
 
     if isolation == "process":
         return run_in_worker(api.capture, settings, job_dir)

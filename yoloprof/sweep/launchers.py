@@ -19,7 +19,7 @@ import socket
 import sys
 from typing import Any
 
-from yoloprof.config.device import parse_device
+from yoloprof.config.device_spec import parse_device
 from yoloprof.errors import UsageError
 
 # launcher class name -> kind

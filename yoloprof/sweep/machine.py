@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterator
 
-from yoloprof.config.device import parse_device
-from yoloprof.config.settings import MACHINE_POLICIES as POLICIES  # the valid values, one home
+from yoloprof.config.device_spec import parse_device
+from yoloprof.config.capture_settings import MACHINE_POLICIES as POLICIES  # the valid values, one home
 
 RUNTIME_ENV = "YOLOPROF_RUNTIME_DIR"
 REGISTRY = "captures"

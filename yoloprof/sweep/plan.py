@@ -21,8 +21,8 @@ from omegaconf import DictConfig, OmegaConf
 from yoloprof.config.compose import (AUTO_TRIAL, CONFIG_NAME, hydra_session, normalise_overrides, one_line,
                                       sweep_options)
 from yoloprof.config.analysis_settings import check_analysis
-from yoloprof.config.device import canonical_device
-from yoloprof.config.settings import CaptureSettings
+from yoloprof.config.device_spec import canonical_device
+from yoloprof.config.capture_settings import CaptureSettings
 from yoloprof.config.translate import (BUILTIN_TARGET, check_known_keys, check_target, job_values, node_dict,
                                         node_list, settings_from_cfg)
 from yoloprof.errors import UsageError
@@ -149,7 +149,7 @@ def check_local_devices(launcher_cfg: dict[str, Any], devices: list[str]) -> Non
     launchers (SLURM) are skipped: a login node often has no GPU while the compute nodes do."""
     if launchers.kind(launcher_cfg) == "cluster":
         return
-    from yoloprof.capture.device import resolve_device
+    from yoloprof.capturing.device.torch_device import resolve_device
 
     for device in sorted(set(devices) - {"cpu"}):
         resolve_device(device)

@@ -5,7 +5,7 @@ arguments) and turns the profile it wrote into the job's row, as for a built-in 
     yoloprof sweep -m +task._target_=mytrain.train +task.width=16,32,64 device=cpu
 
 Whatever out_dir the function passes, `yoloprof.profile` writes into the job's folder while the job
-runs (`yoloprof.capture.loop.job_output`), so rows, resume and analysis work unchanged. A function
+runs (`yoloprof.capturing.userloop.loop.job_output`), so rows, resume and analysis work unchanged. A function
 that writes no profile fails its job with a message that says so; one that writes several (two
 profile blocks) gives the row its last.
 """
@@ -46,7 +46,7 @@ def run_task(task: dict[str, Any], job_dir: Path) -> dict[str, Any]:
     """Call the user's function with the job folder as every profile's output; return the profile."""
     from hydra.utils import call
 
-    from yoloprof.capture.loop import job_output
+    from yoloprof.capturing.userloop.loop import job_output
 
     with job_output(job_dir) as written:
         call(task)

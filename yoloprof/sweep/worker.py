@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator
 
 from yoloprof.defs.metrics import BYTES_PER_MIB
 
-_PRELOAD = ["torch", "yoloprof.capture.api", "yoloprof.workloads.models"]
+_PRELOAD = ["torch", "yoloprof.capturing.builtin.capture_entry", "yoloprof.workloads.models"]
 _CONTEXT: Any = None
 
 
@@ -53,8 +53,8 @@ def footprint_mib(device: str) -> float | None:
     """The memory this process already holds before the job's capture, in MiB, measured the way the
     capture measures its peak: resident set (VmRSS) on CPU, allocated tensor memory on CUDA (0 in a
     process that has not initialised CUDA, without initialising it here)."""
-    from yoloprof.capture.memory import proc_status_mib
-    from yoloprof.config.device import parse_device
+    from yoloprof.capturing.device.peak_memory import proc_status_mib
+    from yoloprof.config.device_spec import parse_device
 
     spec = parse_device(device)
     if spec.is_cuda:

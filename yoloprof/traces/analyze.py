@@ -19,10 +19,10 @@ from yoloprof.metrics.categories import CATEGORIES, classify, is_tensorcore
 from yoloprof.traces import fork, parse
 from yoloprof.traces.correlate import Join, join
 from yoloprof.traces.intervals import exclusive_contributions, overlap_by_label
-from yoloprof.traces.ops import ROW_CATS, ROW_KIND, OpTable, op_table, tree_events
+from yoloprof.traces.op_table import ROW_CATS, ROW_KIND, OpTable, op_table, tree_events
 from yoloprof.traces.parse import CAT_CODE, DEVICE_KINDS, HOST_API_CATS, US_PER_MS, Events, parse_trace_bytes
-from yoloprof.traces.phases import Timeline, build_timeline
-from yoloprof.traces.steps import STEP_NAME, Steps, find_steps, step_of
+from yoloprof.traces.phase_timeline import Timeline, build_timeline
+from yoloprof.traces.profiler_steps import STEP_NAME, Steps, find_steps, step_of
 
 
 @dataclass
@@ -191,7 +191,7 @@ def _op_rows(ev: Events, rows: np.ndarray, table: OpTable, op_phase: np.ndarray,
     `rows`; memory columns only when the trace has memory events."""
     keep = table.kept
     sums = {"self": table.self_us[keep], "total": ev.dur[rows][keep]}
-    if table.self_alloc is not None and table.self_freed is not None:  # both or neither (traces/ops.py)
+    if table.self_alloc is not None and table.self_freed is not None:  # both or neither (traces/op_table.py)
         sums.update(alloc=table.self_alloc[keep], freed=table.self_freed[keep])
     shapes = ev.shape[rows][keep] if by_shape and ev.shape is not None else None
     label, labels = (op_phase[keep], names) if shapes is None else (
@@ -315,7 +315,7 @@ def _check(ev: Events, j: Join, steps: Steps, out: TraceAnalysis) -> list[str]:
 
 
 def analyze_events(ev: Events, source: str, select: Any = None) -> TraceAnalysis:
-    """`select`: a `traces.select.StepSelection` (the steps analysed), or None for all."""
+    """`select`: a `traces.step_selection.StepSelection` (the steps analysed), or None for all."""
     parallel = len(ev) >= PARALLEL_TREE_EVENTS and parse._may_fork()
     tree_table = fork.Soon(lambda: _tree_table(ev), parallel)
     try:

@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 
 from yoloprof.traces.correlate import Join
-from yoloprof.traces.gpu_metrics import PluginSteps, covered, union
+from yoloprof.traces.gpu_utilisation import PluginSteps, covered, union
 from yoloprof.traces.kernel_args import KernelArgs
 from yoloprof.traces.launches import COMM_NAMES
 from yoloprof.traces.parse import CAT_CODE, US_PER_MS, Events
-from yoloprof.traces.steps import STEP_NAME
+from yoloprof.traces.profiler_steps import STEP_NAME
 
 ROLES = ("kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec")
 

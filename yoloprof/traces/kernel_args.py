@@ -3,7 +3,7 @@
 Why a second pass and not columns of `traces.parse`: six more `args` keys in the parser's
 `GpuArgs` make every complete event's decoded object larger, and measured that slowed the parse
 of a 54 MB trace by about 20% (0.20 -> 0.24 s CPU), for figures only the GPU views need
-(`traces.gpu_metrics`, `yoloprof report`). This pass decodes only the kernels' args (every other
+(`traces.gpu_utilisation`, `yoloprof report`). This pass decodes only the kernels' args (every other
 event decodes to an empty Struct) and aligns them with the parsed kernels by position, or by
 (start, duration) where the two passes kept different events.
 """

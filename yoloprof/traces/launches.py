@@ -16,7 +16,7 @@ from yoloprof.metrics.categories import TC_ELIGIBLE_OPS, is_tensorcore
 from yoloprof.traces.correlate import Join
 from yoloprof.traces.kernel_args import KernelArgs
 from yoloprof.traces.parse import CAT_CODE, US_PER_MS, Events
-from yoloprof.traces.steps import STEP_NAME
+from yoloprof.traces.profiler_steps import STEP_NAME
 
 NO_OP = "(no op)"
 COMM_NAMES = frozenset(f"{lib}:{op}" for lib in ("nccl", "gloo")

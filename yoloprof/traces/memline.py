@@ -16,7 +16,7 @@ import numpy as np
 
 from yoloprof.defs.metrics import BYTES_PER_MIB
 from yoloprof.traces.parse import CAT_CODE, US_PER_MS, Events
-from yoloprof.traces.steps import matched_group
+from yoloprof.traces.profiler_steps import matched_group
 
 MAX_POINTS = 600  # points kept per device: the largest allocated total of each time bin
 MODULE_SPAN = re.compile(r"^nn\.Module: (.+)$")

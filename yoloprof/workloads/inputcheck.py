@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from yoloprof.config.settings import CaptureSettings, flag_of, spec_of
+from yoloprof.config.capture_settings import CaptureSettings, flag_of, spec_of
 from yoloprof.errors import DataTooSmallError, UsageError
 
 

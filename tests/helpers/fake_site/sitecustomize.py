@@ -1,5 +1,5 @@
 """Loaded by every Python process whose PYTHONPATH starts with this folder (fake_sweep.fake_jobs_env):
-with YOLOPROF_TEST_FAKE_CAPTURE=1, `yoloprof.capture.api.capture` becomes the fake capture of
+with YOLOPROF_TEST_FAKE_CAPTURE=1, `yoloprof.capturing.builtin.capture_entry.capture` becomes the fake capture of
 tests/helpers/fake_sweep.py as soon as that module is imported.
 
 Why: submitit runs each sweep job in a process it starts itself (through the fake SLURM commands,
@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import sys
 
-_TARGET = "yoloprof.capture.api"
+_TARGET = "yoloprof.capturing.builtin.capture_entry"
 
 
 def _install() -> None:
@@ -27,7 +27,7 @@ def _install() -> None:
     tests = str(Path(__file__).resolve().parents[2])
 
     class _PatchCapture(importlib.abc.MetaPathFinder):
-        """Finds yoloprof.capture.api with the other finders, then patches the module once loaded."""
+        """Finds yoloprof.capturing.builtin.capture_entry with the other finders, then patches the module once loaded."""
 
         def find_spec(self, name, path, target=None):  # noqa: ANN001 - importlib's protocol
             if name != _TARGET:

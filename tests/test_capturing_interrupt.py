@@ -1,0 +1,106 @@
+"""Ctrl-C at every named moment of a capture: exit 130, one line, the earlier results byte-identical,
+no staged or temp file left, loader workers shut down quietly.
+
+The test seam YOLOPROF_TEST_INTERRUPT_AT=<stage> makes the capture send itself SIGINT at that
+moment, so each case is deterministic; the CLI runs in-process (torch is imported once) except for
+one end-to-end subprocess at the moment the bug report named (the trace pass ending while the
+loader's workers shut down).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from yoloprof.capturing.passes import interrupt
+from yoloprof.cli import main
+
+# A tiny user model keeps each capture to a fraction of a second of compute.
+TINY = ("run", "--device", "cpu", "--imgsz", "64", "--batch", "2", "--steps", "1", "--warmup", "0",
+        "--model", "tinynet.Net")
+TINY_NET = """
+from torch import nn
+
+
+def Net():
+    return nn.Sequential(nn.Conv2d(3, 4, 3, 2, 1), nn.ReLU(), nn.Conv2d(4, 2, 3, 2, 1))
+"""
+OLD_PROFILE = b'{"schema": "yoloprof.profile/1", "marker": "previous run"}\n'
+OLD_TRACE = b'{"traceEvents": [], "marker": "previous trace"}\n'
+
+
+def _previous_run(project: Path) -> Path:
+    (project / "tinynet.py").write_text(TINY_NET)
+    out = project / "train"
+    out.mkdir(parents=True)
+    (out / "profile.json").write_bytes(OLD_PROFILE)
+    (out / "profile_trace.json").write_bytes(OLD_TRACE)
+    return out
+
+
+def _assert_untouched(out: Path) -> None:
+    assert (out / "profile.json").read_bytes() == OLD_PROFILE
+    assert (out / "profile_trace.json").read_bytes() == OLD_TRACE
+    assert sorted(p.name for p in out.iterdir()) == ["profile.json", "profile_trace.json"]
+
+
+@pytest.mark.parametrize("stage", interrupt.STAGES)
+def test_interrupt_at_each_stage(tmp_path, monkeypatch, stage):
+    out = _previous_run(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(interrupt.TEST_STAGE_ENV, stage)
+    workers = "2" if stage == "loader-shutdown" else "0"  # only multi-process loaders shut down
+    so, se = io.StringIO(), io.StringIO()
+    with redirect_stdout(so), redirect_stderr(se):
+        code = main([*TINY, "--workers", workers, "--project", str(tmp_path), "--exist-ok"])
+    assert code == 130, se.getvalue()
+    assert se.getvalue() == "yoloprof: interrupted\n"
+    _assert_untouched(out)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
+
+
+def test_interrupt_while_workers_shut_down_end_to_end(tmp_path):
+    """The reported bug: a SIGINT as the trace pass ends was swallowed in a DataLoader `__del__`
+    (traceback printed, capture finished, exit 0). Now: 130, one line, nothing else."""
+    out = _previous_run(tmp_path)
+    env = {**os.environ, "NO_COLOR": "1", interrupt.TEST_STAGE_ENV: "loader-shutdown"}
+    env.pop("YOLOPROF_DEBUG", None)
+    proc = subprocess.run([sys.executable, "-m", "yoloprof", *TINY, "--workers", "2", "--project", str(tmp_path),
+                           "--exist-ok"],
+                          env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 130, proc.stderr
+    assert proc.stderr == "yoloprof: interrupted\n"
+    assert proc.stdout == ""
+    _assert_untouched(out)
+
+
+class _InterruptedOnDelete:
+    def __del__(self) -> None:
+        raise KeyboardInterrupt
+
+
+def test_an_interrupt_swallowed_by_a_destructor_still_ends_the_block(capsys):
+    with pytest.raises(KeyboardInterrupt):
+        with interrupt.guard():
+            _InterruptedOnDelete()  # Python reports and ignores exceptions raised in __del__
+            for _ in range(3):
+                pass
+    assert "Exception ignored" not in capsys.readouterr().err
+
+
+def test_deferred_holds_the_interrupt_until_the_block_is_done():
+    done = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupt.guard():
+            with interrupt.deferred():
+                os.kill(os.getpid(), signal.SIGINT)
+                done.append("first")
+                done.append("second")
+    assert done == ["first", "second"]

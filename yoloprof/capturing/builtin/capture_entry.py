@@ -1,0 +1,213 @@
+"""`capture(settings, out_dir)`: the one entry point behind `yoloprof run`, `yoloprof infer` and
+every sweep job. Timing pass (N trials) -> trace pass -> trace analysis -> profile.json.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+from yoloprof.capturing.passes import interrupt
+from yoloprof.capturing.device.torch_device import DeviceInfo, resolve_device
+from yoloprof.capturing.passes.heap import frozen_heap
+from yoloprof.capturing.builtin.preflight import check_memory, check_model_inputs, check_output_dir
+from yoloprof.workloads.inputcheck import CLI, check_inputs
+from yoloprof.capturing.builtin.capture_progress import CaptureProgress
+from yoloprof.config.capture_settings import CaptureSettings
+from yoloprof import warn
+from yoloprof.defs import files
+from yoloprof.errors import UsageError
+from yoloprof.profiles.io import write_profile
+from yoloprof.profiles.model import empty_profile
+
+PROFILE_NAME = files.PROFILE
+TRACE_NAME = files.TRACE
+_STAGED = ".partial."  # the trace is written under this prefix and renamed when the profile is
+
+
+def precision_warnings(settings: CaptureSettings, device: DeviceInfo) -> list[str]:
+    """Say when a reduced precision on CPU is likely to measure slow kernels, not a speed-up."""
+    if settings.autocast and not device.is_cuda and settings.mode == "infer":
+        return [f"--precision {settings.precision} on CPU runs autocast({settings.precision}); CPU "
+                "kernels for reduced precision are often slower than float32"]
+    return []
+
+
+@contextlib.contextmanager
+def intra_op_threads(threads: int) -> Iterator[None]:
+    """Run the capture with exactly `threads` intra-op threads (resolved: never 0), then restore the
+    caller's count: a deliberate, recorded choice instead of whatever torch picked."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _resolve_batch(settings: CaptureSettings, device: DeviceInfo) -> tuple[CaptureSettings, Any]:
+    """The settings with `--batch -1` resolved, and the autobatch Plan (None for a given batch)."""
+    if settings.batch != -1:
+        return settings, None
+    if not device.is_cuda:
+        raise UsageError("--batch -1 (largest batch that fits) needs a CUDA device; give a batch size "
+                         "on CPU, e.g. --batch 16")
+    from yoloprof.capturing.builtin.autobatch import largest_batch
+
+    plan = largest_batch(settings, device)
+    return dataclasses.replace(settings, batch=plan.chosen), plan
+
+
+def device_warnings(settings: CaptureSettings, device: DeviceInfo) -> list[str]:
+    """What the device cannot do natively at this precision (capturing/device/gpu_capability.py)."""
+    from yoloprof.capturing.device.gpu_capability import capability_warnings
+    from yoloprof.capturing.device.torch_compat import tf32_flags
+
+    return capability_warnings(settings.precision, device, tf32_flags())
+
+
+def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = False,
+            echo_warnings: bool = True) -> dict[str, Any]:
+    """Run the capture and write `out_dir/profile.json` (+ `profile_trace.json`); return the profile.
+
+    Every flag and the output folder are checked before any work. Nothing is written until the
+    end, and then atomically: an interrupted capture (Ctrl-C at any moment: KeyboardInterrupt)
+    leaves any earlier profile.json and trace byte-identical. Warnings (ours and the libraries')
+    are printed once each as `yoloprof: warning: ...` (unless `echo_warnings` is false) and kept
+    in the profile's `warnings`.
+    """
+    settings = settings.validate().resolved()  # canonical device, effective precision and threads
+    device = resolve_device(settings.device)
+    check_model_inputs(settings)
+    check_inputs(settings, CLI)  # data exists, has images and labels, fills the steps; model keywords
+    amp = settings.autocast
+    warnings = precision_warnings(settings, device) + device_warnings(settings, device)
+    check_memory(settings, device, amp)  # --batch -1: estimated at batch 1, the least it can be
+    out_dir = check_output_dir(out_dir)  # after the flags: a refused flag leaves no new folder
+    # the chosen GPU is the current device for the whole capture (capturing/device/torch_device.py)
+    from yoloprof.workloads.models import offloaded
+
+    with device.scope(), offloaded(settings.model if device.is_cuda else None) as moved, \
+            intra_op_threads(settings.threads), frozen_heap():
+        if moved:
+            warnings.append(moved)
+        settings, plan = _resolve_batch(settings, device)  # --batch -1 runs trial steps: after every check
+        if plan is not None:
+            warnings.append(plan.line())
+        return _capture(settings, device, amp, warnings, out_dir, progress, echo_warnings, plan)
+
+
+def _capture(settings: CaptureSettings, device: DeviceInfo, amp: bool, warnings: list[str], out_dir: Path,
+             progress: bool, echo_warnings: bool, plan: Any = None) -> dict[str, Any]:
+    from yoloprof.capturing.builtin import infer as infer_mod
+    from yoloprof.capturing.builtin import train as train_mod
+
+    runner = train_mod if settings.mode == "train" else infer_mod
+    with interrupt.guard(), warn.collecting(echo=echo_warnings) as notes:
+        interrupt.stage("prepare")
+        inputs, input_notes = runner.prepare(settings)  # dataset or images, built once, checked first
+        target = out_dir / f"{_STAGED}{TRACE_NAME}"
+        try:
+            with CaptureProgress(progress).running() as bar:
+                run = runner.measure(settings, device, amp, bar, inputs)
+                staged = runner.trace(settings, device, amp, target, bar, inputs) if settings.trace else None
+                from yoloprof.capturing.builtin.extra_sections import measure_extras
+
+                bar.task("model facts, modules, hotspots", 1)
+                run.sections.update(measure_extras(settings, device, amp, inputs))
+            if settings.nvtx:
+                from yoloprof.capturing.extras.nvtx import nvtx_note
+
+                warnings.append(nvtx_note(device))
+            interrupt.checkpoint()
+            profile = assemble(settings, device, amp, run, staged, warnings + input_notes)
+            if plan is not None:
+                profile["config"]["autobatch"] = plan.as_dict()
+            notes.extend(profile["warnings"])  # one channel: each printed once, all kept
+            profile["warnings"] = list(notes.messages)
+            interrupt.stage("write")
+            if settings.tensorboard and staged is not None:
+                profile["trace"]["tensorboard"] = str(_to_tensorboard(settings.tensorboard, out_dir, staged))
+            _commit(out_dir, profile, staged)
+        finally:  # after an interrupt or a failure, no staged trace stays behind
+            for leftover in (target, target.with_name(target.name + ".gz")):
+                leftover.unlink(missing_ok=True)
+    return profile
+
+
+def _commit(out_dir: Path, profile: dict[str, Any], staged: Path | None) -> None:
+    """Put the trace and the profile in place together: an interrupt before this leaves both old
+    files untouched, one during it is held back until both new ones are in place."""
+    interrupt.checkpoint()
+    with interrupt.deferred():
+        if staged is not None:
+            os.replace(staged, out_dir / _final_trace_name(staged))
+        write_profile(out_dir / PROFILE_NAME, profile)
+
+
+def _to_tensorboard(log_dir: str, out_dir: Path, staged: Path) -> Path:
+    """A copy of the trace as torch-tb-profiler lists it: run = the output folder as given relative
+    to the current directory (`runs/profile/train`, a sweep's `.../<id>/<job>`), so one log dir
+    holds every capture and sweep job as its own run."""
+    from yoloprof.capturing.extras import tensorboard
+
+    try:
+        run = out_dir.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        run = out_dir.name
+    parts = [tensorboard.run_name(p) for p in run.split("/") if p not in ("", ".", "..")]
+    return tensorboard.export(staged, Path(log_dir), "/".join(parts) or "yoloprof")
+
+
+def _final_trace_name(staged: Path) -> str:
+    """`.partial.profile_trace.json[.gz]` -> `profile_trace.json[.gz]`."""
+    return staged.name[len(_STAGED):]
+
+
+def assemble(settings: CaptureSettings, device: DeviceInfo, amp: bool, run: Any,
+             trace_path: Path | None, warnings: list[str]) -> dict[str, Any]:
+    from yoloprof.capturing.device.environment import collect_env
+
+    config = settings.to_dict()
+    # precision is the effective dtype (settings arrive resolved); amp says whether autocast ran
+    config.update(device=str(device.torch_device), amp=amp, batch=settings.batch,
+                  workers_effective=run.workers, phase_timing=run.phase_timing)
+    from yoloprof.capturing.device.environment import runtime_warnings
+
+    if run.warmup is not None:  # the warm-up each trial used (docs/steady-state.md)
+        config["warmup_used"] = run.warmup
+    env = collect_env(device)
+    profile = empty_profile(settings.mode, config=config, env=env)
+    return fill_profile(profile, run, device, settings.precision, trace_path, [*warnings, *runtime_warnings(env)],
+                        trace_name=_final_trace_name(trace_path) if trace_path is not None else None)
+
+
+def fill_profile(profile: dict[str, Any], run: Any, device: DeviceInfo, compute_dtype: str,
+                 trace_path: Path | None, warnings: list[str], trace_name: str | None = None) -> dict[str, Any]:
+    """Every measured section of a profile from a RunResult and the trace: shared by `capture`
+    and by `yoloprof.profile` around a user's own loop, so both write the same profile."""
+    from yoloprof.capturing.builtin.profile_sections import (add_flops, merge_trace_sections, metrics_from_samples,
+                                                   phases_from_run)
+
+    profile["warnings"] = [*warnings, *run.warnings]
+    profile["metrics"] = metrics_from_samples(run.samples)
+    add_flops(profile, run.flops, device, compute_dtype, run.flop_mix)
+    profile["phases"] = phases_from_run(run)
+    if run.latency is not None:
+        profile["latency"] = run.latency
+        profile["stages"] = run.stages
+    for key, section in run.sections.items():  # model facts, modules, hotspots: where measured
+        if section is not None:
+            profile[key] = section
+    if trace_path is not None:
+        interrupt.stage("analyse")
+        merge_trace_sections(profile, trace_path, name=trace_name or trace_path.name)
+    from yoloprof.metrics.verdict import decide
+
+    profile["verdict"] = decide(profile)
+    return profile

@@ -1,0 +1,62 @@
+"""Training capture: trials of the timing pass, FLOPs, and the trace pass over `train_step`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from yoloprof.capturing.builtin.trial_context import build_train_context, effective_workers, prepare_dataset
+from yoloprof.capturing.device.torch_device import DeviceInfo
+from yoloprof.capturing.device.flop_count import FlopMix, count_flop_mix
+from yoloprof.capturing.builtin.capture_progress import CaptureProgress
+from yoloprof.capturing.passes.run_result import RunResult, phase_timing_name
+from yoloprof.config.capture_settings import CaptureSettings
+from yoloprof.capturing.passes.step_calls import TRAIN_PHASES, no_phases, train_step
+from yoloprof.capturing.passes.steady_steps import cap_warnings
+from yoloprof.capturing.passes.timing import run_trials, time_train_trial, trial_metrics, warmup_cap_of, warmup_used
+from yoloprof.capturing.passes.tracing import TraceSchedule, run_trace_pass
+
+prepare = prepare_dataset  # exit 3 here, before anything is measured
+
+
+def measure(settings: CaptureSettings, device: DeviceInfo, amp: bool, bar: CaptureProgress,
+            dataset: Any) -> RunResult:
+    warnings = []
+    workers = effective_workers(settings)
+    if workers < settings.workers:
+        warnings.append(f"--workers {settings.workers} capped at {workers} (CPU cores on this machine)")
+    mix = _flops_of_one_step(settings, device, dataset, amp)
+    flops = mix.total if mix is not None else None
+    from yoloprof.workloads.data import num_batches
+
+    cap = warmup_cap_of(settings, num_batches(dataset, settings.batch))  # no loader restart when timed
+    trials = run_trials(settings, device, lambda: build_train_context(settings, device, dataset, amp),
+                        time_train_trial, bar, cap=cap)
+    warmup = warmup_used(settings, trials, cap)
+    return RunResult(samples=trial_metrics(trials, settings.batch), phase_order=TRAIN_PHASES,
+                     workers=workers, phase_timing=phase_timing_name(device.is_cuda), flops=flops,
+                     flop_mix=mix, warnings=warnings + cap_warnings(warmup), warmup=warmup)
+
+
+def _flops_of_one_step(settings: CaptureSettings, device: DeviceInfo, dataset: Any, amp: bool
+                       ) -> FlopMix | None:
+    """FLOPs of one whole step (forward + loss + backward; the optimizer adds no matmul/conv) on a
+    throwaway context, outside the timed steps. The context is built outside the counter: under
+    FlopCounterMode every op of the model's initialisation goes through its Python dispatch
+    (about 0.7 s for the small detector) and counts nothing."""
+    ctx = build_train_context(settings, device, dataset, amp)
+    try:
+        return count_flop_mix(lambda: train_step(ctx, no_phases()))
+    finally:
+        ctx.close()
+
+
+def trace(settings: CaptureSettings, device: DeviceInfo, amp: bool, path: Path, bar: CaptureProgress,
+          dataset: Any) -> Path:
+    ctx = build_train_context(settings, device, dataset, amp)
+    bar.task("trace pass", 1)
+    try:
+        return run_trace_pass(lambda phase: train_step(ctx, phase, cycle=True), device, path,
+                              TraceSchedule.of(settings), gzip=settings.trace_gzip)
+    finally:
+        ctx.close()

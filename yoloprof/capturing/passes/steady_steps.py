@@ -1,0 +1,79 @@
+"""A trial's steps while its warm-up may still extend: the capture's side of steady-state
+detection (the decision itself is metrics/steady.py, its thresholds config/steady_thresholds.py).
+
+Each step from `minimum` on is kept with its phase split and its own memory peak (the peak is
+reset before the step and read after it, outside the timed span), because which steps are
+measured is only known once the detector has looked at the steps after them: the measured steps'
+figures are then made from exactly those steps, the warm-up ones being dropped whole. Used by the
+timing pass (capturing/passes/timing.py) and by `yoloprof.profile` around a user's loop (capturing/userloop/loop.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from yoloprof.capturing.device.torch_device import DeviceInfo
+from yoloprof.capturing.device.peak_memory import PeakMemory
+from yoloprof.config import steady_thresholds as conf
+from yoloprof.metrics.steady import SteadyTracker
+
+Memory = dict[str, float | None]
+
+
+def peak_of(readings: list[Memory]) -> Memory:
+    """The element-wise maximum of per-step peaks (None where no step had a value)."""
+    out: Memory = {}
+    for reading in readings:
+        for key, value in reading.items():
+            old = out.get(key)
+            out[key] = value if old is None else (old if value is None else max(old, value))
+    return out
+
+
+class SteadySteps:
+    """Records steps (`begin()` before each, `end(total, phases)` after its synchronise) until
+    the warm-up has ended and the measured steps are in (`done`)."""
+
+    def __init__(self, device: DeviceInfo, minimum: int, measured: int, cap: int) -> None:
+        self.tracker = SteadyTracker(minimum=minimum, cap=cap, measured=measured)
+        self.minimum = minimum
+        self.memory = PeakMemory(device)
+        self.records: list[tuple[float, dict[str, float], Memory]] = []
+
+    def begin(self) -> None:
+        if len(self.records) >= self.minimum:  # the minimum warm-up is never measured
+            self.memory.reset()
+
+    def end(self, total: float, phases: dict[str, float]) -> None:
+        reading = self.memory.read() if len(self.records) >= self.minimum else {}
+        self.records.append((total, phases, reading))
+        self.tracker.add(total)
+
+    @property
+    def done(self) -> bool:
+        return self.tracker.done
+
+    @property
+    def needed(self) -> int:
+        return self.tracker.needed
+
+    def measured(self) -> list[tuple[float, dict[str, float], Memory]]:
+        return self.records[self.tracker.measured_slice()]
+
+    def record(self) -> dict[str, Any]:
+        return self.tracker.record()
+
+
+def warmup_section(minimum: int, cap: int, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """`config.warmup_used` of a profile (docs/steady-state.md): the warm-up each trial
+    used, whether it reached steady state, and the bounds it ran between."""
+    return {"steps": [r["steps"] for r in records], "steady": [r["steady"] for r in records],
+            "min": int(minimum), "max": int(cap), "window": conf.WINDOW}
+
+
+def cap_warnings(section: dict[str, Any], what: str = "trial", knob: str = "--warmup-max") -> list[str]:
+    """One warning per trial that reached the cap without steady step times."""
+    many = len(section["steps"]) > 1
+    return [f"{what}{f' {i + 1}' if many else ''}: step times not steady after {steps} warm-up steps "
+            f"(the cap, {knob} {section['max']}); its measured steps may still include warm-up"
+            for i, (steps, steady) in enumerate(zip(section["steps"], section["steady"])) if steady is False]

@@ -1,0 +1,156 @@
+"""One training step and one inference call, written once and run by both passes.
+
+The timing pass and the trace pass must measure the *same* step, so the step takes a `phase`
+context-manager factory: the timing pass passes one that marks the clock when a phase ends, the
+trace pass one that opens `record_function("yoloprof/<phase>")`. Nothing else differs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, ContextManager, Iterator
+
+PhaseFn = Callable[[str], ContextManager[Any]]
+
+TRAIN_PHASES = ("dataload", "to_device", "forward", "backward", "optimizer")
+INFER_STAGES = ("preprocess", "forward", "postprocess")
+
+
+def clock_phases(clock: Any) -> PhaseFn:
+    """Phase factory for the timing pass: mark the clock at the end of each phase."""
+
+    @contextlib.contextmanager
+    def phase(name: str) -> Iterator[None]:
+        yield
+        clock.mark(name)
+
+    return phase
+
+
+def no_phases() -> PhaseFn:
+    """Phase factory that records nothing: FLOP counting and batch-size probing run the same step."""
+    return lambda name: contextlib.nullcontext()
+
+
+def nvtx_phases(inner: PhaseFn) -> PhaseFn:
+    """`--nvtx`: an NVTX range around each phase as well as whatever `inner` records."""
+    from yoloprof.capturing.extras.nvtx import nvtx_range
+
+    @contextlib.contextmanager
+    def phase(name: str) -> Iterator[None]:
+        with nvtx_range(f"yoloprof/{name}"), inner(name):
+            yield
+
+    return phase
+
+
+def profiler_phases() -> PhaseFn:
+    import torch
+
+    return lambda name: torch.profiler.record_function(f"yoloprof/{name}")
+
+
+@dataclass
+class TrainContext:
+    """Everything one training trial needs; built fresh per trial (fresh model and loader)."""
+
+    model: Any
+    optimizer: Any
+    loss_fn: Callable[..., Any]
+    loader: Any
+    device: Any  # torch.device
+    autocast: Callable[[], ContextManager[Any]]
+    scaler: Any = None  # torch.amp.GradScaler for CUDA float16, else None
+    nvtx: bool = False  # --nvtx on a CUDA device: NVTX ranges around the phases
+    _iter: Iterator[Any] | None = field(default=None, repr=False)
+
+    def next_batch(self, cycle: bool = False) -> Any:
+        """The next batch; with `cycle`, start the loader again when it runs out (trace pass only:
+        the timing pass has checked beforehand that the data fills every measured step)."""
+        if self._iter is None:
+            self._iter = iter(self.loader)
+        try:
+            return next(self._iter)
+        except StopIteration:
+            if not cycle:
+                raise
+            self._iter = iter(self.loader)
+            return next(self._iter)
+
+
+    def close(self) -> None:
+        """Shut the loader's worker processes down now, where an interrupt can be raised, rather
+        than in the iterator's `__del__` at some later moment (where Python swallows it)."""
+        it, self._iter = self._iter, None
+        shutdown = getattr(it, "_shutdown_workers", None)  # multi-process iterators only
+        if shutdown is not None:
+            from yoloprof.capturing.passes import interrupt
+
+            interrupt.stage("loader-shutdown")
+            shutdown()
+
+
+def train_step(ctx: TrainContext, phase: PhaseFn, cycle: bool = False) -> None:
+    import torch
+
+    if ctx.nvtx:
+        phase = nvtx_phases(phase)
+    with phase("dataload"):
+        images, targets = ctx.next_batch(cycle)
+    with phase("to_device"):
+        images = images.to(ctx.device, non_blocking=True)
+        targets = targets.to(ctx.device, non_blocking=True)
+        if images.dtype == torch.uint8:  # loaders hand over uint8; normalising is device work
+            images = images.float().div_(255.0)
+    with phase("forward"):
+        with ctx.autocast():
+            loss, _ = ctx.loss_fn(ctx.model(images), targets)  # every loss returns (loss, parts)
+    with phase("backward"):
+        (ctx.scaler.scale(loss) if ctx.scaler is not None else loss).backward()
+    with phase("optimizer"):
+        if ctx.scaler is not None:
+            ctx.scaler.step(ctx.optimizer)
+            ctx.scaler.update()
+        else:
+            ctx.optimizer.step()
+        ctx.optimizer.zero_grad(set_to_none=True)
+
+
+@dataclass
+class InferContext:
+    model: Any
+    sources: list[Any]  # encoded images (bytes) or paths: decoding is part of preprocess
+    batch: int
+    imgsz: int
+    device: Any
+    autocast: Callable[[], ContextManager[Any]]
+    preprocess: Callable[..., Any]
+    postprocess: Callable[..., Any]  # identity for user models (pipeline.postprocess_fn)
+    conf: float = 0.25
+    iou: float = 0.45
+    max_det: int = 300
+    nvtx: bool = False
+    _cursor: int = 0
+
+    def next_inputs(self) -> list[Any]:
+        n = len(self.sources)
+        picked = [self.sources[(self._cursor + i) % n] for i in range(self.batch)]
+        self._cursor = (self._cursor + self.batch) % n
+        return picked
+
+
+def infer_call(ctx: InferContext, phase: PhaseFn) -> Any:
+    import torch
+
+    if ctx.nvtx:
+        phase = nvtx_phases(phase)
+    with torch.inference_mode():
+        with phase("preprocess"):
+            x, meta = ctx.preprocess(ctx.next_inputs(), ctx.imgsz, ctx.device)
+        with phase("forward"):
+            with ctx.autocast():
+                raw = ctx.model(x)
+        with phase("postprocess"):
+            out = ctx.postprocess(raw, meta, ctx.conf, ctx.iou, ctx.max_det)
+    return out

@@ -1,0 +1,9 @@
+"""The statistics' defaults (DESIGN.md section 7), one home: significance level, noise band (a
+fraction of the baseline) and the family-wise correction across a sweep's comparisons. Shared by
+`compare`, `analyze`, the sweep's analysis group, the CLI's help and the statistics module; kept
+apart from the settings schema (`config.capture_settings`) so that reading them imports nothing else."""
+
+ALPHA = 0.05
+NOISE = 0.02
+CORRECTIONS = ("holm", "bh", "none")
+CORRECTION = CORRECTIONS[0]
