@@ -208,7 +208,7 @@ print(json.dumps({
 
 
 def test_a_field_added_to_the_settings_file_reaches_every_table(tmp_path):
-    """A copy of the package whose settings.py has one more field (and no other change): the
+    """A copy of the package whose config/capture_settings.py has one more field (and no other change): the
     row schema, the analysis (a configuration axis with its label), envdiff, history, the Hydra
     schema and the command line have it, a composed job and a parsed command line set it, and an
     existing configuration's hash and noise-floor key are unchanged."""
@@ -224,7 +224,7 @@ def test_a_field_added_to_the_settings_file_reaches_every_table(tmp_path):
     shutil.copytree(REPO / "yoloprof", pkg, ignore=shutil.ignore_patterns("__pycache__", "conf", "sweeps"))
     (tmp_path / "conf").symlink_to(CONF)
     (tmp_path / "sweeps").symlink_to(SWEEPS)
-    settings = pkg / "config" / "settings.py"
+    settings = pkg / "config" / "capture_settings.py"
     text = settings.read_text()
     anchor = "\n    @classmethod\n    def for_mode("
     assert text.count(anchor) == 1
