@@ -1,3 +1,22 @@
-from yoloprof.cli import main
+"""`python -m yoloprof`: the CLI, with Ctrl-C at any moment of the process ending in exit 130 and
+one line (docs/errors.md "Ctrl-C"): also while the CLI itself is imported, and after it returned
+(a late Ctrl-C while the interpreter shuts torch down must not turn the status into a traceback or
+a death by SIGINT)."""
 
-raise SystemExit(main())
+import signal
+
+from yoloprof.errors import run_guarded
+
+
+def _main() -> int:
+    from yoloprof.cli import main
+
+    return main()
+
+
+code = run_guarded(_main)  # cli.main guards itself; this one covers importing it
+try:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run is over: its status stands
+except KeyboardInterrupt:  # one that arrived just before the handler changed
+    pass
+raise SystemExit(code)

@@ -55,6 +55,26 @@ def run_guarded(fn: Callable[[], int], debug: bool = False) -> int:
     tagged it (`exc.yoloprof_subject`), the file it was reading (all with the traceback under
     `debug`)."""
     try:
+        return _run(fn, debug)
+    finally:
+        forget_handled_interrupt()
+
+
+def forget_handled_interrupt() -> None:
+    """Clear CPython's record of an interrupt we handled, so `python -m yoloprof` exits with the
+    status we return (130 after Ctrl-C), not by SIGINT.
+
+    CPython sets a process-wide "unhandled KeyboardInterrupt" flag whenever a KeyboardInterrupt
+    ends code run by `exec`/`eval` of a *string*, and catching the exception does not clear it;
+    dataclasses, namedtuple and torch build functions that way (hundreds while torch imports), so
+    a Ctrl-C often lands in one. When `python -m` ends with that flag set, the interpreter throws
+    our exit status away and kills itself with SIGINT (returncode -2). Every exec of a string
+    resets the flag before it runs, so one empty exec, once the interrupt is handled, clears it."""
+    exec("pass", {})  # noqa: S102 - a constant string: only its side effect on the flag matters
+
+
+def _run(fn: Callable[[], int], debug: bool) -> int:
+    try:
         return int(fn() or 0)
     except YoloprofError as exc:
         if debug:

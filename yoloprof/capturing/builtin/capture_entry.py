@@ -81,6 +81,7 @@ def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = 
     are printed once each as `yoloprof: warning: ...` (unless `echo_warnings` is false) and kept
     in the profile's `warnings`.
     """
+    interrupt.held_import("torch")  # a Ctrl-C inside torch's C++ initialisation would abort the process
     settings = settings.validate().resolved()  # canonical device, effective precision and threads
     device = resolve_device(settings.device)
     check_model_inputs(settings)

@@ -8,6 +8,11 @@ and hides the ignored-exception report of an interrupt it has recorded. `deferre
 interrupt back while the results are committed (two renames), so the folder never holds a new
 trace beside an old profile.
 
+`held_import(name)` imports a library whose initialisation runs C++ that calls back into Python
+(torch): a KeyboardInterrupt raised inside those callbacks escapes as a C++ exception and aborts
+the process (`terminate called ... KeyboardInterrupt`, SIGABRT) or leaves the library half
+initialised, so a Ctrl-C during that import is held and raised once the import is done.
+
 `stage(name)` marks the points where an interrupt is tested: the test seam
 `YOLOPROF_TEST_INTERRUPT_AT=<stage>` sends this process a SIGINT there, so tests can interrupt
 each moment of a capture deterministically instead of sleeping and hoping.
@@ -16,6 +21,7 @@ each moment of a capture deterministically instead of sleeping and hoping.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import signal
 import sys
@@ -24,7 +30,7 @@ from typing import Any, Iterator
 
 TEST_STAGE_ENV = "YOLOPROF_TEST_INTERRUPT_AT"
 # The named moments of a capture, in order (docs/errors.md lists them).
-STAGES = ("prepare", "measure", "trace", "export", "loader-shutdown", "analyse", "write")
+STAGES = ("import", "prepare", "measure", "trace", "export", "loader-shutdown", "analyse", "write")
 
 
 class _State:
@@ -95,3 +101,10 @@ def deferred() -> Iterator[None]:
     finally:
         _state.deferring = was
     checkpoint()
+
+
+def held_import(name: str) -> None:
+    """Import `name` with Ctrl-C held until the import is done, then raised (a no-op once imported)."""
+    with guard(), deferred():
+        stage("import")
+        importlib.import_module(name)
