@@ -141,7 +141,8 @@ def test_identical_real_captures_in_fresh_processes_are_not_called_different(tmp
     from yoloprof.readers.compare import compute_compare
     from yoloprof.sweep.calibrate import calibrate_profiles
 
-    s = CaptureSettings(mode="infer", device="cpu", imgsz=32, warmup=1, runs=3, repeat=2, trace=False)
+    s = CaptureSettings(mode="infer", device="cpu", imgsz=32, warmup=1, warmup_max=1, runs=3, repeat=2, trace=False,
+                        modules=False)
     run = ab.run_ab(ab.settings_runner(s), ab.settings_runner(s), tmp_path, max_runs=4, alpha=0.01)
     assert run["order"] == "ABBA" and len(run["looks"]) == 1
     res = ab.ab_compare(run, metrics=["step_ms", "p50_ms"])

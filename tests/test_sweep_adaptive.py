@@ -68,7 +68,7 @@ def test_a_real_sweep_of_identical_work_calls_nothing_improved_or_regressed(tmp_
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("YOLOPROF_SWEEP_ID", raising=False)
     tiny = ["size=n", "mode=infer", "imgsz=32", "capture.warmup=1", "capture.runs=2", "repeat=1",
-            "capture.trace=false", "capture.modules=false"]
+            "capture.trace=false", "capture.modules=false", "capture.warmup_max=1"]
     assert main(["trial=auto", "capture.trace_active=1,2", "hydra.sweep.dir=S", "adaptive.min_trials=2",
                  "adaptive.max_trials=3", *QUIET, *tiny]) == 0
     record = json.loads((tmp_path / "S" / files.MANIFEST).read_text())["adaptive"]

@@ -22,9 +22,9 @@ from yoloprof.sweep.app import main
 from yoloprof.profiles.rows import RESULTS_NAME, ROW_NAME, ROW_SCHEMA, read_rows, write_row
 
 
-# tiny real captures (infer, 32 px, 2 timed runs x 2 trials, no trace pass)
+# tiny real captures (infer, 32 px, 2 timed runs x 2 trials, no trace or module pass, a fixed warm-up)
 TINY = ["device=cpu", "size=n", "mode=infer", "imgsz=32", "workers=0", "capture.warmup=1", "capture.runs=2",
-        "repeat=2", "capture.trace=false"]
+        "repeat=2", "capture.trace=false", "capture.modules=false", "capture.warmup_max=1"]
 # (the time limit stays the derived one, 11 min: submitit counts any stop signal in a job shorter
 # than 10 min as a time-out, which it does not requeue)
 SLURM = ["-m", "hydra/launcher=submitit_slurm", "analysis.enabled=false"]
