@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers.ab_work import tiny_work
 from helpers.paths import REPO, run_main
 from yoloprof.errors import ProfileError, UsageError
 from yoloprof.metrics.nested import NO_FLOOR_WORDS
@@ -19,11 +20,6 @@ from yoloprof.profiles.model import empty_profile, metric
 from yoloprof.sweep import ab
 
 FAKE = REPO / "tests" / "helpers" / "fake_capture.py"
-
-
-def tiny_work() -> None:
-    """A callable side for the API's A/B (module level: the fresh worker imports it by name)."""
-    sum(i * i for i in range(2000))
 
 
 def _fake_side(scale: float, seed: int, order: list[str], label: str, between: float = 0.03):
