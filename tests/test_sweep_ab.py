@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers.ab_work import tiny_work
 from helpers.paths import REPO, run_main
 from yoloprof.errors import ProfileError, UsageError
 from yoloprof.metrics.nested import NO_FLOOR_WORDS
@@ -19,11 +20,6 @@ from yoloprof.profiles.model import empty_profile, metric
 from yoloprof.sweep import ab
 
 FAKE = REPO / "tests" / "helpers" / "fake_capture.py"
-
-
-def tiny_work() -> None:
-    """A callable side for the API's A/B (module level: the fresh worker imports it by name)."""
-    sum(i * i for i in range(2000))
 
 
 def _fake_side(scale: float, seed: int, order: list[str], label: str, between: float = 0.03):
@@ -141,7 +137,8 @@ def test_identical_real_captures_in_fresh_processes_are_not_called_different(tmp
     from yoloprof.readers.compare import compute_compare
     from yoloprof.sweep.calibrate import calibrate_profiles
 
-    s = CaptureSettings(mode="infer", device="cpu", imgsz=32, warmup=1, runs=3, repeat=2, trace=False)
+    s = CaptureSettings(mode="infer", device="cpu", imgsz=32, warmup=1, warmup_max=1, runs=3, repeat=2, trace=False,
+                        modules=False)
     run = ab.run_ab(ab.settings_runner(s), ab.settings_runner(s), tmp_path, max_runs=4, alpha=0.01)
     assert run["order"] == "ABBA" and len(run["looks"]) == 1
     res = ab.ab_compare(run, metrics=["step_ms", "p50_ms"])

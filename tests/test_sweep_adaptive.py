@@ -26,6 +26,7 @@ def _sweep(tmp_path, monkeypatch, args):
     return sweep, json.loads((sweep / files.MANIFEST).read_text())["adaptive"], pd.read_parquet(sweep / files.RESULTS)
 
 
+@pytest.mark.slow
 def test_an_8_percent_slowdown_is_called_regressed_and_stops_early(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_SLOW", "bfloat16:1.08")
     monkeypatch.setenv("FAKE_PROCESS_CV", "0.02")
@@ -48,6 +49,7 @@ def test_an_8_percent_slowdown_is_called_regressed_and_stops_early(tmp_path, mon
         (1 / decision["ratio"], 1 / decision["high"], 1 / decision["low"]))
 
 
+@pytest.mark.slow
 def test_identical_work_is_never_called_different_within_its_budget(tmp_path, monkeypatch):
     """(The analysis of such a sweep is checked with real captures below.)"""
     sweep, record, rows = _sweep(tmp_path, monkeypatch, ["imgsz=64,96", "adaptive.max_trials=6",
@@ -68,7 +70,7 @@ def test_a_real_sweep_of_identical_work_calls_nothing_improved_or_regressed(tmp_
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("YOLOPROF_SWEEP_ID", raising=False)
     tiny = ["size=n", "mode=infer", "imgsz=32", "capture.warmup=1", "capture.runs=2", "repeat=1",
-            "capture.trace=false", "capture.modules=false"]
+            "capture.trace=false", "capture.modules=false", "capture.warmup_max=1"]
     assert main(["trial=auto", "capture.trace_active=1,2", "hydra.sweep.dir=S", "adaptive.min_trials=2",
                  "adaptive.max_trials=3", *QUIET, *tiny]) == 0
     record = json.loads((tmp_path / "S" / files.MANIFEST).read_text())["adaptive"]

@@ -211,7 +211,7 @@ def test_joblib_overlapping_gpu_captures_is_refused(sweep_env, tmp_path):
 def test_analysis_runs_at_the_end_with_the_analysis_group(sweep_env, capsys):
     # (trial=0: the demo's trial=auto pinned to one trial per point, tests/test_sweep_adaptive.py
     # covers the rounds)
-    assert main(["+sweep=demo", "device=cpu", "analysis.html=false", "trial=0"]) == 0
+    assert main(["+sweep=demo", "device=cpu", "analysis.html=false", "trial=0", "launch.isolation=inprocess"]) == 0
     [sweep] = sweep_env("demo")
     assert (sweep / "analysis").is_dir() and any((sweep / "analysis").iterdir())
     assert len(read_rows(sweep)) == 2  # batch=1,4 (sweeps/demo.yaml)

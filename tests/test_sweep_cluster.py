@@ -22,9 +22,9 @@ from yoloprof.sweep.app import main
 from yoloprof.profiles.rows import RESULTS_NAME, ROW_NAME, ROW_SCHEMA, read_rows, write_row
 
 
-# tiny real captures (infer, 32 px, 2 timed runs x 2 trials, no trace pass)
+# tiny real captures (infer, 32 px, 2 timed runs x 2 trials, no trace or module pass, a fixed warm-up)
 TINY = ["device=cpu", "size=n", "mode=infer", "imgsz=32", "workers=0", "capture.warmup=1", "capture.runs=2",
-        "repeat=2", "capture.trace=false"]
+        "repeat=2", "capture.trace=false", "capture.modules=false", "capture.warmup_max=1"]
 # (the time limit stays the derived one, 11 min: submitit counts any stop signal in a job shorter
 # than 10 min as a time-out, which it does not requeue)
 SLURM = ["-m", "hydra/launcher=submitit_slurm", "analysis.enabled=false"]
@@ -33,13 +33,13 @@ SLURM = ["-m", "hydra/launcher=submitit_slurm", "analysis.enabled=false"]
 # the `slurm` and `fake_jobs` fixtures are in conftest.py
 
 
-def preempt(monkeypatch, tmp_path: Path, task: int, mode: str) -> None:
-    """The fake SLURM preempts array task `task` (`requeue` or `kill`, tests/fakeslurm.py) as soon as
-    its job has started (its state file exists); the fake capture holds that first attempt until
-    the signal ends it, so the job cannot finish first however loaded the machine is."""
+def preempt(monkeypatch, tmp_path: Path, modes: dict[int, str]) -> None:
+    """The fake SLURM preempts each array task of `modes` (`requeue` or `kill`, tests/fakeslurm.py)
+    as soon as its job has started (its state file exists); the fake capture holds that first
+    attempt until the signal ends it, so the job cannot finish first however loaded the machine is."""
     trigger = f"{tmp_path}/runs/profile/sweeps/*/*/{{task}}/job_state.json"
-    monkeypatch.setenv("FAKE_SLURM_PREEMPT", f"{task}:{mode}:{trigger}")
-    monkeypatch.setenv("FAKE_HOLD_TASK", str(task))
+    monkeypatch.setenv("FAKE_SLURM_PREEMPT", ";".join(f"{task}:{mode}:{trigger}" for task, mode in modes.items()))
+    monkeypatch.setenv("FAKE_HOLD_TASK", ",".join(str(task) for task in modes))
 
 
 def sweep_dirs(root: Path, name: str = "adhoc") -> list[Path]:
@@ -86,30 +86,26 @@ def test_cluster_example_runs_through_submitit_slurm(slurm, tmp_path, capsys, mo
 
 
 @pytest.mark.slow
-def test_preempted_job_is_requeued_and_written_once(slurm, fake_jobs, tmp_path, monkeypatch):
-    # job 1 is preempted as soon as it has started (its state file exists): SIGTERM then SIGUSR2;
-    # submitit checkpoints it and calls `scontrol requeue`; the rerun writes the only row
-    preempt(monkeypatch, tmp_path, 1, "requeue")
-    assert main([*SLURM, *TINY, "batch=1,2"]) == 0
-    [sweep] = sweep_dirs(tmp_path)
-    [job] = slurm.all_jobs()
-    assert job["tasks"]["1"]["attempts"] == 2 and job["tasks"]["0"]["attempts"] == 1
-    df = read_rows(sweep)
-    assert list(df["status"]) == ["ok", "ok"] and list(df["attempt"]) == [1, 2]
-    fake_jobs(df)
-    assert sorted(p.parent.name for p in sweep.glob(f"*/{ROW_NAME}")) == ["0", "1"]
-    assert read_state(sweep / "1")["state"] == "done" and read_state(sweep / "1")["attempt"] == 2
-
-
-@pytest.mark.slow
-def test_killed_job_is_marked_and_resume_reruns_only_it(slurm, fake_jobs, tmp_path, monkeypatch, capsys):
-    # the scheduler kills job 1 for good (no requeue): the sweep still gathers the jobs before and
-    # after it
-    preempt(monkeypatch, tmp_path, 1, "kill")
+def test_a_requeued_job_is_written_once_and_a_killed_one_is_marked_then_resumed(slurm, fake_jobs, tmp_path,
+                                                                                 monkeypatch, capsys):
+    """One sweep (each job is a process): job 2 is preempted as soon as it has started (SIGTERM then
+    SIGUSR2; submitit checkpoints it and calls `scontrol requeue`; the rerun writes the only row);
+    job 1 is killed for good (no requeue): the sweep still gathers the jobs before and after it,
+    `analyze` names the lost job, and a resume reruns only that one."""
+    preempt(monkeypatch, tmp_path, {1: "kill", 2: "requeue"})
     assert main([*SLURM, *TINY, "batch=1,2,4"]) == 1
     err = capsys.readouterr().err
     assert "1 of 3 jobs wrote no row" in err and "resume=" in err
     [sweep] = sweep_dirs(tmp_path)
+    # the requeued job: two attempts, one row, written by the second
+    [job] = slurm.all_jobs()
+    assert job["tasks"]["2"]["attempts"] == 2 and job["tasks"]["0"]["attempts"] == 1
+    df = read_rows(sweep)
+    assert list(df["job_num"]) == [0, 2] and list(df["status"]) == ["ok", "ok"] and list(df["attempt"]) == [1, 2]
+    fake_jobs(df)
+    assert sorted(p.parent.name for p in sweep.glob(f"*/{ROW_NAME}")) == ["0", "2"]
+    assert read_state(sweep / "2")["state"] == "done" and read_state(sweep / "2")["attempt"] == 2
+    # the killed job
     assert read_state(sweep / "1")["state"] == "preempted"
     states = job_states(sweep)
     assert {n: s["state"] for n, s in states.items()} == {0: "done", 1: "preempted", 2: "done"}
@@ -129,7 +125,7 @@ def test_killed_job_is_marked_and_resume_reruns_only_it(slurm, fake_jobs, tmp_pa
     assert {n: (sweep / n / ROW_NAME).read_bytes() for n in ("0", "2")} == kept  # untouched
     df = read_rows(sweep)
     assert list(df["status"]) == ["ok"] * 3 and list(df["batch"]) == [1, 2, 4]
-    assert list(df["attempt"]) == [1, 2, 1]
+    assert list(df["attempt"]) == [1, 2, 2]
     fake_jobs(df)
 
 

@@ -51,6 +51,7 @@ def _written_since(root: Path, since: float, name: str) -> int:
     return count
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_then_resume_completes_every_job_once(tmp_path):
     rng = random.Random(28)  # the moments are random, and the same in every run of the test
     driver = write_driver(tmp_path)

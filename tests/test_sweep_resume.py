@@ -30,6 +30,7 @@ def _two_jobs(sweep_env, monkeypatch) -> Path:
     return sweep
 
 
+@pytest.mark.slow
 def test_resume_refuses_other_overrides_keeps_finished_jobs_and_reruns_only_when_confirmed(
         sweep_env, monkeypatch, capsys):
     import yoloprof.capturing.builtin.capture_entry as capture_api

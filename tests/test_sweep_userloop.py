@@ -12,6 +12,7 @@ import pytest
 ASSETS = Path(__file__).resolve().parent / "assets"
 
 
+@pytest.mark.slow
 def test_sweep_over_a_user_function_yields_rows_and_verdicts(tmp_path, monkeypatch, capsys):
     import torch
 

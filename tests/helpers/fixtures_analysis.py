@@ -95,7 +95,8 @@ def demo(tmp_path_factory) -> Path:
         mp.delenv(var, raising=False)
     try:
         # (trial=range(0,3): the demo's trial=auto pinned to 3 trials per point, as it once ran)
-        assert sweep_main(["+sweep=demo", "device=cpu", "analysis.html=false", "trial=range(0,3)"]) == 0
+        assert sweep_main(["+sweep=demo", "device=cpu", "analysis.html=false", "trial=range(0,3)",
+                           "launch.isolation=inprocess"]) == 0  # about the records, not the isolation
     finally:
         mp.undo()
     [sweep] = sorted((root / "runs" / "profile" / "sweeps" / "demo").iterdir())
