@@ -104,10 +104,26 @@ def _grouped_rows(names: np.ndarray, phases: np.ndarray, n_phases: int,
     if len(names) == 0:
         return []
     key = names.astype(np.int64) * n_phases + phases
-    uniq, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
-    totals = {col: np.bincount(inv, weights=w, minlength=len(uniq)).tolist() for col, w in sums.items()}
+    top = int(key.max())
+    if top < max(DENSE_KEYS_PER_ROW * len(key), DENSE_KEYS) and int(key.min()) >= 0:
+        # One count table instead of `np.unique`'s sort: each key's sum adds the same values in
+        # the same (row) order as a bincount over unique's inverse does, so the same floats.
+        every = np.bincount(key, minlength=top + 1)
+        uniq = np.flatnonzero(every)
+        counts = every[uniq]
+        totals = {col: np.bincount(key, weights=w, minlength=top + 1)[uniq].tolist() for col, w in sums.items()}
+    else:
+        uniq, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
+        totals = {col: np.bincount(inv, weights=w, minlength=len(uniq)).tolist() for col, w in sums.items()}
     return [(k // n_phases, k % n_phases, {c: t[i] for c, t in totals.items()}, count)
             for i, (k, count) in enumerate(zip(uniq.tolist(), counts.tolist()))]
+
+
+# `_grouped_rows` counts keys in a table of (largest key + 1) slots when that is below
+# DENSE_KEYS_PER_ROW slots per row or below DENSE_KEYS: names x phases always are; names x input
+# shapes of a trace with very many distinct shapes may not (then `np.unique` sorts the keys).
+DENSE_KEYS_PER_ROW = 4
+DENSE_KEYS = 1 << 16
 
 
 _KIND_OF_CAT = {CAT_CODE["kernel"]: 0, CAT_CODE["gpu_memcpy"]: 1, CAT_CODE["gpu_memset"]: 2}
@@ -187,20 +203,19 @@ def _device_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnal
 def _op_rows(ev: Events, rows: np.ndarray, table: OpTable, op_phase: np.ndarray, names: list[str],
              by_shape: bool = False) -> list[dict[str, Any]]:
     """Ops and runtime/driver calls grouped as key_averages groups them (by name, and here by
-    phase; or by name and input shapes), merged duplicates left out; `table` is aligned with
-    `rows`; memory columns only when the trace has memory events."""
-    keep = table.kept
-    sums = {"self": table.self_us[keep], "total": ev.dur[rows][keep]}
+    phase; or by name and input shapes); `rows` are the kept ones (merged duplicates left out),
+    `table` is aligned with them; memory columns only when the trace has memory events."""
+    sums = {"self": table.self_us, "total": ev.dur[rows]}
     if table.self_alloc is not None and table.self_freed is not None:  # both or neither (traces/op_table.py)
-        sums.update(alloc=table.self_alloc[keep], freed=table.self_freed[keep])
-    shapes = ev.shape[rows][keep] if by_shape and ev.shape is not None else None
-    label, labels = (op_phase[keep], names) if shapes is None else (
-        shapes + 1, [NO_SHAPES] + ev.shape_strings)
+        sums.update(alloc=table.self_alloc, freed=table.self_freed)
+    shapes = ev.shape[rows] if by_shape and ev.shape is not None else None
+    label, labels = (op_phase, names) if shapes is None else (shapes + 1, [NO_SHAPES] + ev.shape_strings)
     kind_of = {CAT_CODE[c]: k for c, k in ROW_KIND.items()}
+    row_names = ev.name[rows]
     name_cat = np.zeros(len(ev.strings), np.int64)
-    name_cat[ev.name[rows][keep]] = ev.cat[rows][keep]  # one category per name (ops vs API calls)
+    name_cat[row_names] = ev.cat[rows]  # one category per name (ops vs API calls)
     out = []
-    for name, lab, tot, count in _grouped_rows(ev.name[rows][keep], label, len(labels), sums):
+    for name, lab, tot, count in _grouped_rows(row_names, label, len(labels), sums):
         row = {"name": ev.strings[name], "kind": kind_of.get(int(name_cat[name]), "op"),
                "self_us": tot["self"], "total_us": tot["total"], "count": count}
         row.update({"phase" if shapes is None else "input_shapes": labels[lab]})
@@ -237,14 +252,21 @@ def _host_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnalys
     ops = np.flatnonzero((ev.cat == CAT_CODE["cpu_op"]) & (host_step >= 0) & not_step)
     op_phase = tl.phase_at(ev.ts[ops])
     out.phase_ops = _per_step_label(host_step[ops], op_phase, S, P)
+    del ops, op_phase
     # The tree spans every host event of the trace (a step's op may have children past its end);
-    # rows are the ops and runtime/driver calls that start in the analysed steps.
+    # rows are the ops and runtime/driver calls that start in the analysed steps, merged
+    # duplicates left out.
     tree, table = tree_table.result() if tree_table is not None else _tree_table(ev)
     in_rows = ev.is_cat(*ROW_CATS)[tree] & not_step[tree] & (host_step[tree] >= 0)
+    del host_step, not_step
+    # Shapes are listed when any row has some, merged duplicates included (as always).
+    with_shapes = ev.shape is not None and bool((ev.shape[tree][in_rows] >= 0).any())
+    in_rows &= table.kept
     rows, table = tree[in_rows], table.take(in_rows)
+    del tree, in_rows
     row_phase = tl.phase_at(ev.ts[rows])
     out.op_rows = _op_rows(ev, rows, table, row_phase, tl.names)
-    if ev.shape is not None and (ev.shape[rows] >= 0).any():
+    if with_shapes:
         out.op_shape_rows = _op_rows(ev, rows, table, row_phase, tl.names, by_shape=True)
     walls = np.array([overlap_by_label(tl.start, tl.end, tl.label, lo, hi, P)
                       for lo, hi in zip(steps.start.tolist(), steps.end.tolist())]).reshape(S, P)
@@ -317,6 +339,8 @@ def _check(ev: Events, j: Join, steps: Steps, out: TraceAnalysis) -> list[str]:
 def analyze_events(ev: Events, source: str, select: Any = None) -> TraceAnalysis:
     """`select`: a `traces.step_selection.StepSelection` (the steps analysed), or None for all."""
     parallel = len(ev) >= PARALLEL_TREE_EVENTS and parse._may_fork()
+    if parallel:
+        fork.trim_heap()  # the slices' freed columns: not mapped into the helper (`fork.trim_heap`)
     tree_table = fork.Soon(lambda: _tree_table(ev), parallel)
     try:
         return _analyze(ev, source, select, tree_table)

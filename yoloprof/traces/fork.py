@@ -99,6 +99,28 @@ def fork_call(fn: Callable[[], Any], close_in_child: Iterable[int] = (),
     return Forked(pid, read_fd)
 
 
+def trim_heap() -> None:
+    """Hand the C heap's free pages back to the system (glibc's `malloc_trim(0)`; nothing where
+    the C library has none). Why: the columns of a large trace's slices are small arrays, freed
+    once merged into the trace's columns, and glibc keeps such freed blocks in its heap; they are
+    no memory anyone uses, yet they count in this process's resident set and, after a fork, in
+    the helper's too (a fork maps every resident page in the child): about 190 MB of 350 MB
+    after reading a 1 GB trace, returned in 17 ms."""
+    global _MALLOC_TRIM
+    if _MALLOC_TRIM is None:
+        import ctypes
+
+        try:
+            _MALLOC_TRIM = getattr(ctypes.CDLL(None), "malloc_trim", False)
+        except (OSError, TypeError):
+            _MALLOC_TRIM = False
+    if _MALLOC_TRIM:
+        _MALLOC_TRIM(0)
+
+
+_MALLOC_TRIM: Any = None  # the C library's malloc_trim, False where there is none; looked up once
+
+
 def may_fork(workers: int) -> bool:
     """Whether a helper may be forked at all: `workers` processes wanted (2 or more), fork
     available, and this process single-threaded (a fork copies no other thread, and a lock one
