@@ -144,10 +144,11 @@ def _device_window(steps: Steps, start: np.ndarray, end: np.ndarray) -> tuple[fl
 
 
 def _category_saving(start: np.ndarray, end: np.ndarray, dev: np.ndarray, cats: np.ndarray,
-                     n_dev: int) -> np.ndarray:
+                     n_dev: int, contrib: np.ndarray) -> np.ndarray:
     """Per category, union of all device work minus the union without that category (µs, mean
-    over devices): what the device clock would lose if the category vanished, overlap included."""
-    total = exclusive_contributions(start, end, dev).sum()
+    over devices): what the device clock would lose if the category vanished, overlap included.
+    `contrib`: `exclusive_contributions(start, end, dev)`, already computed by the caller."""
+    total = contrib.sum()
     out = np.zeros(len(CATEGORIES))
     for c in np.unique(cats, return_counts=True)[0].tolist():  # counts: skips importing numpy.ma
         rest = cats != c
@@ -185,7 +186,7 @@ def _device_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnal
     name_tc[used] = [is_tensorcore(ev.strings[i]) for i in used]
     cats = name_cat[ev.name[d]]
     out.cat_us = _per_step_label(step, cats, S, len(CATEGORIES), dur)
-    out.cat_saving_us = _category_saving(start, end, dev_code, cats, n_dev) / S
+    out.cat_saving_us = _category_saving(start, end, dev_code, cats, n_dev, contrib) / S
     kind = _KIND_LUT[ev.cat[d]]
     out.kind_us = _per_step_label(step, kind, S, len(DEVICE_KINDS), dur)
     is_kernel = kind == 0
