@@ -242,8 +242,8 @@ def _host_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnalys
     S, P = len(steps), len(tl.names)
     host_step = step_of(ev.ts, steps)
 
-    def count(mask: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
-        return _per_step(np.where(mask, host_step, -1), S, weights)
+    def count(mask: np.ndarray, weights: np.ndarray | None = None, at: np.ndarray = host_step) -> np.ndarray:
+        return _per_step(np.where(mask, at, -1), S, weights)
 
     out.launches = count(j.launch_mask)
     out.launch_us = count(j.launch_mask, ev.dur)
@@ -259,7 +259,7 @@ def _host_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnalys
     # duplicates left out.
     tree, table = tree_table.result() if tree_table is not None else _tree_table(ev)
     in_rows = ev.is_cat(*ROW_CATS)[tree] & not_step[tree] & (host_step[tree] >= 0)
-    del host_step, not_step
+    del host_step, not_step, count  # (count holds host_step)
     # Shapes are listed when any row has some, merged duplicates included (as always).
     with_shapes = ev.shape is not None and bool((ev.shape[tree][in_rows] >= 0).any())
     in_rows &= table.kept
