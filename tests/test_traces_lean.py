@@ -117,3 +117,21 @@ def test_join_unpickles_a_large_result_and_refuses_a_cut_one() -> None:
     assert cut is not None
     with pytest.raises(fork.ForkFailed):
         cut.join()
+
+
+def test_available_bytes_reads_memavailable(tmp_path) -> None:
+    info = tmp_path / "meminfo"
+    info.write_text("MemTotal:  100 kB\nMemFree:  10 kB\nMemAvailable:   2048 kB\n")
+    assert fork.available_bytes(str(info)) == 2048 * 1024
+    info.write_text("MemTotal:  100 kB\n")
+    assert fork.available_bytes(str(info)) is None
+    assert fork.available_bytes(str(tmp_path / "absent")) is None
+
+
+def test_no_op_table_helper_without_room(monkeypatch) -> None:
+    monkeypatch.setattr(fork, "available_bytes", lambda: 2 * analyze.TREE_HELPER_BYTES_PER_EVENT * 1000 - 1)
+    assert not analyze._room_for_helper(1000)
+    monkeypatch.setattr(fork, "available_bytes", lambda: 2 * analyze.TREE_HELPER_BYTES_PER_EVENT * 1000)
+    assert analyze._room_for_helper(1000)
+    monkeypatch.setattr(fork, "available_bytes", lambda: None)  # unknown: as before
+    assert analyze._room_for_helper(10**12)

@@ -233,7 +233,18 @@ def _tree_table(ev: Events) -> tuple[np.ndarray, OpTable]:
 
 # Events from which the op tree and its table (a third of the analysis of a large trace) are
 # computed by a forked helper while this process analyses the device side (`fork.Soon`).
+# Memory: the helper maps this process's pages (trimmed first: `fork.trim_heap`) and adds its
+# own working set, at most TREE_HELPER_BYTES_PER_EVENT per event (107 measured on
+# df_index_resolver x20: 217 MB for 2.0M tree nodes of 2.5M events); it is forked only while the
+# system has twice that available, else the tree is built here after the device side (the same
+# figures; 15% slower at 1 GB, and the process tree's summed RSS 0.50x the file instead of 0.66x).
 PARALLEL_TREE_EVENTS = 1 << 20
+TREE_HELPER_BYTES_PER_EVENT = 128
+
+
+def _room_for_helper(n_events: int) -> bool:
+    free = fork.available_bytes()
+    return free is None or free >= 2 * TREE_HELPER_BYTES_PER_EVENT * n_events
 
 
 def _host_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnalysis,
@@ -339,7 +350,7 @@ def _check(ev: Events, j: Join, steps: Steps, out: TraceAnalysis) -> list[str]:
 
 def analyze_events(ev: Events, source: str, select: Any = None) -> TraceAnalysis:
     """`select`: a `traces.step_selection.StepSelection` (the steps analysed), or None for all."""
-    parallel = len(ev) >= PARALLEL_TREE_EVENTS and parse._may_fork()
+    parallel = len(ev) >= PARALLEL_TREE_EVENTS and parse._may_fork() and _room_for_helper(len(ev))
     if parallel:
         fork.trim_heap()  # the slices' freed columns: not mapped into the helper (`fork.trim_heap`)
     tree_table = fork.Soon(lambda: _tree_table(ev), parallel)

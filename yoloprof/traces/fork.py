@@ -127,6 +127,19 @@ def trim_heap() -> None:
 _MALLOC_TRIM: Any = None  # the C library's malloc_trim, False where there is none; looked up once
 
 
+def available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
+    """The memory the system can still give without swapping (Linux's MemAvailable), or None
+    where it is not known."""
+    try:
+        with open(meminfo, encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 def may_fork(workers: int) -> bool:
     """Whether a helper may be forked at all: `workers` processes wanted (2 or more), fork
     available, and this process single-threaded (a fork copies no other thread, and a lock one
