@@ -104,10 +104,26 @@ def _grouped_rows(names: np.ndarray, phases: np.ndarray, n_phases: int,
     if len(names) == 0:
         return []
     key = names.astype(np.int64) * n_phases + phases
-    uniq, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
-    totals = {col: np.bincount(inv, weights=w, minlength=len(uniq)).tolist() for col, w in sums.items()}
+    top = int(key.max())
+    if top < max(DENSE_KEYS_PER_ROW * len(key), DENSE_KEYS) and int(key.min()) >= 0:
+        # One count table instead of `np.unique`'s sort: each key's sum adds the same values in
+        # the same (row) order as a bincount over unique's inverse does, so the same floats.
+        every = np.bincount(key, minlength=top + 1)
+        uniq = np.flatnonzero(every)
+        counts = every[uniq]
+        totals = {col: np.bincount(key, weights=w, minlength=top + 1)[uniq].tolist() for col, w in sums.items()}
+    else:
+        uniq, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
+        totals = {col: np.bincount(inv, weights=w, minlength=len(uniq)).tolist() for col, w in sums.items()}
     return [(k // n_phases, k % n_phases, {c: t[i] for c, t in totals.items()}, count)
             for i, (k, count) in enumerate(zip(uniq.tolist(), counts.tolist()))]
+
+
+# `_grouped_rows` counts keys in a table of (largest key + 1) slots when that is below
+# DENSE_KEYS_PER_ROW slots per row or below DENSE_KEYS: names x phases always are; names x input
+# shapes of a trace with very many distinct shapes may not (then `np.unique` sorts the keys).
+DENSE_KEYS_PER_ROW = 4
+DENSE_KEYS = 1 << 16
 
 
 _KIND_OF_CAT = {CAT_CODE["kernel"]: 0, CAT_CODE["gpu_memcpy"]: 1, CAT_CODE["gpu_memset"]: 2}
@@ -128,10 +144,11 @@ def _device_window(steps: Steps, start: np.ndarray, end: np.ndarray) -> tuple[fl
 
 
 def _category_saving(start: np.ndarray, end: np.ndarray, dev: np.ndarray, cats: np.ndarray,
-                     n_dev: int) -> np.ndarray:
+                     n_dev: int, contrib: np.ndarray) -> np.ndarray:
     """Per category, union of all device work minus the union without that category (µs, mean
-    over devices): what the device clock would lose if the category vanished, overlap included."""
-    total = exclusive_contributions(start, end, dev).sum()
+    over devices): what the device clock would lose if the category vanished, overlap included.
+    `contrib`: `exclusive_contributions(start, end, dev)`, already computed by the caller."""
+    total = contrib.sum()
     out = np.zeros(len(CATEGORIES))
     for c in np.unique(cats, return_counts=True)[0].tolist():  # counts: skips importing numpy.ma
         rest = cats != c
@@ -169,7 +186,7 @@ def _device_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnal
     name_tc[used] = [is_tensorcore(ev.strings[i]) for i in used]
     cats = name_cat[ev.name[d]]
     out.cat_us = _per_step_label(step, cats, S, len(CATEGORIES), dur)
-    out.cat_saving_us = _category_saving(start, end, dev_code, cats, n_dev) / S
+    out.cat_saving_us = _category_saving(start, end, dev_code, cats, n_dev, contrib) / S
     kind = _KIND_LUT[ev.cat[d]]
     out.kind_us = _per_step_label(step, kind, S, len(DEVICE_KINDS), dur)
     is_kernel = kind == 0
@@ -187,20 +204,19 @@ def _device_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnal
 def _op_rows(ev: Events, rows: np.ndarray, table: OpTable, op_phase: np.ndarray, names: list[str],
              by_shape: bool = False) -> list[dict[str, Any]]:
     """Ops and runtime/driver calls grouped as key_averages groups them (by name, and here by
-    phase; or by name and input shapes), merged duplicates left out; `table` is aligned with
-    `rows`; memory columns only when the trace has memory events."""
-    keep = table.kept
-    sums = {"self": table.self_us[keep], "total": ev.dur[rows][keep]}
+    phase; or by name and input shapes); `rows` are the kept ones (merged duplicates left out),
+    `table` is aligned with them; memory columns only when the trace has memory events."""
+    sums = {"self": table.self_us, "total": ev.dur[rows]}
     if table.self_alloc is not None and table.self_freed is not None:  # both or neither (traces/op_table.py)
-        sums.update(alloc=table.self_alloc[keep], freed=table.self_freed[keep])
-    shapes = ev.shape[rows][keep] if by_shape and ev.shape is not None else None
-    label, labels = (op_phase[keep], names) if shapes is None else (
-        shapes + 1, [NO_SHAPES] + ev.shape_strings)
+        sums.update(alloc=table.self_alloc, freed=table.self_freed)
+    shapes = ev.shape[rows] if by_shape and ev.shape is not None else None
+    label, labels = (op_phase, names) if shapes is None else (shapes + 1, [NO_SHAPES] + ev.shape_strings)
     kind_of = {CAT_CODE[c]: k for c, k in ROW_KIND.items()}
+    row_names = ev.name[rows]
     name_cat = np.zeros(len(ev.strings), np.int64)
-    name_cat[ev.name[rows][keep]] = ev.cat[rows][keep]  # one category per name (ops vs API calls)
+    name_cat[row_names] = ev.cat[rows]  # one category per name (ops vs API calls)
     out = []
-    for name, lab, tot, count in _grouped_rows(ev.name[rows][keep], label, len(labels), sums):
+    for name, lab, tot, count in _grouped_rows(row_names, label, len(labels), sums):
         row = {"name": ev.strings[name], "kind": kind_of.get(int(name_cat[name]), "op"),
                "self_us": tot["self"], "total_us": tot["total"], "count": count}
         row.update({"phase" if shapes is None else "input_shapes": labels[lab]})
@@ -217,7 +233,18 @@ def _tree_table(ev: Events) -> tuple[np.ndarray, OpTable]:
 
 # Events from which the op tree and its table (a third of the analysis of a large trace) are
 # computed by a forked helper while this process analyses the device side (`fork.Soon`).
+# Memory: the helper maps this process's pages (trimmed first: `fork.trim_heap`) and adds its
+# own working set, at most TREE_HELPER_BYTES_PER_EVENT per event (107 measured on
+# df_index_resolver x20: 217 MB for 2.0M tree nodes of 2.5M events); it is forked only while the
+# system has twice that available, else the tree is built here after the device side (the same
+# figures; 15% slower at 1 GB, and the process tree's summed RSS 0.50x the file instead of 0.66x).
 PARALLEL_TREE_EVENTS = 1 << 20
+TREE_HELPER_BYTES_PER_EVENT = 128
+
+
+def _room_for_helper(n_events: int) -> bool:
+    free = fork.available_bytes()
+    return free is None or free >= 2 * TREE_HELPER_BYTES_PER_EVENT * n_events
 
 
 def _host_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnalysis,
@@ -226,8 +253,8 @@ def _host_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnalys
     S, P = len(steps), len(tl.names)
     host_step = step_of(ev.ts, steps)
 
-    def count(mask: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
-        return _per_step(np.where(mask, host_step, -1), S, weights)
+    def count(mask: np.ndarray, weights: np.ndarray | None = None, at: np.ndarray = host_step) -> np.ndarray:
+        return _per_step(np.where(mask, at, -1), S, weights)
 
     out.launches = count(j.launch_mask)
     out.launch_us = count(j.launch_mask, ev.dur)
@@ -237,14 +264,21 @@ def _host_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnalys
     ops = np.flatnonzero((ev.cat == CAT_CODE["cpu_op"]) & (host_step >= 0) & not_step)
     op_phase = tl.phase_at(ev.ts[ops])
     out.phase_ops = _per_step_label(host_step[ops], op_phase, S, P)
+    del ops, op_phase
     # The tree spans every host event of the trace (a step's op may have children past its end);
-    # rows are the ops and runtime/driver calls that start in the analysed steps.
+    # rows are the ops and runtime/driver calls that start in the analysed steps, merged
+    # duplicates left out.
     tree, table = tree_table.result() if tree_table is not None else _tree_table(ev)
     in_rows = ev.is_cat(*ROW_CATS)[tree] & not_step[tree] & (host_step[tree] >= 0)
+    del host_step, not_step, count  # (count holds host_step)
+    # Shapes are listed when any row has some, merged duplicates included (as always).
+    with_shapes = ev.shape is not None and bool((ev.shape[tree][in_rows] >= 0).any())
+    in_rows &= table.kept
     rows, table = tree[in_rows], table.take(in_rows)
+    del tree, in_rows
     row_phase = tl.phase_at(ev.ts[rows])
     out.op_rows = _op_rows(ev, rows, table, row_phase, tl.names)
-    if ev.shape is not None and (ev.shape[rows] >= 0).any():
+    if with_shapes:
         out.op_shape_rows = _op_rows(ev, rows, table, row_phase, tl.names, by_shape=True)
     walls = np.array([overlap_by_label(tl.start, tl.end, tl.label, lo, hi, P)
                       for lo, hi in zip(steps.start.tolist(), steps.end.tolist())]).reshape(S, P)
@@ -316,7 +350,9 @@ def _check(ev: Events, j: Join, steps: Steps, out: TraceAnalysis) -> list[str]:
 
 def analyze_events(ev: Events, source: str, select: Any = None) -> TraceAnalysis:
     """`select`: a `traces.step_selection.StepSelection` (the steps analysed), or None for all."""
-    parallel = len(ev) >= PARALLEL_TREE_EVENTS and parse._may_fork()
+    parallel = len(ev) >= PARALLEL_TREE_EVENTS and parse._may_fork() and _room_for_helper(len(ev))
+    if parallel:
+        fork.trim_heap()  # the slices' freed columns: not mapped into the helper (`fork.trim_heap`)
     tree_table = fork.Soon(lambda: _tree_table(ev), parallel)
     try:
         return _analyze(ev, source, select, tree_table)

@@ -25,15 +25,28 @@ def exclusive_contributions(start: np.ndarray, end: np.ndarray, group: np.ndarra
     end = np.maximum(np.asarray(end, np.float64), start)
     lo = float(start.min())
     span = float(end.max()) - lo + 1.0
-    ranks = np.unique(group, return_inverse=True)[1].astype(np.float64)
+    codes, n_groups = _dense_ranks(np.asarray(group))
+    ranks = codes.astype(np.float64)
     s = start - lo + ranks * span * 2.0
     e = end - lo + ranks * span * 2.0
-    order = np.lexsort((s, ranks))
+    # One group: lexsort's primary key is constant, so its order is the stable sort by start.
+    order = np.argsort(s, kind="stable") if n_groups == 1 else np.lexsort((s, ranks))
     s_sorted, e_sorted = s[order], e[order]
     reach = np.maximum.accumulate(e_sorted)
     prev = np.concatenate(([-np.inf], reach[:-1]))
     out[order] = np.maximum(0.0, e_sorted - np.maximum(s_sorted, prev))
     return out
+
+
+def _dense_ranks(group: np.ndarray) -> tuple[np.ndarray, int]:
+    """(`np.unique(group, return_inverse=True)[1]`, number of distinct values): by a count table
+    for small non-negative integer codes (device codes: no sort), else by `np.unique`."""
+    if group.dtype.kind in "iu" and int(group.min()) >= 0 and int(group.max()) < 1 << 16:
+        present = np.bincount(group) > 0
+        lut = np.cumsum(present) - 1
+        return lut[group], int(present.sum())
+    uniq, inv = np.unique(group, return_inverse=True)
+    return inv, len(uniq)
 
 
 def union_length(start: np.ndarray, end: np.ndarray) -> float:

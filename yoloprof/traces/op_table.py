@@ -74,11 +74,18 @@ def _tree(ev: Events, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     vectorised steps). tests/test_traces_ops_tree.py checks both against torch's stack walk."""
     ts, dur, thread = ev.ts[idx], ev.dur[idx], ev.thread[idx]
     order = _sorted_order(ts, dur, thread)
-    end_s, thread_s = (ts + dur)[order], thread[order]
-    thresh = np.where(dur[order] > 0, np.nextafter(end_s, -np.inf), ts[order])  # threshold t(i)
-    pos = _nested_parents(ts[order], end_s, thresh, thread_s)
+    # Sorted copies, each unsorted one freed at once (a large trace's tree is the engine's
+    # largest working set: every array here is 8 bytes per host event).
+    ts_s, dur_s, thread_s = ts[order], dur[order], thread[order]
+    del ts, dur, thread
+    end_s = ts_s + dur_s
+    thresh = np.where(dur_s > 0, np.nextafter(end_s, -np.inf), ts_s)  # threshold t(i)
+    del dur_s
+    pos = _nested_parents(ts_s, end_s, thresh, thread_s)
+    del ts_s
     if pos is None:
         pos = _lifted_parents(end_s, thresh, thread_s)
+    del end_s, thresh, thread_s
     found = pos >= 0
     parent = np.full(len(order), -1, np.int64)
     parent[order[found]] = order[pos[found]]
@@ -119,23 +126,36 @@ def _nested_parents(ts_s: np.ndarray, end_s: np.ndarray, thresh: np.ndarray, thr
     close = np.empty(n, np.int64)
     for a, b in zip([0] + cuts, cuts + [n]):  # one binary search per thread
         close[a:b] = a + np.searchsorted(ts_s[a:b], end_s[a:b], side="left")
-    at = np.arange(n)
-    np.maximum(close, at + 1, out=close)  # an empty event closes at once
-    step = -np.bincount(close, minlength=n + 1)
+    np.maximum(close, np.arange(1, n + 1), out=close)  # an empty event closes at once
+    step = np.bincount(close, minlength=n + 1)
+    del close
+    np.negative(step, out=step)
     step[1:] += 1
-    depth = np.cumsum(step)[:n]
+    depth = np.cumsum(step, out=step)[:n]  # >= 0: the events open at each position
     small = depth.astype(np.int16) if n and depth.max() < 2**15 else depth  # radix sort
     by_depth = np.argsort(small, kind="stable")  # grouped by depth, positions ascending
-    keys = depth[by_depth] * n + by_depth
-    up = np.searchsorted(keys, keys - n) - 1  # ascending queries: one sweep through the keys
+    del small
+    level = depth[by_depth]
+    del depth, step
+    keys = level * n
+    keys += by_depth
+    up = np.searchsorted(keys, keys - n)  # ascending queries: one sweep through the keys
+    del keys
+    up -= 1
+    np.maximum(up, 0, out=up)
+    found = by_depth[up]
+    del up
+    found[level <= 0] = -1
     parent = np.empty(n, np.int64)
-    parent[by_depth] = np.where(depth[by_depth] > 0, by_depth[np.maximum(up, 0)], -1)
+    parent[by_depth] = found
+    del found
     has = parent >= 0
     if not np.all(end_s[parent[has]] > thresh[has]):
         return None
-    sib = parent[by_depth]
-    same = ((sib[1:] == sib[:-1]) & (depth[by_depth[1:]] == depth[by_depth[:-1]])
-            & (thread_s[by_depth[1:]] == thread_s[by_depth[:-1]]))
+    del has
+    sib, thread_d = parent[by_depth], thread_s[by_depth]
+    same = (sib[1:] == sib[:-1]) & (level[1:] == level[:-1]) & (thread_d[1:] == thread_d[:-1])
+    del sib, thread_d, level
     if not np.all(end_s[by_depth[:-1][same]] <= thresh[by_depth[1:][same]]):
         return None
     return parent
@@ -215,7 +235,10 @@ def _memory_in(ev: Events, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarr
     cum_freed = np.concatenate(([0.0], np.cumsum(np.maximum(-nbytes, 0.0))))
     lo = np.searchsorted(t, start, side="left")
     hi = np.searchsorted(t, end, side="right")
-    return cum_alloc[hi] - cum_alloc[lo], cum_freed[hi] - cum_freed[lo]
+    alloc, freed = cum_alloc[hi], cum_freed[hi]
+    alloc -= cum_alloc[lo]
+    freed -= cum_freed[lo]
+    return alloc, freed
 
 
 def op_table(ev: Events, idx: np.ndarray) -> OpTable:
@@ -224,17 +247,26 @@ def op_table(ev: Events, idx: np.ndarray) -> OpTable:
         return OpTable(np.zeros(0, bool), np.zeros(0))
     parent, order = _tree(ev, idx)
     kept = _merge_duplicates(ev.name[idx], parent, order)
+    del order
     ts, dur = ev.ts[idx], ev.dur[idx]
+    end = ts + dur
     child = np.flatnonzero(kept & (parent >= 0))
     par = parent[child]
+    del parent
     # A child lies inside its parent (the tree's rule); the clip only guards float noise.
-    covered = np.minimum(ts[child] + dur[child], ts[par] + dur[par]) - ts[child]
-    self_us = dur - np.bincount(par, weights=np.maximum(covered, 0.0), minlength=len(idx))
-    out = OpTable(kept, np.maximum(self_us, 0.0))
+    covered = np.minimum(end[child], end[par])
+    covered -= ts[child]
+    np.maximum(covered, 0.0, out=covered)
+    self_us = dur - np.bincount(par, weights=covered, minlength=len(idx))
+    del covered
+    out = OpTable(kept, np.maximum(self_us, 0.0, out=self_us))
     if len(ev.memory):
-        alloc, freed = _memory_in(ev, ts, ts + dur)
-        out.self_alloc = alloc - np.bincount(par, weights=alloc[child], minlength=len(idx))
-        out.self_freed = freed - np.bincount(par, weights=freed[child], minlength=len(idx))
+        del dur
+        alloc, freed = _memory_in(ev, ts, end)
+        del ts, end
+        alloc -= np.bincount(par, weights=alloc[child], minlength=len(idx))
+        freed -= np.bincount(par, weights=freed[child], minlength=len(idx))
+        out.self_alloc, out.self_freed = alloc, freed
     return out
 
 

@@ -353,7 +353,9 @@ def _merge(parts: list[_Part], notes: list[str]) -> Events:
                      "were dropped")
         mem = Memory(*(getattr(mem, f)[~mem_far] for f in ("ts",) + _MEM_FIELDS))
     ts, dur = cat("ts"), cat("dur")
-    keep = _plausible(ts + float(base), dur, notes, counts)
+    mask = _plausible(ts + float(base), dur, notes, counts)
+    # Every event plausible (the usual case): the merged columns as they are, not a copy of each.
+    keep: np.ndarray | slice = slice(None) if mask.all() else mask
     ts = ts[keep]
     t0 = float(ts.min()) if len(ts) else 0.0
     if len(mem):

@@ -85,10 +85,12 @@ def build_timeline(ev: Events) -> Timeline:
     span_phase = [per_name[i] for i in ev.name[idx].tolist()]
     names = _ordered(set(span_phase))
     code = {n: k for k, n in enumerate(names)}
-    starts, ends = ev.ts[idx], ev.ts[idx] + ev.dur[idx]
+    starts_a = ev.ts[idx]
+    order = np.argsort(starts_a, kind="stable").tolist()
+    # Python floats for the sweep below (a numpy scalar per lookup costs several times more)
+    starts, ends = starts_a.tolist(), (starts_a + ev.dur[idx]).tolist()
     labels = [code[p] for p in span_phase]
-    bounds = sorted(set(starts.tolist()) | set(ends.tolist()))
-    order = np.argsort(starts, kind="stable").tolist()
+    bounds = sorted(set(starts) | set(ends))
     heap: list[tuple[float, int, float, int]] = []
     seg_s: list[float] = []
     seg_e: list[float] = []
