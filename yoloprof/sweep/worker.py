@@ -28,7 +28,12 @@ from typing import Any, Callable, Iterator
 
 from yoloprof.defs.metrics import BYTES_PER_MIB
 
-_PRELOAD = ["torch", "yoloprof.capturing.builtin.capture_entry", "yoloprof.workloads.models"]
+# Imported once by the forkserver, so that each job's fresh process starts with them: besides torch
+# and the capture, what a first capture imports lazily (the statistics' scipy.stats, the FLOP
+# counter, and torch._dynamo/sympy that torch pulls in on first use) cost each job about 1.5-2 s
+# before its first timed step. A module missing from an older torch is skipped by the forkserver.
+_PRELOAD = ["torch", "yoloprof.capturing.builtin.capture_entry", "yoloprof.workloads.models",
+            "yoloprof.metrics.stats", "torch.utils.flop_counter", "torch._dynamo", "sympy"]
 _CONTEXT: Any = None
 
 
