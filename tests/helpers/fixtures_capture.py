@@ -160,32 +160,46 @@ def tiny_run(tmp_path_factory):
 
 # --- the fixtures of tests/test_render_capture.py
 
-@pytest.fixture(scope="module")
-def cpu_capture(tmp_path_factory) -> Path:
-    """A CPU training trace (profile_memory on) as profile_trace.json with its profile.json."""
+def tiny_cpu_training_trace(out: Path, *, active: int, dataload: bool = False,
+                            profile_memory: bool = False) -> Path:
+    """A real torch.profiler CPU trace of a tiny training loop (one warm-up step, then `active`
+    profiled steps), its phases marked as a capture marks them; written to `out`."""
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
-    folder = tmp_path_factory.mktemp("cpu")
-    trace = folder / files.TRACE
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(),
                                 torch.nn.Linear(4 * 6 * 6, 2))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     x, y = torch.randn(2, 3, 8, 8), torch.randn(2, 2)
-    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=1, active=2),
-                 profile_memory=True, on_trace_ready=lambda p: p.export_chrome_trace(str(trace))) as prof:
-        for _ in range(3):
+    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=1, active=active),
+                 profile_memory=profile_memory,
+                 on_trace_ready=lambda p: p.export_chrome_trace(str(out))) as prof:
+        for _ in range(active + 1):
+            xb, yb = x, y
+            if dataload:
+                with record_function("yoloprof/dataload"):
+                    xb, yb = x.clone(), y.clone()
             with record_function("yoloprof/forward"):
-                loss = torch.nn.functional.mse_loss(model(x), y)
+                loss = torch.nn.functional.mse_loss(model(xb), yb)
             with record_function("yoloprof/backward"):
                 loss.backward()
             with record_function("yoloprof/optimizer"):
                 opt.step()
                 opt.zero_grad()
             prof.step()
+    return out
+
+
+# --- the fixtures of tests/test_render_capture.py
+
+@pytest.fixture(scope="module")
+def cpu_capture(tmp_path_factory) -> Path:
+    """A CPU training trace (profile_memory on) as profile_trace.json with its profile.json."""
     from yoloprof.readers.load import load_any
 
+    folder = tmp_path_factory.mktemp("cpu")
+    trace = tiny_cpu_training_trace(folder / files.TRACE, active=2, profile_memory=True)
     doc = load_any(trace)
     doc["trace"]["file"] = files.TRACE  # as a capture records it: the name beside the profile
     (folder / files.PROFILE).write_text(json.dumps(doc))
@@ -196,29 +210,7 @@ def cpu_capture(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def cpu_trace(tmp_path_factory) -> Path:
-    import torch
-    from torch.profiler import ProfilerActivity, profile, record_function, schedule
-
-    out = tmp_path_factory.mktemp("cpu") / "trace.json"
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Flatten(),
-                                torch.nn.Linear(4 * 6 * 6, 2))
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    x, y = torch.randn(2, 3, 8, 8), torch.randn(2, 2)
-    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=0, warmup=1, active=3),
-                 on_trace_ready=lambda p: p.export_chrome_trace(str(out))) as prof:
-        for _ in range(4):
-            with record_function("yoloprof/dataload"):
-                xb, yb = x.clone(), y.clone()
-            with record_function("yoloprof/forward"):
-                loss = torch.nn.functional.mse_loss(model(xb), yb)
-            with record_function("yoloprof/backward"):
-                loss.backward()
-            with record_function("yoloprof/optimizer"):
-                opt.step()
-                opt.zero_grad()
-            prof.step()
-    return out
+    return tiny_cpu_training_trace(tmp_path_factory.mktemp("cpu") / "trace.json", active=3, dataload=True)
 
 
 # --- the fixtures of tests/test_traces_truth.py
