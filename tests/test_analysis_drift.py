@@ -152,3 +152,25 @@ def test_jobs_a_moment_apart_give_no_per_hour_rate_instead_of_an_overflow():
     row = drift_table(jobs, {"g": "batch=1"}, alpha=0.05).iloc[0]
     assert math.isnan(row["pct_per_hour"])
     assert row["pct_per_100_jobs"] == pytest.approx(100 * math.expm1(100 * 0.05))
+
+
+def test_a_significant_trend_of_jobs_seconds_apart_is_described_without_an_overflow():
+    """The comparison's drift note of the same kind of sweep: six jobs of two configurations, 0.5 s
+    apart, step time growing with start time (not with order: the jobs' start times are uneven).
+    The per-hour slope is thousands of e-folds; the note says so in words and the table keeps the
+    trend's share of the comparison, a finite %, instead of the whole analysis failing."""
+    import pandas as pd
+
+    from yoloprof.analysis.drift import apply_drift
+
+    seconds = np.array([0.0, 0.4, 1.5, 1.6, 3.1, 3.2])
+    group = np.array(["a", "b", "b", "a", "a", "b"])
+    jobs = pd.DataFrame({"group_hash": group, "metric": "step_ms", "order": np.arange(6.0),
+                         "hours": seconds / 3600, "y": np.log(10.0) + 0.25 * seconds})
+    cmp = pd.DataFrame([{"metric": "step_ms", "verdict_code": "same", "verdict": "same",
+                         "baseline_hash": "a", "group_hash": "b", "better": "lower", "warnings": ""}])
+    out = apply_drift(cmp, jobs, alpha=0.05, noise=0.0).iloc[0]
+    share = 0.25 * (seconds[group == "b"].mean() - seconds[group == "a"].mean())  # 900 e-folds an hour
+    assert out["drift_pct"] == pytest.approx(100 * math.expm1(share))
+    assert out["drift_p"] < 0.05
+    assert "more than a float holds per hour" in out["warnings"] and "nan" not in out["warnings"]

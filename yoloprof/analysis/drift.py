@@ -125,23 +125,25 @@ def apply_drift(cmp: pd.DataFrame, jobs: pd.DataFrame, *, alpha: float, noise: f
         if d is None:
             continue
         adj_ratio = _oriented(d["adjusted"], r["better"])
-        cmp.iloc[i, cmp.columns.get_loc("drift_pct")] = 100 * math.expm1(d["share"])
+        cmp.iloc[i, cmp.columns.get_loc("drift_pct")] = _pct(d["share"])
         cmp.iloc[i, cmp.columns.get_loc("drift_p")] = d["p"]
         cmp.iloc[i, cmp.columns.get_loc("drift_adj_ratio")] = adj_ratio
         if not d["significant"]:
             continue
         unit = "per job" if d["by"] == "order" else "per hour"
-        trend = (f"{r['metric']} trends by {100 * math.expm1(d['slope']):+.3g}% {unit} within these "
-                 f"configurations (p={d['p']:.2g})")
+        slope = _pct(d["slope"])
+        size = f"{slope:+.3g}% {unit}" if not math.isnan(slope) else f"more than a float holds {unit} (jobs seconds " \
+            "apart: an extrapolation)"
+        trend = f"{r['metric']} trends by {size} within these configurations (p={d['p']:.2g})"
         explained = abs(d["adjusted"]) <= band or (d["raw"] * d["adjusted"] < 0)
         if explained and r["verdict_code"] in DECISIVE:
-            note = (f"drift explains this verdict: {trend}, which predicts {100 * math.expm1(d['share']):+.1f}% "
+            note = (f"drift explains this verdict: {trend}, which predicts {_pct(d['share']):+.1f}% "
                     f"between the sides from job order alone; drift-adjusted ratio {adj_ratio:.3f}; "
                     f"measure interleaved (trials outermost) or in fresh processes")
             cmp.iloc[i, cmp.columns.get_loc("verdict")] = f"drift (not {r['verdict']})"
             cmp.iloc[i, cmp.columns.get_loc("verdict_code")] = "drift"
         elif abs(d["share"]) > band / 2:
-            note = f"{trend}; it accounts for {100 * math.expm1(d['share']):+.1f}% of this comparison " \
+            note = f"{trend}; it accounts for {_pct(d['share']):+.1f}% of this comparison " \
                    f"(drift-adjusted ratio {adj_ratio:.3f})"
         else:
             continue
