@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from yoloprof.config.fields import flag_name
 from yoloprof.config.stat_defaults import ALPHA, NOISE
 from yoloprof.errors import UsageError
 from yoloprof.readers import hotspots, kernels, modules, ops
@@ -68,7 +69,7 @@ def option_specs(options: type) -> tuple[OptionSpec, ...]:
         m = f.metadata
         flag = m.get("flag", "")
         out.append(OptionSpec(f.name, _scalar(hints[f.name]), f.default, m.get("help"),
-                              "--" + f.name.replace("_", "-") if flag == "" else flag, m.get("short"),
+                              None if flag is None else flag_name(f.name, flag), m.get("short"),
                               m.get("choices"), m.get("action"), m.get("nargs"), m.get("metavar")))
     return tuple(out)
 
