@@ -33,10 +33,27 @@ def base_from_bytes(data: bytes | bytearray) -> int:
     return int(m.group(1)) if m and abs(int(m.group(1))) <= MAX_BASE_US else 0
 
 
+# Types whose values numpy turns into float64 exactly as float(v - base) does, below 2**53: ints
+# (exact), floats (the same subtraction) and nulls (NaN). A Decimal is not one: numpy would round it
+# before the subtraction, not after.
+_PLAIN = frozenset((int, float, type(None)))
+_EXACT = 2.0 ** 53
+
+
 def relative_us(values: list[Any], base: int) -> np.ndarray:
-    """float64 of each value minus `base` (int, Decimal or float; None/NaN -> NaN), in one C-level
-    pass when no value is null."""
+    """float64 of each value minus `base` (int, Decimal or float; None/NaN -> NaN). Fast path
+    (Kineto's integer timestamps): no Decimal and every value below 2**53 in magnitude, so the
+    float of each value is exact and one float subtraction rounds as float(v - base) does; else
+    one C-level exact subtraction per value."""
     n = len(values)
+    if set(map(type, values)) <= _PLAIN and abs(base) <= _EXACT:
+        try:
+            out = np.fromiter(values, np.float64, n)
+        except OverflowError:  # an int beyond float: the exact path says NaN
+            out = None
+        if out is not None and not (np.abs(out) >= _EXACT).any():
+            out -= float(base)
+            return out
     try:
         return np.fromiter(map(float, map(sub, values, repeat(base))), np.float64, n)
     except (TypeError, ArithmeticError):  # a null, a value beyond Decimal's context, an int beyond float
