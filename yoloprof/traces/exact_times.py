@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from itertools import repeat
-from operator import sub
+from operator import index, sub
 from typing import Any
 
 import numpy as np
@@ -33,27 +33,24 @@ def base_from_bytes(data: bytes | bytearray) -> int:
     return int(m.group(1)) if m and abs(int(m.group(1))) <= MAX_BASE_US else 0
 
 
-# Types whose values numpy turns into float64 exactly as float(v - base) does, below 2**53: ints
-# (exact), floats (the same subtraction) and nulls (NaN). A Decimal is not one: numpy would round it
-# before the subtraction, not after.
-_PLAIN = frozenset((int, float, type(None)))
-_EXACT = 2.0 ** 53
+_WIDE = 2**62  # |value| below: its difference with a base (|base| <= 2**53) fits in an int64
 
 
 def relative_us(values: list[Any], base: int) -> np.ndarray:
     """float64 of each value minus `base` (int, Decimal or float; None/NaN -> NaN). Fast path
-    (Kineto's integer timestamps): no Decimal and every value below 2**53 in magnitude, so the
-    float of each value is exact and one float subtraction rounds as float(v - base) does; else
-    one C-level exact subtraction per value."""
+    (Kineto's integer timestamps): every value an int (`operator.index` refuses a Decimal, a
+    float and a null in the same C-level pass that numpy reads them), the difference taken in
+    int64 and rounded once to float64, as float(v - base) rounds it; else one exact subtraction
+    per value."""
     n = len(values)
-    if set(map(type, values)) <= _PLAIN and abs(base) <= _EXACT:
+    if abs(base) <= MAX_BASE_US:
         try:
-            out = np.fromiter(values, np.float64, n)
-        except OverflowError:  # an int beyond float: the exact path says NaN
-            out = None
-        if out is not None and not (np.abs(out) >= _EXACT).any():
-            out -= float(base)
-            return out
+            ints = np.fromiter(map(index, values), np.int64, n)
+        except (TypeError, OverflowError):
+            pass
+        else:
+            if not n or (ints.max() < _WIDE and ints.min() > -_WIDE):
+                return (ints - base).astype(np.float64)
     try:
         return np.fromiter(map(float, map(sub, values, repeat(base))), np.float64, n)
     except (TypeError, ArithmeticError):  # a null, a value beyond Decimal's context, an int beyond float
