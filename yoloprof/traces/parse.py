@@ -302,14 +302,14 @@ def _part(events: list[Any], base: int) -> _Part:
     counts = {"events": len(events)}
     scan = _scan(events)
     ts, dur, keep = _times(scan, counts, base)
-    xs, key, keys = scan.xs, np.fromiter(scan.codes, np.int32, len(scan.codes)), list(scan.table)
+    args, key, keys = scan.args, np.fromiter(scan.codes, np.int32, len(scan.codes)), list(scan.table)
     if keep is not None:  # some dropped: their keys leave the tables
-        xs = list(compress(xs, keep.tolist()))
+        args = list(compress(args, keep.tolist()))
         key, keys = _kept_keys(key[keep], keys)
     name, names, cat, thread, threads = _key_codes(key, keys)
     mem = _memory(scan.instants, counts, base)
-    corr, device, stream = _gpu_args(xs, cat, thread, threads, counts)
-    shape, shapes = _op_shapes(xs, cat)
+    corr, device, stream = _gpu_args(args, cat, thread, threads, counts)
+    shape, shapes = _op_shapes(args, cat)
     return _Part(ts, dur, name, names, cat, thread, threads, corr, device, stream, mem, shape,
                  shapes, counts, base)
 
@@ -318,7 +318,7 @@ def _part(events: list[Any], base: int) -> _Part:
 class _Scan:
     """What one pass over a slice's events gathers (`_scan`)."""
 
-    xs: list[Complete] = field(default_factory=list)
+    args: list[Any] = field(default_factory=list)  # each X event's args
     codes: list[int] = field(default_factory=list)  # each X event's key code, into `table`
     table: _Coder = field(default_factory=lambda: _Coder())  # (name, cat, pid, tid) -> code
     ts: list[Any] = field(default_factory=list)
@@ -327,21 +327,21 @@ class _Scan:
 
 
 def _scan(events: list[Any]) -> _Scan:
-    """One Python loop over the events: the complete ("X") events, each one's key code, ts and
-    dur, and the instants. Why a loop rather than C-level `map`s: CPython 3.11+ reads a Struct
+    """One Python loop over the events: of each complete ("X") event its key code, ts, dur and
+    args, and the instants. Why a loop rather than C-level `map`s: CPython 3.11+ reads a Struct
     field inside a loop with a specialised instruction, several times faster than `attrgetter`,
     and one pass touches each event's memory once (measured on df_index_resolver: 41 ms against
     52 ms for a comprehension per column, and 75 ms for the maps). The key is one tuple per
     event and one dict lookup: the few distinct keys are split later (`_key_codes`)."""
     out = _Scan()
-    xs, codes, table, ts, dur, instants = out.xs, out.codes, out.table, out.ts, out.dur, out.instants
+    args, codes, table, ts, dur, instants = out.args, out.codes, out.table, out.ts, out.dur, out.instants
     for e in events:
         kind = type(e)
         if kind is Complete:
-            xs.append(e)
             codes.append(table[(e.name, e.cat, e.pid, e.tid)])
             ts.append(e.ts)
             dur.append(e.dur)
+            args.append(e.args)
         elif kind is Instant or kind is InstantOld:
             instants.append(e)
     return out
@@ -351,7 +351,7 @@ def _times(scan: _Scan, counts: dict[str, int], base: int
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """ts/dur of the "X" events with a finite `ts` and no negative `dur`, and the mask that keeps
     them (None when all are kept)."""
-    n = len(scan.xs)
+    n = len(scan.ts)
     ts, dur = exact_times.relative_us(scan.ts, base), _floats(scan.dur, n)
     keep = np.isfinite(ts)
     counts["complete"] = int(keep.sum())
@@ -516,20 +516,25 @@ def _well_typed(args: list[Any], struct: type, types: dict[str, set[type]]) -> n
     return np.fromiter(map(ok, args), bool, len(args))
 
 
-def _gpu_args(xs: list[Complete], cat: np.ndarray, thread: np.ndarray, threads: list[Any],
+_ARGS_READ = cat_mask(*DEVICE_CATS, *HOST_API_CATS)  # categories whose args are read
+_DEVICE_SIDE = cat_mask(*DEVICE_CATS)
+
+
+def _gpu_args(all_args: list[Any], cat: np.ndarray, thread: np.ndarray, threads: list[Any],
               counts: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(correlation, device, stream) columns, read from `args` only for device activity and
     runtime/driver calls; a malformed `args` (not an object, or a key of another type) loses its
     correlation and is counted, never fatal. A device event without a usable device id takes its
     pid, without a stream its tid (both read once per thread: `_thread_ints`)."""
-    n = len(xs)
+    n = len(all_args)
     corr, device, stream = np.full(n, -1, np.int64), np.full(n, -1, np.int32), np.full(n, -1, np.int32)
-    wanted = np.flatnonzero(cat_mask(*DEVICE_CATS, *HOST_API_CATS)[cat])
-    args = [xs[i].args for i in wanted.tolist()]
-    dev = np.flatnonzero(cat_mask(*DEVICE_CATS)[cat[wanted]])
+    read = _ARGS_READ[cat]
+    wanted = np.flatnonzero(read)
+    args = list(compress(all_args, read.tolist()))
+    dev = np.flatnonzero(_DEVICE_SIDE[cat[wanted]])
     values = _plain_gpu_values(args, dev)
     if values is None:  # some value is odd (a string device, a bool, a huge int): the checked path
-        _checked_gpu_args(xs, args, wanted, cat, (corr, device, stream), counts)
+        _checked_gpu_args(args, wanted, cat, (thread, threads), (corr, device, stream), counts)
         return corr, device, stream
     counts["bad_args"] = 0
     corr[wanted] = _in_range(values[0], -1, 2**62, -1)
@@ -586,47 +591,66 @@ def _thread_ints(codes: np.ndarray, threads: list[Any], which: int) -> np.ndarra
     return lut[codes]
 
 
-def _checked_gpu_args(xs: list[Complete], args: list[Any], wanted: np.ndarray, cat: np.ndarray,
+def _checked_gpu_args(args: list[Any], wanted: np.ndarray, cat: np.ndarray, threads_of: tuple[np.ndarray, list[Any]],
                       out: tuple[np.ndarray, np.ndarray, np.ndarray], counts: dict[str, int]) -> None:
     """`_gpu_args` where some value is odd: each field's types checked, per event where needed."""
     corr, device, stream = out
+    thread, threads = threads_of
     ok = _well_typed(args, GpuArgs, _GPU_ARG_TYPES)
     counts["bad_args"] = 0 if ok is None else int(len(ok) - ok.sum())
     if ok is not None:  # a malformed args is read as an absent one: every fallback below applies
         args = [a if good else NO_GPU_ARGS for a, good in zip(args, ok.tolist())]
     corr[wanted] = _int_column(list(map(_CORR, args)), np.full(len(wanted), -1), -1, 2**62)
-    device_side = cat_mask(*DEVICE_CATS)[cat]
+    device_side = _DEVICE_SIDE[cat]
     dev = np.flatnonzero(device_side[wanted])
     dev_args = list(map(args.__getitem__, dev.tolist()))
-    tids = list(map(_TID, map(xs.__getitem__, wanted[dev].tolist())))
+    tids = [threads[t][1] for t in thread[wanted[dev]].tolist()]
     device[wanted[dev]] = _int_column(list(map(_DEVICE, dev_args)), np.full(len(dev), -1))
     stream[wanted[dev]] = _int_column(list(map(_STREAM, dev_args)), _int_column(tids, np.zeros(len(dev), np.int64)))
     no_device = np.flatnonzero(device_side & (device < 0))
-    pids = list(map(_PID, map(xs.__getitem__, no_device.tolist())))
+    pids = [threads[t][0] for t in thread[no_device].tolist()]
     device[no_device] = _int_column(pids, np.zeros(len(no_device), np.int64))
 
 
 def _memory(instants: list[Instant], counts: dict[str, int], base: int) -> Memory:
     """`[memory]` instants; one without usable args (absent, malformed, no finite ts) is skipped.
-    Each figure is read once into a list, its types checked with one C-level pass (a float is
-    fine where an int is; a bool, a string or a float device id is not)."""
-    evs = [e for e in instants if e.name == "[memory]"]
-    args = [e.args for e in evs]
-    ts = exact_times.relative_us([e.ts for e in evs], base)
+    Each figure is read in one loop (as `_scan`), its types checked with one C-level pass per
+    column (a float is fine where an int is; a bool, a string or a float device id is not)."""
+    stamps, args = [], []
+    for e in instants:
+        if e.name == "[memory]":
+            stamps.append(e.ts)
+            args.append(e.args)
+    ts = exact_times.relative_us(stamps, base)
     ok = np.isfinite(ts)
-    if set(map(type, args)) <= {MemArgs}:
-        values = [list(map(attrgetter(f), args)) for f in _MEM_FIELDS]
+    values = _mem_values(args)
+    if values is None:  # some args is not an object: per event
+        ok &= _well_typed(args, MemArgs, _MEM_ARG_TYPES)  # type: ignore[arg-type]  # never None here
+        values = [[getattr(a, f, None) for a in args] for f in _MEM_FIELDS]
+    else:
         for column, allowed in zip(values, _MEM_ARG_TYPES.values()):
             if not set(map(type, column)) <= allowed:
                 ok &= np.fromiter(map(allowed.__contains__, map(type, column)), bool, len(column))
-    else:  # some args is not an object: per event
-        ok &= _well_typed(args, MemArgs, _MEM_ARG_TYPES)  # type: ignore[arg-type]  # never None here
-        values = [[getattr(a, f, None) for a in args] for f in _MEM_FIELDS]
     counts["bad_memory"] = int(len(ok) - ok.sum())
     if counts["bad_memory"]:  # dropped before numpy reads them (a string figure would raise)
         keep = ok.tolist()
         values, ts = [list(compress(c, keep)) for c in values], ts[ok]
     return Memory(ts, *(_floats(c, len(c)) for c in values))
+
+
+def _mem_values(args: list[Any]) -> list[list[Any]] | None:
+    """The five figures of each MemArgs, a list per field (MemArgs order); None when some args
+    is not a MemArgs."""
+    if not set(map(type, args)) <= {MemArgs}:
+        return None
+    kind, device, nbytes, allocated, reserved = values = [[], [], [], [], []]
+    for a in args:
+        kind.append(a.device_type)
+        device.append(a.device_id)
+        nbytes.append(a.nbytes)
+        allocated.append(a.allocated)
+        reserved.append(a.reserved)
+    return values
 
 
 # --- Input shapes of cpu_op events (record_shapes=True). Kept apart from the column pass above:
@@ -635,16 +659,15 @@ _SHAPE_PROBE = 64
 _DIMS = attrgetter("dims")
 
 
-def _op_shapes(xs: list[Complete], cat: np.ndarray) -> tuple[np.ndarray | None, list[str]]:
+def _op_shapes(all_args: list[Any], cat: np.ndarray) -> tuple[np.ndarray | None, list[str]]:
     """Code of each op's input dims, spelled as torch does ("[[64, 32], []]"), -1 for none; None
     when the slice's first ops have no "Input Dims" (recorded without record_shapes). The raw
     texts are grouped first (C-level, as the other codes), and only each distinct text is decoded
     and spelled: a trace repeats a few hundred shapes over tens of thousands of ops."""
     ops = np.flatnonzero(cat == CAT_CODE["cpu_op"])
-    probe = map(_ARGS, map(xs.__getitem__, ops[:_SHAPE_PROBE].tolist()))
-    if not any(len(getattr(a, "dims", b"")) for a in probe):
+    if not any(len(getattr(all_args[i], "dims", b"")) for i in ops[:_SHAPE_PROBE].tolist()):
         return None, []
-    args = list(map(_ARGS, map(xs.__getitem__, ops.tolist())))
+    args = list(map(all_args.__getitem__, ops.tolist()))
     if set(map(type, args)) <= {GpuArgs}:
         raws = list(map(bytes, map(_DIMS, args)))
     else:  # some op's args were not an object
@@ -657,7 +680,7 @@ def _op_shapes(xs: list[Complete], cat: np.ndarray) -> tuple[np.ndarray | None, 
         if isinstance(dims, list):
             text = str(dims)  # torch's own spelling: key_averages(group_by_input_shape=True)
             lut[k] = codes.setdefault(text, len(codes))
-    shape = np.full(len(xs), -1, np.int32)
+    shape = np.full(len(all_args), -1, np.int32)
     shape[ops] = lut[raw_code]
     return shape, list(codes)
 
