@@ -14,6 +14,7 @@ time holds only every 0.25 µs), then shifted by the trace's first timestamp.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -387,17 +388,23 @@ def _key_codes(key: np.ndarray, keys: list[Any]
 
 
 def _remap(parts: list[_Part], codes: str, table: str) -> tuple[np.ndarray, list[Any]]:
-    """Concatenate the parts' local codes renumbered into one table (first appearance order)."""
+    """Concatenate the parts' local codes renumbered into one table (first appearance order),
+    each part's codes looked up straight into its place in the output (no copy per part)."""
     merged: dict[Any, int] = {}
-    out = []
+    out = np.empty(sum(len(getattr(p, codes)) for p in parts), np.int32)
+    at = 0
     for part in parts:
         lut = np.array([merged.setdefault(k, len(merged)) for k in getattr(part, table)] or [0], np.int32)
-        out.append(lut[getattr(part, codes)])
-    return (np.concatenate(out) if out else np.zeros(0, np.int32)), list(merged)
+        local = getattr(part, codes)
+        np.take(lut, local, out=out[at:at + len(local)], mode="wrap")  # -1 (no shape) as lut[-1]
+        at += len(local)
+    return out, list(merged)
 
 
 def _merge(parts: list[_Part], notes: list[str]) -> Events:
-    """One Events from the slices' columns; warnings from the summed counts."""
+    """One Events from the slices' columns; warnings from the summed counts. Why few temporaries:
+    each whole-trace column is fresh memory (about 20 MB per million events for a float64 one),
+    and the kernel's zeroing of fresh pages cost about as much as the arithmetic on them."""
     counts = {k: sum(p.counts.get(k, 0) for p in parts) for k in
               ("events", "complete", "missing_dur", "negative_dur", "bad_args", "bad_memory")}
     notes.extend(_count_notes(counts))
@@ -407,25 +414,21 @@ def _merge(parts: list[_Part], notes: list[str]) -> Events:
     for p in parts:
         if p.base != base:
             p.ts, p.mem.ts, p.base = p.ts + float(p.base - base), p.mem.ts + float(p.base - base), base
-    mem = Memory(*(np.concatenate([getattr(p.mem, f) for p in parts]) for f in ("ts",) + _MEM_FIELDS))
-    mem_far = ~(np.abs(mem.ts + float(base)) <= MAX_ABS_US)
-    if mem_far.any():  # a [memory] instant far out would shift every time of the trace
-        notes.append(f"{int(mem_far.sum())} [memory] event(s) with a timestamp beyond {MAX_ABS_US:.3g} us "
-                     "were dropped")
-        mem = Memory(*(getattr(mem, f)[~mem_far] for f in ("ts",) + _MEM_FIELDS))
+    mem = _merged_memory(parts, base, notes)
     ts, dur = cat("ts"), cat("dur")
-    mask = _plausible(ts + float(base), dur, notes, counts)
+    mask = _plausible(ts, float(base), dur, notes, counts)
     # Every event plausible (the usual case): the merged columns as they are, not a copy of each.
-    keep: np.ndarray | slice = slice(None) if mask.all() else mask
+    keep: np.ndarray | slice = slice(None) if mask is None or mask.all() else mask
     ts = ts[keep]
     t0 = float(ts.min()) if len(ts) else 0.0
     if len(mem):
         t0 = min(t0, float(mem.ts.min())) if len(ts) else float(mem.ts.min())
         mem.ts -= t0
+    ts -= t0  # ts is this function's own array (a concatenation, or a masked copy of one)
     name, strings = _remap(parts, "name", "names")
     thread, _ = _remap(parts, "thread", "threads")
     out = Events(strings=strings, name=name[keep], cat=cat("cat")[keep], thread=thread[keep],
-                 ts=ts - t0, dur=dur[keep], corr=cat("corr")[keep], device=cat("device")[keep],
+                 ts=ts, dur=dur[keep], corr=cat("corr")[keep], device=cat("device")[keep],
                  stream=cat("stream")[keep], t0=float(base) + t0, memory=mem, warnings=notes, counts=counts)
     if any(p.shape is not None for p in parts):
         for p in parts:
@@ -436,6 +439,20 @@ def _merge(parts: list[_Part], notes: list[str]) -> Events:
     return out
 
 
+def _merged_memory(parts: list[_Part], base: int, notes: list[str]) -> Memory:
+    """The slices' `[memory]` rows in one Memory, without those far out in time (a [memory]
+    instant far out would shift every time of the trace)."""
+    mem = Memory(*(np.concatenate([getattr(p.mem, f) for p in parts]) for f in ("ts",) + _MEM_FIELDS))
+    if _all_near(mem.ts, float(base)):
+        return mem
+    mem_far = ~(np.abs(mem.ts + float(base)) <= MAX_ABS_US)
+    if mem_far.any():
+        notes.append(f"{int(mem_far.sum())} [memory] event(s) with a timestamp beyond {MAX_ABS_US:.3g} us "
+                     "were dropped")
+        mem = Memory(*(getattr(mem, f)[~mem_far] for f in ("ts",) + _MEM_FIELDS))
+    return mem
+
+
 # Bounds on the times a trace can hold (microseconds). Beyond MAX_ABS_US a float64 no longer holds
 # every microsecond and nanosecond integers overflow int64 in later arithmetic; a duration longer
 # than the trace (the span of all start times, doubled, and at least MAX_DUR_SLACK_US beyond it)
@@ -444,9 +461,28 @@ MAX_ABS_US = float(2**53)
 MAX_DUR_SLACK_US = 60e6
 
 
-def _plausible(ts: np.ndarray, dur: np.ndarray, notes: list[str], counts: dict[str, int]) -> np.ndarray:
-    """Mask of events whose start and duration a trace can hold; the others are counted in a
+def _all_near(ts: np.ndarray, base: float) -> bool:
+    """Whether every |ts + base| <= MAX_ABS_US, from the extremes alone: float rounding is
+    monotonic, so the largest and smallest ts + base are the rounded sums of the extremes (and
+    a NaN extreme fails the test, sending the caller to its element-wise check)."""
+    if not len(ts):
+        return True
+    lo, hi = float(ts.min()) + base, float(ts.max()) + base
+    return abs(lo) <= MAX_ABS_US and abs(hi) <= MAX_ABS_US
+
+
+def _plausible(rel: np.ndarray, base: float, dur: np.ndarray, notes: list[str], counts: dict[str, int]
+               ) -> np.ndarray | None:
+    """Mask of events whose start (rel + base) and duration a trace can hold, None when all
+    can (decided from the extremes, without a temporary column); the others are counted in a
     warning that gives the largest offending value (never a silent overflow)."""
+    if _all_near(rel, base):
+        span = float(float(rel.max()) + base - (float(rel.min()) + base)) if len(rel) else 0.0
+        limit = span + max(span, MAX_DUR_SLACK_US)
+        if not len(dur) or (not float(dur.max()) > limit and float(dur.min()) > -math.inf):
+            counts.update(far_ts=0, overlong_dur=0)
+            return None
+    ts = rel + base
     with np.errstate(invalid="ignore", over="ignore"):
         far = ~(np.abs(ts) <= MAX_ABS_US)
         starts = ts[~far]
