@@ -588,33 +588,36 @@ def _plain_gpu_values(args: list[Any], dev: np.ndarray) -> list[np.ndarray] | No
     if not set(map(type, args)) <= {GpuArgs}:
         return None
     dev_args = [args[i] for i in dev.tolist()]
+    columns = ([a.correlation for a in args], [a.device for a in dev_args], [a.stream for a in dev_args])
     values = []
-    for rows, getter in ((args, _CORR), (dev_args, _DEVICE), (dev_args, _STREAM)):
-        if (column := _plain_ints(rows, getter)) is None:
+    for column in columns:
+        if (plain := _plain_ints(column)) is None:
             return None
-        values.append(column)
+        values.append(plain)
     return values
 
 
-def _plain_ints(args: list[Any], field: attrgetter[Any]) -> np.ndarray | None:
-    """The field of each args as float64 (null -> NaN), or None unless all are ints below 2**53
-    in magnitude or nulls (then each float is exact). Why floats: one C-level pass takes the ints
-    and the nulls together, where an int64 column would need a pass per event for the nulls."""
-    col = list(map(field, args))
-    if not set(map(type, col)) <= _INT_OR_NONE:
-        return None
+def _plain_ints(column: list[Any]) -> np.ndarray | None:
+    """The values as int64 (all ints) or float64 (ints and nulls -> NaN), or None unless all are
+    ints (below 2**53 in magnitude where there are nulls, so that each float is exact) or nulls.
+    Why floats: one C-level pass takes the ints and the nulls together."""
+    kinds = set(map(type, column))
     try:
-        values = np.fromiter(col, np.float64, len(col))
-    except OverflowError:
-        return None
-    return None if (np.abs(values) >= _EXACT_IN_FLOAT).any() else values
+        if kinds <= {int}:
+            return np.fromiter(column, np.int64, len(column))
+        if kinds <= _INT_OR_NONE:
+            values = np.fromiter(column, np.float64, len(column))
+            return None if (np.abs(values) >= _EXACT_IN_FLOAT).any() else values
+    except OverflowError:  # an int beyond int64 / float: the checked path
+        pass
+    return None
 
 
 def _in_range(values: np.ndarray, lo: int, hi: int, fallback: Any) -> np.ndarray:
-    """int64 of the exact float `values` strictly inside (lo, hi), `fallback` elsewhere (NaN too):
-    `_int_column`'s rule for plain ints and nulls."""
+    """int64 of the exact `values` (int64, or float64 with NaN for null) strictly inside (lo, hi),
+    `fallback` elsewhere (NaN too): `_int_column`'s rule for plain ints and nulls."""
     ok = (values > lo) & (values < hi)
-    return np.where(ok, np.where(ok, values, 0.0).astype(np.int64), fallback)
+    return np.where(ok, np.where(ok, values, 0).astype(np.int64), fallback)
 
 
 def _thread_ints(codes: np.ndarray, threads: list[Any], which: int) -> np.ndarray:
