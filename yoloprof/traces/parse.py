@@ -354,6 +354,9 @@ def _times(scan: _Scan, counts: dict[str, int], base: int
     them (None when all are kept)."""
     n = len(scan.ts)
     ts, dur = exact_times.relative_us(scan.ts, base), _floats(scan.dur, n)
+    if not n or (float(dur.min()) >= 0 and math.isfinite(float(ts.min()) + float(ts.max()))):
+        counts.update(complete=n, missing_dur=0, negative_dur=0)  # the usual slice: all kept as read
+        return ts, dur, None
     keep = np.isfinite(ts)
     counts["complete"] = int(keep.sum())
     counts["missing_dur"] = int((keep & np.isnan(dur)).sum())
@@ -585,10 +588,11 @@ def _gpu_args(all_args: list[Any], cat: np.ndarray, thread: np.ndarray, threads:
 def _plain_gpu_values(args: list[Any], dev: np.ndarray) -> list[np.ndarray] | None:
     """The correlation of every args, the device and stream of the device events' (`dev`), as
     `_plain_ints`; None when some args is not an object or some value is not plain."""
-    if not set(map(type, args)) <= {GpuArgs}:
+    try:  # an args that is not an object (a list, a string, a number, null) has no such attribute
+        dev_args = [args[i] for i in dev.tolist()]
+        columns = ([a.correlation for a in args], [a.device for a in dev_args], [a.stream for a in dev_args])
+    except AttributeError:
         return None
-    dev_args = [args[i] for i in dev.tolist()]
-    columns = ([a.correlation for a in args], [a.device for a in dev_args], [a.stream for a in dev_args])
     values = []
     for column in columns:
         if (plain := _plain_ints(column)) is None:
@@ -680,15 +684,16 @@ def _memory(instants: list[Instant], counts: dict[str, int], base: int) -> Memor
 def _mem_values(args: list[Any]) -> list[list[Any]] | None:
     """The five figures of each MemArgs, a list per field (MemArgs order); None when some args
     is not a MemArgs."""
-    if not set(map(type, args)) <= {MemArgs}:
-        return None
     kind, device, nbytes, allocated, reserved = values = [[], [], [], [], []]
-    for a in args:
-        kind.append(a.device_type)
-        device.append(a.device_id)
-        nbytes.append(a.nbytes)
-        allocated.append(a.allocated)
-        reserved.append(a.reserved)
+    try:  # an args that is not an object (a list, a string, a number, null) has no such attribute
+        for a in args:
+            kind.append(a.device_type)
+            device.append(a.device_id)
+            nbytes.append(a.nbytes)
+            allocated.append(a.allocated)
+            reserved.append(a.reserved)
+    except AttributeError:
+        return None
     return values
 
 
