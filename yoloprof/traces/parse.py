@@ -668,7 +668,9 @@ def _memory(instants: list[Instant], counts: dict[str, int], base: int) -> Memor
     ok = np.isfinite(ts)
     values = _mem_values(args)
     if values is None:  # some args is not an object: per event
-        ok &= _well_typed(args, MemArgs, _MEM_ARG_TYPES)  # type: ignore[arg-type]  # never None here
+        typed = _well_typed(args, MemArgs, _MEM_ARG_TYPES)
+        if typed is not None:
+            ok &= typed
         values = [[getattr(a, f, None) for a in args] for f in _MEM_FIELDS]
     else:
         for column, allowed in zip(values, _MEM_ARG_TYPES.values()):
@@ -684,7 +686,8 @@ def _memory(instants: list[Instant], counts: dict[str, int], base: int) -> Memor
 def _mem_values(args: list[Any]) -> list[list[Any]] | None:
     """The five figures of each MemArgs, a list per field (MemArgs order); None when some args
     is not a MemArgs."""
-    kind, device, nbytes, allocated, reserved = values = [[], [], [], [], []]
+    values: list[list[Any]] = [[], [], [], [], []]
+    kind, device, nbytes, allocated, reserved = values
     try:  # an args that is not an object (a list, a string, a number, null) has no such attribute
         for a in args:
             kind.append(a.device_type)
