@@ -195,9 +195,14 @@ def test_column_pass_equals_a_per_event_reference(slice_bytes, monkeypatch) -> N
     want = reference(json.loads(data, parse_float=Decimal))
     if slice_bytes is not None:
         monkeypatch.setattr(kineto, "CHUNK_BYTES", slice_bytes)
-    calls = []
+    calls: list[int] = []
     monkeypatch.setattr(parse, "SLICE_WORKERS", 1)  # every slice in this process, counted here
-    monkeypatch.setattr(parse, "_part", lambda events, base: calls.append(1) or real_part(events, base))
+
+    def counted(events: list, base: int) -> Any:
+        calls.append(1)
+        return real_part(events, base)
+
+    monkeypatch.setattr(parse, "_part", counted)
     ev = parse_trace_bytes(data)
     assert len(calls) == (1 if slice_bytes is None else len(kineto.plan(data)) + 1)
     assert slice_bytes is None or len(calls) > 20  # slices of a few events, each on its own path
