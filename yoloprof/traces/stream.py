@@ -124,7 +124,7 @@ class _Cutter:
         return [(_LAST, piece)]
 
 
-def _decode(kind: int, piece: bytes | bytearray, base: int) -> tuple[parse._Part, Any]:
+def _decode(kind: int, piece: bytes | bytearray | memoryview, base: int) -> tuple[parse._Part, Any]:
     """Columns of one slice (and its top-level document for the end slices); Restart if it does
     not decode alone."""
     try:
