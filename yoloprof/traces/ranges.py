@@ -12,8 +12,8 @@ slice order (`parse._merge`), whoever decoded them.
 Why claiming, not halves: the machine's cores are shared (other programs, a busy neighbour), so
 each process takes the next unclaimed slice (`fork.claims`) until none is left: the split
 follows the processes' real speeds. Memory: each
-process holds its columns and the slice it is decoding; the helpers' columns come back pickled
-at the end (`traces.fork`).
+process holds its columns and the slice it is decoding, read into one buffer it reuses from
+slice to slice (`_Slices`); the helpers' columns come back pickled at the end (`traces.fork`).
 
 Whatever this path does not take returns None and the caller streams the file
 (`traces.stream`), which has the whole-buffer fallbacks: gzip, a leading byte-order mark, no
@@ -99,33 +99,35 @@ def _separator(fd: int, pos: int, length: int) -> tuple[int, int] | None:
         window *= 4
 
 
-def _read_slice(fd: int, length: int, cuts: list[tuple[int, int]], i: int,
-                into: bytearray | None = None) -> tuple[int, bytearray | memoryview]:
-    """(kind, text) of slice i with the brackets `kineto.decode_slice` gives it: one read into
-    the final buffer, `into` (a view of its first bytes) when given and large enough, else a new
-    one."""
+def _bounds(length: int, cuts: list[tuple[int, int]], i: int) -> tuple[int, int, int, bytes, bytes]:
+    """(kind, first byte, end, text before, text after) of slice i: the brackets
+    `kineto.decode_slice` gives it."""
     if i == 0:
-        kind, lo, hi, pre, post = _FIRST, 0, cuts[0][0], b"", b"]}"
-    elif i == len(cuts):
-        kind, lo, hi, pre, post = _LAST, cuts[-1][1], length, b'{"traceEvents":[', b""
-    else:
-        kind, lo, hi, pre, post = _MIDDLE, cuts[i - 1][1], cuts[i][0], b"[", b"]"
-    n = len(pre) + (hi - lo) + len(post)
-    buf = into if into is not None and len(into) >= n else bytearray(n)
-    view = memoryview(buf)[:n]
+        return _FIRST, 0, cuts[0][0], b"", b"]}"
+    if i == len(cuts):
+        return _LAST, cuts[-1][1], length, b'{"traceEvents":[', b""
+    return _MIDDLE, cuts[i - 1][1], cuts[i][0], b"[", b"]"
+
+
+def _fill(fd: int, view: memoryview, lo: int, hi: int, pre: bytes, post: bytes) -> None:
+    """The slice's text with its brackets in `view` (exactly its size): one read."""
     view[:len(pre)] = pre
-    view[n - len(post):] = post
+    view[len(view) - len(post):] = post
     at, end = len(pre), len(pre) + (hi - lo)
     while at < end:
         got = os.preadv(fd, [view[at:end]], lo + at - len(pre))
         if got <= 0:
-            view.release()
             raise Restart()  # the file shrank meanwhile
         at += got
-    if buf is not into:
-        view.release()
-        return kind, buf
-    return kind, view
+
+
+def _read_slice(fd: int, length: int, cuts: list[tuple[int, int]], i: int) -> tuple[int, bytearray]:
+    """(kind, text) of slice i in a buffer of its own."""
+    kind, lo, hi, pre, post = _bounds(length, cuts, i)
+    buf = bytearray(len(pre) + (hi - lo) + len(post))
+    with memoryview(buf) as view:
+        _fill(fd, view, lo, hi, pre, post)
+    return kind, buf
 
 
 class _Slices:
@@ -147,11 +149,20 @@ class _Slices:
         self.buffer: bytearray | None = None
 
     def read(self, i: int) -> tuple[int, bytearray | memoryview]:
+        """(kind, text) of slice i: a view of the reused buffer for a middle slice."""
         if i == 0 or i == len(self.cuts):
             return _read_slice(self.fd, self.length, self.cuts, i)
-        if self.buffer is None:
-            self.buffer = bytearray(self.size)  # one per process: allocated after the fork
-        return _read_slice(self.fd, self.length, self.cuts, i, self.buffer)
+        kind, lo, hi, pre, post = _bounds(self.length, self.cuts, i)
+        n = len(pre) + (hi - lo) + len(post)
+        if self.buffer is None or len(self.buffer) < n:
+            self.buffer = bytearray(max(n, self.size))  # one per process: allocated after the fork
+        view = memoryview(self.buffer)[:n]
+        try:
+            _fill(self.fd, view, lo, hi, pre, post)
+        except Restart:
+            view.release()
+            raise
+        return kind, view
 
     def done(self, piece: bytearray | memoryview) -> None:
         """The slice is columns: its buffer may take the next one, unless something still views

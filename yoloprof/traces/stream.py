@@ -134,7 +134,7 @@ def _decode(kind: int, piece: bytes | bytearray | memoryview, base: int) -> tupl
             except kineto._DECODE_ERRORS as exc:
                 raise kineto.ChunkError(str(exc)) from None
         else:
-            events, doc = kineto._top(piece)
+            events, doc = kineto._top(bytes(piece) if isinstance(piece, memoryview) else piece)
     except kineto.ChunkError:
         raise Restart() from None
     part = parse._part(events, base)
