@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import mmap
 import os
 
+import numpy as np
 import pytest
 
 from tests.helpers.paths import TRACES
@@ -81,3 +83,63 @@ def test_claims_hand_each_number_to_exactly_one_process() -> None:
     if big is not None:
         assert fork.claim(big) == 0
         os.close(big)
+
+
+def _arrays_result() -> dict:
+    return {"ts": np.arange(100_000, dtype=np.float64) * 0.25, "codes": np.arange(7, dtype=np.int32),
+            "none": np.zeros(0, np.int8), "strided": np.arange(12).reshape(3, 4)[:, 1],
+            "rows": [np.ones(5, np.int64), "name"], "n": 3}
+
+
+def _in_a_mapping(arr: np.ndarray) -> bool:
+    base = arr
+    while isinstance(base, np.ndarray):
+        base = base.base
+    return isinstance(base, memoryview) and isinstance(base.obj, mmap.mmap)
+
+
+def _same(got: dict, want: dict) -> None:
+    for key in ("ts", "codes", "none", "strided"):
+        assert got[key].dtype == want[key].dtype and np.array_equal(got[key], want[key]), key
+    assert np.array_equal(got["rows"][0], want["rows"][0]) and got["rows"][1:] == ["name"]
+    assert got["n"] == 3
+
+
+@pytest.mark.parametrize("way", ["shared", "no memfd", "shared file fails"])
+def test_a_result_with_arrays_comes_back_whole_every_way(monkeypatch, way: str) -> None:
+    """The arrays come back through the shared file (views of a copy-on-write mapping: writing
+    to one changes this process's copy), or through the pipe where there is no memfd or the
+    helper cannot write it: the same objects every way."""
+    if way == "no memfd":
+        monkeypatch.setattr(fork, "_memfd", lambda: -1)
+    if way == "shared file fails":
+        def full(*args):
+            raise OSError(28, "No space left on device")
+        monkeypatch.setattr(fork, "_write_shared", full)
+    helper = fork.fork_call(_arrays_result)
+    assert helper is not None
+    got = helper.join()
+    _same(got, _arrays_result())
+    mapped = way == "shared" and hasattr(os, "memfd_create")
+    assert _in_a_mapping(got["ts"]) == mapped
+    got["ts"][0] = 9.0  # writable, and private to this process
+    assert got["ts"][0] == 9.0
+
+
+def test_a_helper_that_dies_after_its_arrays_fails_cleanly(monkeypatch) -> None:
+    """Killed after writing the shared file, before its message: ForkFailed, no descriptor
+    left open."""
+    real = fork._write_shared
+
+    def then_die(fd, views):
+        real(fd, views)
+        os._exit(0)
+
+    monkeypatch.setattr(fork, "_write_shared", then_die)
+    before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 0
+    helper = fork.fork_call(_arrays_result)
+    assert helper is not None
+    with pytest.raises(fork.ForkFailed):
+        helper.join()
+    if before:
+        assert len(os.listdir("/proc/self/fd")) == before

@@ -63,3 +63,47 @@ def test_what_it_does_not_take_goes_back_to_the_stream(tmp_path: Path, monkeypat
         assert ranges.parse_trace_file(_plain(tmp_path, data, name)) is None, name
     refused = ranges.parse_trace_file(_plain(tmp_path, good, "good"), accept=lambda head: False)
     assert refused is None and ranges.parse_trace_file(tmp_path / "good") is not None
+
+
+def _with_shapes(n: int = 3000) -> bytes:
+    """cpu_ops whose "Input Dims" differ from event to event: `GpuArgs.dims` is a msgspec.Raw,
+    a view of the buffer the slice was decoded from."""
+    events = [f'{{"ph":"X","cat":"cpu_op","name":"op{i % 5}","ts":{1000 + i},"dur":1,"pid":1,"tid":1,'
+              f'"args":{{"Input Dims":[[{i % 97}, 3], []]}}}}' for i in range(n)]
+    return ('{"traceEvents":[' + ",".join(events) + '],"record_shapes":1}').encode()
+
+
+@pytest.mark.parametrize("helper", [False, True])
+def test_the_reused_read_buffer_gives_the_same_shapes(tmp_path: Path, monkeypatch, helper: bool) -> None:
+    """Every middle slice is read into one buffer per process: the shapes (decoded from views of
+    it) are those of the whole-buffer reader."""
+    data = _with_shapes()
+    monkeypatch.setattr(kineto, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(parse, "SLICE_WORKERS", 2)
+    monkeypatch.setattr(ranges, "_may_fork", lambda: helper)
+    got = ranges.parse_trace_file(_plain(tmp_path, data))
+    assert got is not None and len(got.shape_strings) == 97
+    same_events(got, parse.parse_trace_bytes(data))
+
+
+def test_a_view_kept_past_its_slice_keeps_its_bytes(tmp_path: Path, monkeypatch) -> None:
+    """Should the column pass ever keep a msgspec.Raw (a view of the read buffer) beyond its
+    slice, the buffer is left to it and the next slice gets a new one: what the view holds at
+    the end is what was decoded, never a later slice's bytes."""
+    data = _with_shapes()
+    monkeypatch.setattr(kineto, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(ranges, "_may_fork", lambda: False)
+    kept: list[tuple[object, bytes]] = []
+    real = parse._part
+
+    def keeping(events, base):
+        raw = events[0].args.dims
+        kept.append((raw, bytes(raw)))
+        return real(events, base)
+
+    monkeypatch.setattr(parse, "_part", keeping)
+    allocated = []
+    monkeypatch.setattr(ranges, "bytearray", lambda n: allocated.append(n) or bytearray(n), raising=False)
+    assert ranges.parse_trace_file(_plain(tmp_path, data)) is not None
+    assert len(kept) > 4 and all(bytes(raw) == then for raw, then in kept)  # type: ignore[call-overload]
+    assert len(allocated) >= len(kept)  # a new buffer after every kept view

@@ -4,8 +4,16 @@ plain file).
 
 Why fork, not multiprocessing: the helper shares the parent's memory copy-on-write (a trace's
 bytes, the decoder, the imported engine), starts in about a millisecond, and needs nothing
-pickled on the way in; only its result comes back, pickled through a pipe. The child never
-returns into the caller's code and never runs the parent's exit handlers (`os._exit`).
+pickled on the way in; only its result comes back. The child never returns into the caller's
+code and never runs the parent's exit handlers (`os._exit`).
+
+How the result comes back (`_send`, `_receive`): pickled, its arrays out of band (pickle
+protocol 5) into an anonymous shared file (`memfd`, made before the fork) that the parent maps
+copy-on-write: the arrays' bytes are copied once, by the helper, and never through a pipe; the
+parent's arrays are views of the mapping (private to it, like any array) and the mapping goes
+when the last of them does. Only the pickle without its arrays goes through the pipe. Where
+there is no memfd (not Linux) or it cannot be written (no memory), the whole result is
+pickled through the pipe instead: the same objects either way.
 
 Whether to fork at all is the caller's decision (`may_fork`: a second worker wanted, a
 single-threaded parent: a fork copies no other thread, and a lock one of them held would never
@@ -14,11 +22,12 @@ be released in the child). `claims` lets several processes take numbered pieces 
 
 from __future__ import annotations
 
+import mmap
 import os
 import pickle
 import struct
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import IO, Any
 
 
 class ForkFailed(Exception):
@@ -29,8 +38,8 @@ class Forked:
     """A running helper: `join()` waits for its result, `kill()` ends it early. Both are
     idempotent, and `kill()` after `join()` does nothing."""
 
-    def __init__(self, pid: int, read_fd: int) -> None:
-        self.pid, self.read_fd = pid, read_fd
+    def __init__(self, pid: int, read_fd: int, shared: int = -1) -> None:
+        self.pid, self.read_fd, self.shared = pid, read_fd, shared
 
     def join(self) -> Any:
         """The helper's return value; ForkFailed when it raised, died or wrote a cut result."""
@@ -42,11 +51,12 @@ class Forked:
         with os.fdopen(self.read_fd, "rb") as src:
             self.read_fd = -1
             try:
-                result = pickle.load(src)
+                result = _receive(src, self.shared)
             except Exception as exc:  # noqa: BLE001 (a cut payload: the helper died while writing)
                 failure = f"helper result unreadable ({exc})"
         _, status = os.waitpid(self.pid, 0)
         self.pid = 0
+        self._close_shared()
         if status != 0:
             raise ForkFailed(f"helper exited with status {status}")
         if failure:
@@ -70,6 +80,13 @@ class Forked:
             except OSError:
                 pass
             self.read_fd = -1
+        self._close_shared()
+
+    def _close_shared(self) -> None:
+        """The parent's descriptor of the shared file: the arrays received keep their mapping."""
+        if self.shared >= 0:
+            os.close(self.shared)
+            self.shared = -1
 
 
 def fork_call(fn: Callable[[], Any], close_in_child: Iterable[int] = (),
@@ -79,11 +96,13 @@ def fork_call(fn: Callable[[], Any], close_in_child: Iterable[int] = (),
     of pipes to it), `close_in_parent` in the parent once forked (the child's ends). None when
     the fork itself fails (then nothing is closed: the caller still owns every descriptor)."""
     read_fd, write_fd = os.pipe()
+    shared = _memfd()
     try:
         pid = os.fork()
     except OSError:
-        os.close(read_fd)
-        os.close(write_fd)
+        for fd in (read_fd, write_fd, shared):
+            if fd >= 0:
+                os.close(fd)
         return None
     if pid == 0:  # the child: never returns, never runs the parent's exit handlers
         code = 0
@@ -91,10 +110,10 @@ def fork_call(fn: Callable[[], Any], close_in_child: Iterable[int] = (),
             os.close(read_fd)
             for fd in close_in_child:
                 os.close(fd)
-            result = fn()
+            result = [fn()]  # held by `_send` alone, which frees it once its arrays are copied
             trim_heap()  # its working memory, freed: not held while the result is written
             with os.fdopen(write_fd, "wb") as out:
-                pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
+                _send(out, result, shared)
         except BaseException:  # noqa: BLE001 (any failure is an exit status the parent reads)
             code = 1
         finally:
@@ -102,7 +121,84 @@ def fork_call(fn: Callable[[], Any], close_in_child: Iterable[int] = (),
     os.close(write_fd)
     for fd in close_in_parent:
         os.close(fd)
-    return Forked(pid, read_fd)
+    return Forked(pid, read_fd, shared)
+
+
+# --- The result's way back (module doc). The pipe carries a tag byte, then a pickle: b"P" the
+# whole result; b"M" (the pickle without its arrays, [(offset, bytes)] of each array in the
+# shared file).
+_IN_PIPE, _IN_SHARED = b"P", b"M"
+_ALIGN = 64  # each array's offset in the shared file: aligned as numpy aligns its own
+
+
+def _memfd() -> int:
+    """An anonymous shared file for a helper's arrays, -1 where there is none."""
+    make = getattr(os, "memfd_create", None)
+    if make is None:
+        return -1
+    try:
+        return int(make("yoloprof-result", getattr(os, "MFD_CLOEXEC", 1)))
+    except OSError:
+        return -1
+
+
+def _send(out: IO[bytes], box: list[Any], shared: int) -> None:
+    """The helper's side: the result's (`box`'s one item) arrays into the shared file, the rest
+    through the pipe; all of it through the pipe when there is no shared file or it cannot hold
+    them. The helper keeps its mapping until it exits, so that the arrays' memory counts in its
+    resident set meanwhile."""
+    result = box.pop()
+    if shared >= 0:
+        buffers: list[pickle.PickleBuffer] = []
+        data = pickle.dumps(result, protocol=5, buffer_callback=buffers.append)
+        try:
+            global _KEPT
+            _KEPT, spans = _write_shared(shared, [b.raw() for b in buffers])
+        except (OSError, ValueError, BufferError):
+            pass
+        else:
+            del buffers, result
+            trim_heap()  # the arrays' private copies, freed: the shared file holds them now
+            out.write(_IN_SHARED)
+            pickle.dump((data, spans), out, protocol=pickle.HIGHEST_PROTOCOL)
+            return
+    out.write(_IN_PIPE)
+    pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+_KEPT: Any = None  # the helper's mapping of its arrays, held until it exits (`_send`)
+
+
+def _write_shared(fd: int, views: list[memoryview]) -> tuple[mmap.mmap | None, list[tuple[int, int]]]:
+    spans, at = [], 0
+    for view in views:
+        at = -(-at // _ALIGN) * _ALIGN
+        spans.append((at, view.nbytes))
+        at += view.nbytes
+    if not at:
+        return None, spans
+    os.ftruncate(fd, at)
+    mapped = mmap.mmap(fd, at)  # shared: what is written here is the file's
+    for (start, n), view in zip(spans, views):
+        mapped[start:start + n] = view
+    return mapped, spans
+
+
+def _receive(src: IO[bytes], shared: int) -> Any:
+    """The parent's side of `_send`: the arrays are views of the shared file mapped
+    copy-on-write (writing to one changes this process's copy only, as with any array)."""
+    tag = src.read(1)
+    if tag == _IN_PIPE:
+        return pickle.load(src)
+    if tag != _IN_SHARED or shared < 0:
+        raise ValueError("no result")
+    data, spans = pickle.load(src)
+    total = max((start + n for start, n in spans), default=0)
+    if not total:
+        return pickle.loads(data, buffers=[bytearray(0) for _ in spans])
+    mapped = mmap.mmap(shared, total, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    whole = memoryview(mapped)
+    return pickle.loads(data, buffers=[whole[start:start + n] for start, n in spans])
 
 
 def trim_heap() -> None:

@@ -12,8 +12,8 @@ slice order (`parse._merge`), whoever decoded them.
 Why claiming, not halves: the machine's cores are shared (other programs, a busy neighbour), so
 each process takes the next unclaimed slice (`fork.claims`) until none is left: the split
 follows the processes' real speeds. Memory: each
-process holds its columns and the slice it is decoding; the helpers' columns come back pickled
-at the end (`traces.fork`).
+process holds its columns and the slice it is decoding, read into one buffer it reuses from
+slice to slice (`_Slices`); the helpers' columns come back pickled at the end (`traces.fork`).
 
 Whatever this path does not take returns None and the caller streams the file
 (`traces.stream`), which has the whole-buffer fallbacks: gzip, a leading byte-order mark, no
@@ -99,26 +99,79 @@ def _separator(fd: int, pos: int, length: int) -> tuple[int, int] | None:
         window *= 4
 
 
-def _read_slice(fd: int, length: int, cuts: list[tuple[int, int]], i: int) -> tuple[int, bytearray]:
-    """(kind, text) of slice i with the brackets `kineto.decode_slice` gives it: one read into
-    the final buffer."""
+def _bounds(length: int, cuts: list[tuple[int, int]], i: int) -> tuple[int, int, int, bytes, bytes]:
+    """(kind, first byte, end, text before, text after) of slice i: the brackets
+    `kineto.decode_slice` gives it."""
     if i == 0:
-        kind, lo, hi, pre, post = _FIRST, 0, cuts[0][0], b"", b"]}"
-    elif i == len(cuts):
-        kind, lo, hi, pre, post = _LAST, cuts[-1][1], length, b'{"traceEvents":[', b""
-    else:
-        kind, lo, hi, pre, post = _MIDDLE, cuts[i - 1][1], cuts[i][0], b"[", b"]"
+        return _FIRST, 0, cuts[0][0], b"", b"]}"
+    if i == len(cuts):
+        return _LAST, cuts[-1][1], length, b'{"traceEvents":[', b""
+    return _MIDDLE, cuts[i - 1][1], cuts[i][0], b"[", b"]"
+
+
+def _fill(fd: int, view: memoryview, lo: int, hi: int, pre: bytes, post: bytes) -> None:
+    """The slice's text with its brackets in `view` (exactly its size): one read."""
+    view[:len(pre)] = pre
+    view[len(view) - len(post):] = post
+    at, end = len(pre), len(pre) + (hi - lo)
+    while at < end:
+        got = os.preadv(fd, [view[at:end]], lo + at - len(pre))
+        if got <= 0:
+            raise Restart()  # the file shrank meanwhile
+        at += got
+
+
+def _read_slice(fd: int, length: int, cuts: list[tuple[int, int]], i: int) -> tuple[int, bytearray]:
+    """(kind, text) of slice i in a buffer of its own."""
+    kind, lo, hi, pre, post = _bounds(length, cuts, i)
     buf = bytearray(len(pre) + (hi - lo) + len(post))
-    buf[:len(pre)] = pre
-    buf[len(buf) - len(post):] = post
     with memoryview(buf) as view:
-        at, end = len(pre), len(pre) + (hi - lo)
-        while at < end:
-            got = os.preadv(fd, [view[at:end]], lo + at - len(pre))
-            if got <= 0:
-                raise Restart()  # the file shrank meanwhile
-            at += got
+        _fill(fd, view, lo, hi, pre, post)
     return kind, buf
+
+
+class _Slices:
+    """The slices of one process, read into ONE buffer reused from slice to slice (`buffer`).
+
+    Why: a new buffer per slice (4 MiB) is fresh memory each time: pages the kernel zeroes,
+    faults them in, and glibc unmaps after (a 4 MiB block is above its mmap threshold), about a
+    third of the cost of reading the slice; the reused one is only copied into. Why it is safe:
+    nothing of a slice may outlive its decode but copies. A msgspec.Raw decoded from a buffer
+    is a view of it (it holds an export of the view it was decoded from): `parse._part` copies
+    the one it reads (`GpuArgs.dims`) to bytes, and the end slices' top-level documents, which
+    keep theirs until the merge, are read into buffers of their own. Should anything keep a view
+    anyway, releasing the slice's view fails (`done`) and the buffer is left to it: the next
+    slice gets a new one, never bytes that something still reads."""
+
+    def __init__(self, fd: int, length: int, cuts: list[tuple[int, int]]) -> None:
+        self.fd, self.length, self.cuts = fd, length, cuts
+        self.size = max((b[0] - a[1] for a, b in zip(cuts, cuts[1:])), default=0) + 2
+        self.buffer: bytearray | None = None
+
+    def read(self, i: int) -> tuple[int, bytearray | memoryview]:
+        """(kind, text) of slice i: a view of the reused buffer for a middle slice."""
+        if i == 0 or i == len(self.cuts):
+            return _read_slice(self.fd, self.length, self.cuts, i)
+        kind, lo, hi, pre, post = _bounds(self.length, self.cuts, i)
+        n = len(pre) + (hi - lo) + len(post)
+        if self.buffer is None or len(self.buffer) < n:
+            self.buffer = bytearray(max(n, self.size))  # one per process: allocated after the fork
+        view = memoryview(self.buffer)[:n]
+        try:
+            _fill(self.fd, view, lo, hi, pre, post)
+        except Restart:
+            view.release()
+            raise
+        return kind, view
+
+    def done(self, piece: bytearray | memoryview) -> None:
+        """The slice is columns: its buffer may take the next one, unless something still views
+        it (then it is left to that, and the next slice gets a new buffer)."""
+        if isinstance(piece, memoryview):
+            try:
+                piece.release()
+            except BufferError:
+                self.buffer = None
 
 
 def _work(fd: int, length: int, cuts: list[tuple[int, int]], base: int, claims: int,
@@ -130,9 +183,11 @@ def _work(fd: int, length: int, cuts: list[tuple[int, int]], base: int, claims: 
     if first is not None:
         parts[0], doc = _decode(first[0], first[1], base)
         docs[0] = doc
+    slices = _Slices(fd, length, cuts)
     while (i := fork.claim(claims)) is not None:
-        kind, piece = _read_slice(fd, length, cuts, i)
+        kind, piece = slices.read(i)
         parts[i], doc = _decode(kind, piece, base)
+        slices.done(piece)
         del piece
         if doc is not None:
             docs[i] = doc

@@ -124,7 +124,7 @@ class _Cutter:
         return [(_LAST, piece)]
 
 
-def _decode(kind: int, piece: bytes | bytearray, base: int) -> tuple[parse._Part, Any]:
+def _decode(kind: int, piece: bytes | bytearray | memoryview, base: int) -> tuple[parse._Part, Any]:
     """Columns of one slice (and its top-level document for the end slices); Restart if it does
     not decode alone."""
     try:
@@ -134,7 +134,7 @@ def _decode(kind: int, piece: bytes | bytearray, base: int) -> tuple[parse._Part
             except kineto._DECODE_ERRORS as exc:
                 raise kineto.ChunkError(str(exc)) from None
         else:
-            events, doc = kineto._top(piece)
+            events, doc = kineto._top(bytes(piece) if isinstance(piece, memoryview) else piece)
     except kineto.ChunkError:
         raise Restart() from None
     part = parse._part(events, base)
