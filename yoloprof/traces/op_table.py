@@ -215,12 +215,16 @@ def _merge_duplicates(names: np.ndarray, parent: np.ndarray, order: np.ndarray) 
     par = parent[child]
     kept[child] = ~((names[child] == names[par]) & (n_children[par] == 1))
     rep = np.arange(len(parent))  # nearest kept ancestor-or-self (pointer jumping)
-    rep[~kept] = parent[~kept]
+    # Only the dropped ones move (a kept node is its own representative): jumping over them
+    # alone reaches the same fixed point as jumping over every node, at a fraction of the cost.
+    drop = np.flatnonzero(~kept)
+    up = parent[drop]
+    rep[drop] = up
     while True:
-        nxt = rep[rep]
-        if np.array_equal(nxt, rep):
+        nxt = rep[up]
+        if np.array_equal(nxt, up):
             break
-        rep = nxt
+        rep[drop] = up = nxt
     parent[child] = rep[par]
     return kept
 

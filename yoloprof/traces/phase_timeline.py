@@ -49,12 +49,9 @@ class Timeline:
 
     def phase_at(self, t: np.ndarray) -> np.ndarray:
         """Phase index at each CPU time; `other` where no phase span is open."""
-        from yoloprof.traces.intervals import locate
+        from yoloprof.traces.intervals import lookup
 
-        seg = locate(t, self.start, self.end)
-        if not len(self.label):
-            return np.full(len(seg), self.other, np.int64)
-        return np.where(seg >= 0, self.label[np.clip(seg, 0, None)], self.other)
+        return lookup(t, self.start, self.end, self.label, self.other)
 
 
 def _phase_of_names(strings: list[str]) -> list[str | None]:
