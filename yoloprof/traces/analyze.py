@@ -18,7 +18,7 @@ from yoloprof.defs.metrics import BYTES_PER_MIB
 from yoloprof.metrics.categories import CATEGORIES, classify, is_tensorcore
 from yoloprof.traces import fork, parse
 from yoloprof.traces.correlate import Join, join
-from yoloprof.traces.intervals import exclusive_contributions, overlap_by_label
+from yoloprof.traces.intervals import exclusive_contributions, overlap_by_label, union_without_each
 from yoloprof.traces.op_table import ROW_CATS, ROW_KIND, OpTable, op_table, tree_events
 from yoloprof.traces.parse import CAT_CODE, DEVICE_KINDS, HOST_API_CATS, US_PER_MS, Events, cat_mask, parse_trace_bytes
 from yoloprof.traces.phase_timeline import Timeline, build_timeline
@@ -150,9 +150,9 @@ def _category_saving(start: np.ndarray, end: np.ndarray, dev: np.ndarray, cats: 
     `contrib`: `exclusive_contributions(start, end, dev)`, already computed by the caller."""
     total = contrib.sum()
     out = np.zeros(len(CATEGORIES))
-    for c in np.unique(cats, return_counts=True)[0].tolist():  # counts: skips importing numpy.ma
-        rest = cats != c
-        out[c] = total - exclusive_contributions(start[rest], end[rest], dev[rest]).sum()
+    present = np.unique(cats, return_counts=True)[0].tolist()  # counts: skips importing numpy.ma
+    for c, rest_union in union_without_each(start, end, dev, cats, present).items():
+        out[c] = total - rest_union
     return out / n_dev
 
 

@@ -21,20 +21,86 @@ def exclusive_contributions(start: np.ndarray, end: np.ndarray, group: np.ndarra
     out = np.zeros(n)
     if n == 0:
         return out
+    order, s_sorted, e_sorted = _sorted_shifted(start, end, group)
+    out[order] = _credits(s_sorted, e_sorted)
+    return out
+
+
+def _sorted_shifted(start: np.ndarray, end: np.ndarray, group: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(order, shifted starts, shifted ends in that order) of `exclusive_contributions`: each
+    group offset past the previous (start - lo + rank * span * 2), sorted by (group, start),
+    ties in input order. The arithmetic is done in place, in the same operations and order."""
     start = np.asarray(start, np.float64)
-    end = np.maximum(np.asarray(end, np.float64), start)
+    e = np.maximum(np.asarray(end, np.float64), start)
     lo = float(start.min())
-    span = float(end.max()) - lo + 1.0
+    span = float(e.max()) - lo + 1.0
     codes, n_groups = _dense_ranks(np.asarray(group))
-    ranks = codes.astype(np.float64)
-    s = start - lo + ranks * span * 2.0
-    e = end - lo + ranks * span * 2.0
+    off = codes.astype(np.float64)
+    off *= span
+    off *= 2.0
+    s = start - lo
+    s += off
+    e -= lo
+    e += off
+    del off
     # One group: lexsort's primary key is constant, so its order is the stable sort by start.
-    order = np.argsort(s, kind="stable") if n_groups == 1 else np.lexsort((s, ranks))
-    s_sorted, e_sorted = s[order], e[order]
-    reach = np.maximum.accumulate(e_sorted)
-    prev = np.concatenate(([-np.inf], reach[:-1]))
-    out[order] = np.maximum(0.0, e_sorted - np.maximum(s_sorted, prev))
+    order = np.argsort(s, kind="stable") if n_groups == 1 else np.lexsort((s, codes))
+    return order, s[order], e[order]
+
+
+def _credits(s_sorted: np.ndarray, e_sorted: np.ndarray) -> np.ndarray:
+    """Each sorted interval's time beyond the reach of every interval before it:
+    max(0, e - max(s, reach of the earlier ones)), computed in place."""
+    out = np.empty_like(e_sorted)
+    if not len(out):
+        return out
+    out[0] = -np.inf
+    np.maximum.accumulate(e_sorted[:-1], out=out[1:])
+    np.maximum(s_sorted, out, out=out)
+    np.subtract(e_sorted, out, out=out)
+    return np.maximum(0.0, out, out=out)
+
+
+def union_without_each(start: np.ndarray, end: np.ndarray, group: np.ndarray, label: np.ndarray,
+                       labels: list[int]) -> dict[int, float]:
+    """For each label l of `labels`: `exclusive_contributions(start[rest], end[rest],
+    group[rest]).sum()` with rest = (label != l), bit for bit, mostly without recomputing it.
+
+    Why this is the same: the shifted times of `exclusive_contributions` depend on the set only
+    through its earliest start, its latest end and its groups. When the rest keeps all three
+    (it holds another interval at that start, another at that end, one of every group), its
+    shifted times are the whole set's, its stable sort by (group, start) is the whole set's
+    order with the label's intervals left out, so only the running reach and the credits are
+    recomputed over the kept sorted intervals; they are put back in the rest's own order before
+    summing (numpy's pairwise sum depends on the order). Otherwise (a label holding the earliest
+    start, say) the rest is computed in full, as before."""
+    label = np.asarray(label)
+    out: dict[int, float] = {}
+    if len(start) == 0:
+        return {lab: 0.0 for lab in labels}
+    start = np.asarray(start, np.float64)
+    clipped = np.maximum(np.asarray(end, np.float64), start)
+    order, s_sorted, e_sorted = _sorted_shifted(start, end, group)
+    label_sorted = label[order]
+    at_lo = set(np.unique(label[start == start.min()]).tolist())
+    at_hi = set(np.unique(label[clipped == clipped.max()]).tolist())
+    codes, n_groups = _dense_ranks(np.asarray(group))
+    n_labels = int(label.max()) + 1 if label.dtype.kind in "iu" and int(label.min()) >= 0 else 0
+    # pair[g, l]: intervals of group g with label l (a label's rest keeps g when others remain)
+    pair = np.bincount(codes * n_labels + label, minlength=n_groups * n_labels).reshape(
+        n_groups, n_labels) if n_labels else np.zeros((n_groups, 0), np.int64)
+    per_group = pair.sum(axis=1)
+    for lab in labels:
+        rest = label != lab
+        keeps_groups = 0 <= lab < n_labels and bool((per_group - pair[:, lab] > 0).all())
+        if not (at_lo - {lab} and at_hi - {lab} and keeps_groups):
+            out[lab] = float(exclusive_contributions(start[rest], end[rest], np.asarray(group)[rest]).sum())
+            continue
+        kept = label_sorted != lab
+        placed = np.zeros(len(start))
+        placed[order[kept]] = _credits(s_sorted[kept], e_sorted[kept])
+        out[lab] = float(placed[rest].sum())
     return out
 
 

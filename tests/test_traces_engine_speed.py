@@ -1,0 +1,89 @@
+"""The engine's faster paths against the plain computations they replace, bit for bit.
+
+Why exact equality: every figure must stay the same float after a speed-up (issue 30), so each
+fast path is compared with `==` against the straightforward code it stands for (the one the
+engine ran before), on cases that take both its fast path and its fallback.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from yoloprof.traces.intervals import exclusive_contributions, locate, lookup, union_without_each
+from yoloprof.traces.op_table import _merge_duplicates
+
+
+def _plain_locate(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The last start <= t, kept when t is before its end (the engine's former lookup)."""
+    idx = np.searchsorted(starts, t, side="right") - 1
+    ok = (idx >= 0) & (t < ends[np.clip(idx, 0, None)])
+    return np.where(ok, idx, -1)
+
+
+def test_lookup_equals_the_plain_search_for_touching_empty_and_overlapping_intervals() -> None:
+    rng = np.random.default_rng(3)
+    cases = [  # (starts, ends): touching, empty, apart; then overlapping by a little (general path)
+        (np.array([0.0, 5.0, 5.0, 9.0]), np.array([5.0, 5.0, 9.0, 12.0])),
+        (np.array([1.0, 3.0]), np.array([2.0, 4.0])),
+        (np.array([0.0, 4.5, 9.0]), np.array([5.0, 10.0, 12.0])),
+    ]
+    t = np.concatenate((np.arange(-1.0, 14.0, 0.5), rng.uniform(-1, 14, 200), [np.nan]))
+    for starts, ends in cases:
+        assert np.array_equal(locate(t, starts, ends), _plain_locate(t, starts, ends))
+        labels = np.arange(len(starts)) * 10 + 7
+        plain = _plain_locate(t, starts, ends)
+        want = np.where(plain >= 0, labels[np.clip(plain, 0, None)], 99)
+        got = lookup(t, starts, ends, labels, 99)
+        assert got.dtype == np.int64 and np.array_equal(got, want)
+    assert np.array_equal(locate(t, np.zeros(0), np.zeros(0)), np.full(len(t), -1))
+
+
+def test_union_without_each_label_equals_recomputing_the_rest() -> None:
+    rng = np.random.default_rng(7)
+    for trial in range(30):
+        n = int(rng.integers(1, 300))
+        # integer-ish times: many equal starts and ends, so ties and shared extremes happen
+        start = np.round(rng.uniform(0, 50, n)) * (0.5 if trial % 2 else 1.0)
+        end = start + np.round(rng.uniform(-1, 8, n))  # some end before their start (clipped)
+        group = rng.integers(0, 1 + trial % 3, n)
+        label = rng.integers(0, 1 + trial % 5, n)
+        if trial % 4 == 0:
+            label[np.argmin(start)] = 9  # a label alone holding the earliest start: fallback
+        if trial % 6 == 1:
+            label[group == 0] = 8  # a label holding a whole group: fallback
+        labels = sorted(set(label.tolist()))
+        got = union_without_each(start, end, group, label, labels)
+        for lab in labels:
+            rest = label != lab
+            want = float(exclusive_contributions(start[rest], end[rest], group[rest]).sum())
+            assert got[lab] == want, (trial, lab)
+
+
+def _plain_merge(names: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Pointer jumping over every node (the former loop)."""
+    has = parent >= 0
+    n_children = np.bincount(parent[has], minlength=len(parent))
+    kept = np.ones(len(parent), bool)
+    child = np.flatnonzero(has)
+    par = parent[child]
+    kept[child] = ~((names[child] == names[par]) & (n_children[par] == 1))
+    rep = np.arange(len(parent))
+    rep[~kept] = parent[~kept]
+    while True:
+        nxt = rep[rep]
+        if np.array_equal(nxt, rep):
+            break
+        rep = nxt
+    parent[child] = rep[par]
+    return kept
+
+
+def test_merging_duplicates_moves_only_the_dropped_nodes_to_the_same_ancestors() -> None:
+    # a chain of same-name only children (0 > 1 > 2 > 3), a pair (4 > 5), siblings (6 > 7, 8)
+    names = np.array([1, 1, 1, 1, 2, 2, 3, 3, 3, 4])
+    parent = np.array([-1, 0, 1, 2, -1, 4, -1, 6, 6, 3])
+    mine, plain = parent.copy(), parent.copy()
+    kept = _merge_duplicates(names, mine, np.arange(len(names)))
+    assert np.array_equal(kept, _plain_merge(names, plain)) and np.array_equal(mine, plain)
+    assert kept.tolist() == [True, False, False, False, True, False, True, True, True, True]
+    assert mine[9] == 0  # lifted past the three merged duplicates
