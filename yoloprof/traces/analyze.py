@@ -19,7 +19,7 @@ from yoloprof.metrics.categories import CATEGORIES, classify, is_tensorcore
 from yoloprof.traces import fork, parse
 from yoloprof.traces.correlate import Join, join
 from yoloprof.traces.intervals import exclusive_contributions, overlap_by_label, union_without_each
-from yoloprof.traces.op_table import ROW_CATS, ROW_KIND, OpTable, op_table, tree_events
+from yoloprof.traces.op_table import ROW_CATS, ROW_KIND, UNRECORDED, OpTable, op_table, tree_events
 from yoloprof.traces.parse import CAT_CODE, DEVICE_KINDS, HOST_API_CATS, US_PER_MS, Events, cat_mask, parse_trace_bytes
 from yoloprof.traces.phase_timeline import Timeline, build_timeline
 from yoloprof.traces.profiler_steps import STEP_NAME, Steps, find_steps, step_of
@@ -230,29 +230,48 @@ def _op_rows(ev: Events, rows: np.ndarray, table: OpTable, op_phase: np.ndarray,
     return out
 
 
-def _op_part(ev: Events, steps: Steps, tl: Timeline) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(op rows by phase, op rows by input shapes): the op tree, its table and their grouping,
-    from the events alone (a forked helper computes it while this process does the rest:
-    `analyze_events`). The tree spans every host event of the trace (a step's op may have
-    children past its end); rows are the ops and runtime/driver calls that start in the analysed
-    steps, merged duplicates left out."""
+def _op_part(ev: Events, steps: Steps, tl: Timeline) -> tuple[list[dict[str, Any]], list[dict[str, Any]], np.ndarray]:
+    """(op rows by phase, op rows by input shapes, ops per step and phase): the op tree, its table
+    and their grouping, from the events alone (a forked helper computes it while this process
+    does the rest: `analyze_events`). The tree spans every host event of the trace (a step's op
+    may have children past its end); rows are the ops and runtime/driver calls that start in the
+    analysed steps, merged duplicates left out; ops per phase count every `cpu_op` event that
+    starts in a step (tree node or not), ProfilerSteps left out."""
+    S, P = len(steps), len(tl.names)
+    step_name = _step_names(ev)
     tree = tree_events(ev)
     table = op_table(ev, tree)
-    tree_ts = ev.ts[tree]
-    in_rows = step_of(tree_ts, steps) >= 0
-    tree_names = ev.name[tree]
-    in_rows &= cat_mask(*ROW_CATS)[ev.cat[tree]] & ~_step_names(ev)[tree_names]
-    del tree_names
+    tree_ts, tree_cat = ev.ts[tree], ev.cat[tree]
+    tree_step = step_of(tree_ts, steps)
+    in_rows = (tree_step >= 0) & cat_mask(*ROW_CATS)[tree_cat] & ~step_name[ev.name[tree]]
+    placed = np.flatnonzero(in_rows)  # rows and merged duplicates: every op of the tree counted
+    phase = tl.phase_at(tree_ts[placed])
+    del tree_ts
+    op = tree_cat[placed] == CAT_CODE["cpu_op"]
+    phase_ops = _per_step_label(tree_step[placed[op]], phase[op], S, P)
+    del tree_cat, op
+    phase_ops += _untreed_ops(ev, steps, tl, step_name)  # integer counts: any order, same sums
     # Shapes are listed when any row has some, merged duplicates included (as always).
     with_shapes = ev.shape is not None and bool((ev.shape[tree][in_rows] >= 0).any())
-    row_phase = tl.phase_at(tree_ts[in_rows & table.kept])
-    del tree_ts
+    row_phase = phase[table.kept[placed]]
+    del phase, placed, tree_step
     in_rows &= table.kept
     rows, table = tree[in_rows], table.take(in_rows)
     del tree, in_rows
     op_rows = _op_rows(ev, rows, table, row_phase, tl.names)
     shape_rows = _op_rows(ev, rows, table, row_phase, tl.names, by_shape=True) if with_shapes else []
-    return op_rows, shape_rows
+    return op_rows, shape_rows, phase_ops
+
+
+def _untreed_ops(ev: Events, steps: Steps, tl: Timeline, step_name: np.ndarray) -> np.ndarray:
+    """Ops per step and phase of the `cpu_op` events that are no nodes of the tree (the names
+    torch drops before building it, `op_table.UNRECORDED`)."""
+    dropped = np.fromiter((s in UNRECORDED for s in ev.strings), bool, len(ev.strings)) & ~step_name
+    idx = np.flatnonzero(dropped[ev.name]) if dropped.any() else np.zeros(0, np.int64)
+    idx = idx[ev.cat[idx] == CAT_CODE["cpu_op"]]
+    step = step_of(ev.ts[idx], steps)
+    idx, step = idx[step >= 0], step[step >= 0]
+    return _per_step_label(step, tl.phase_at(ev.ts[idx]), len(steps), len(tl.names))
 
 
 def _step_names(ev: Events) -> np.ndarray:
@@ -279,9 +298,9 @@ def _room_for_helper(n_events: int) -> bool:
 
 def _host_part(ev: Events, j: Join, steps: Steps, tl: Timeline, host_step: np.ndarray,
                out: TraceAnalysis) -> None:
-    """Launch counts, enqueue and sync time, cudaMalloc/cudaFree calls, ops per phase and phase
-    walls. `host_step`: `step_of(ev.ts, steps)`."""
-    S, P = len(steps), len(tl.names)
+    """Launch counts, enqueue and sync time, cudaMalloc/cudaFree calls and phase walls (ops per
+    phase come with the op rows: `_op_part`). `host_step`: `step_of(ev.ts, steps)`."""
+    S = len(steps)
     in_steps = host_step >= 0
 
     def count(mask: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
@@ -295,13 +314,29 @@ def _host_part(ev: Events, j: Join, steps: Steps, tl: Timeline, host_step: np.nd
     out.launch_us = count(j.launch_mask, ev.dur)
     out.sync_us = count(j.sync_mask, ev.dur)
     out.malloc_calls = count(j.malloc_mask)
-    ops = np.flatnonzero((ev.cat == CAT_CODE["cpu_op"]) & in_steps & ~_step_names(ev)[ev.name])
-    out.phase_ops = _per_step_label(host_step[ops], tl.phase_at(ev.ts[ops]), S, P)
-    del ops
-    walls = np.array([overlap_by_label(tl.start, tl.end, tl.label, lo, hi, P)
-                      for lo, hi in zip(steps.start.tolist(), steps.end.tolist())]).reshape(S, P)
+    walls = _phase_walls(steps, tl)
     walls[:, tl.other] = np.maximum(out.step_wall - walls.sum(axis=1), 0.0)
     out.phase_wall = walls
+
+
+def _phase_walls(steps: Steps, tl: Timeline) -> np.ndarray:
+    """Per step and phase, the time of the step covered by the phase's segments: per step,
+    `overlap_by_label` over the segments that overlap it only (segments are disjoint and sorted,
+    so those are one range of them; the others cover nothing and add +0.0 to no sum's value)."""
+    S, P = len(steps), len(tl.names)
+    if not len(tl.start):  # as before: np.bincount of no segments counts in integers, so the
+        return np.zeros((S, P), np.intp)  # "other" wall below is then cut to whole µs (a known flaw)
+    first = np.searchsorted(tl.end, steps.start, side="right")  # the first segment ending after
+    stop = np.maximum(np.searchsorted(tl.start, steps.end, side="left"), first)
+    if not (bool((tl.start[1:] >= tl.end[:-1]).all()) and bool((tl.end >= tl.start).all())):
+        return np.array([overlap_by_label(tl.start, tl.end, tl.label, lo, hi, P)  # not disjoint
+                         for lo, hi in zip(steps.start.tolist(), steps.end.tolist())]).reshape(S, P)
+    counts = stop - first
+    which = np.repeat(np.arange(S), counts)
+    seg = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(first, counts)
+    covered = np.clip(np.minimum(tl.end[seg], steps.end[which]) - np.maximum(tl.start[seg], steps.start[which]),
+                      0.0, None)
+    return np.bincount(which * P + tl.label[seg], weights=covered, minlength=S * P).reshape(S, P)
 
 
 def _memory_part(ev: Events, steps: Steps, out: TraceAnalysis) -> None:
@@ -403,7 +438,7 @@ def _analyze(ev: Events, source: str, steps: Steps, tl: Timeline, op_part: fork.
     _memory_part(ev, steps, out)
     out.warnings = list(dict.fromkeys(ev.warnings + steps.warnings + _check(ev, j, host_step, out)))
     del host_step
-    out.op_rows, out.op_shape_rows = op_part.result()
+    out.op_rows, out.op_shape_rows, out.phase_ops = op_part.result()
     return out
 
 

@@ -87,7 +87,7 @@ def build_timeline(ev: Events) -> Timeline:
     # Python floats for the sweep below (a numpy scalar per lookup costs several times more)
     starts, ends = starts_a.tolist(), (starts_a + ev.dur[idx]).tolist()
     labels = [code[p] for p in span_phase]
-    bounds = sorted(set(starts) | set(ends))
+    bounds = np.unique(np.concatenate((starts_a, starts_a + ev.dur[idx]))).tolist()  # sorted, distinct
     heap: list[tuple[float, int, float, int]] = []
     seg_s: list[float] = []
     seg_e: list[float] = []
