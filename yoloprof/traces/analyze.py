@@ -18,7 +18,7 @@ from yoloprof.defs.metrics import BYTES_PER_MIB
 from yoloprof.metrics.categories import CATEGORIES, classify, is_tensorcore
 from yoloprof.traces import fork, parse
 from yoloprof.traces.correlate import Join, join
-from yoloprof.traces.intervals import exclusive_contributions, overlap_by_label, union_without_each
+from yoloprof.traces.intervals import SortedUnion, overlap_by_label, sorted_union, union_without_each
 from yoloprof.traces.op_table import ROW_CATS, ROW_KIND, UNRECORDED, OpTable, op_table, tree_events
 from yoloprof.traces.parse import CAT_CODE, DEVICE_KINDS, HOST_API_CATS, US_PER_MS, Events, cat_mask, parse_trace_bytes
 from yoloprof.traces.phase_timeline import Timeline, build_timeline
@@ -83,17 +83,38 @@ class TraceAnalysis:
         return build_sections(self, steps_hint)
 
 
-def _per_step(step: np.ndarray, n_steps: int, weights: np.ndarray | None = None) -> np.ndarray:
+def _distinct(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(codes, return_inverse=True)` of small integer codes (device ids) by a count
+    table instead of a sort: the same sorted values and the same inverse."""
+    if not len(codes) or codes.dtype.kind not in "iu":
+        return np.unique(codes, return_inverse=True)
+    lo, hi = int(codes.min()), int(codes.max())
+    if hi - lo >= 1 << 16:
+        return np.unique(codes, return_inverse=True)
+    shifted = codes.astype(np.int64) - lo
+    present = np.bincount(shifted) > 0
+    values = (np.flatnonzero(present) + lo).astype(codes.dtype)
+    return values, (np.cumsum(present) - 1)[shifted]
+
+
+def _in_steps(step: np.ndarray, *columns: np.ndarray | None) -> tuple[np.ndarray, list[np.ndarray | None]]:
+    """`step` and `columns` where step >= 0; as they are when every one is (no copies): the
+    same values in the same order, so the same sums."""
     ok = step >= 0
-    w = None if weights is None else weights[ok]
-    return np.bincount(step[ok], weights=w, minlength=n_steps)[:n_steps].astype(np.float64)
+    if bool(ok.all()):
+        return step, list(columns)
+    return step[ok], [None if c is None else c[ok] for c in columns]
+
+
+def _per_step(step: np.ndarray, n_steps: int, weights: np.ndarray | None = None) -> np.ndarray:
+    step, (w,) = _in_steps(step, weights)
+    return np.bincount(step, weights=w, minlength=n_steps)[:n_steps].astype(np.float64)
 
 
 def _per_step_label(step: np.ndarray, label: np.ndarray, n_steps: int, n_labels: int,
                     weights: np.ndarray | None = None) -> np.ndarray:
-    ok = step >= 0
-    key = step[ok] * n_labels + label[ok]
-    w = None if weights is None else weights[ok]
+    step, (lab, w) = _in_steps(step, label, weights)
+    key = step * n_labels + lab
     flat = np.bincount(key, weights=w, minlength=n_steps * n_labels)[:n_steps * n_labels]
     return flat.reshape(n_steps, n_labels).astype(np.float64)
 
@@ -144,14 +165,15 @@ def _device_window(steps: Steps, start: np.ndarray, end: np.ndarray) -> tuple[fl
 
 
 def _category_saving(start: np.ndarray, end: np.ndarray, dev: np.ndarray, cats: np.ndarray,
-                     n_dev: int, contrib: np.ndarray) -> np.ndarray:
+                     n_dev: int, contrib: np.ndarray, prepared: SortedUnion | None) -> np.ndarray:
     """Per category, union of all device work minus the union without that category (µs, mean
     over devices): what the device clock would lose if the category vanished, overlap included.
-    `contrib`: `exclusive_contributions(start, end, dev)`, already computed by the caller."""
+    `contrib`: `exclusive_contributions(start, end, dev)`, already computed by the caller from
+    `prepared` (`sorted_union`)."""
     total = contrib.sum()
     out = np.zeros(len(CATEGORIES))
     present = np.unique(cats, return_counts=True)[0].tolist()  # counts: skips importing numpy.ma
-    for c, rest_union in union_without_each(start, end, dev, cats, present).items():
+    for c, rest_union in union_without_each(start, end, dev, cats, present, prepared).items():
         out[c] = total - rest_union
     return out / n_dev
 
@@ -163,7 +185,7 @@ def _device_part(ev: Events, j: Join, steps: Steps, tl: Timeline, host_step: np.
     activity kinds and the kernel table are plain sums of durations. `host_step`: the step of
     every event (`step_of(ev.ts)`): a launch time is its launch event's ts (an orphan's, its own)."""
     S, P = len(steps), len(tl.names)
-    when = np.where(j.orphan, j.device_idx, j.host_idx)  # the event whose ts is j.host_time
+    when = j.launch_event
     step = host_step[when]
     keep = np.flatnonzero(step >= 0)
     d, step, when = j.device_idx[keep], step[keep], when[keep]
@@ -172,9 +194,10 @@ def _device_part(ev: Events, j: Join, steps: Steps, tl: Timeline, host_step: np.
     del when
     start, dur = ev.ts[d], ev.dur[d]
     end = start + dur
-    devices, dev_code = np.unique(ev.device[d], return_inverse=True)
+    devices, dev_code = _distinct(ev.device[d])
     n_dev = out.n_devices = max(len(devices), 1)
-    contrib = exclusive_contributions(start, end, dev_code)  # one union per device, all steps
+    prepared = sorted_union(start, end, dev_code)  # one union per device, all steps
+    contrib = prepared.contributions() if prepared is not None else np.zeros(0)
     out.busy = _per_step(step, S, contrib) / n_dev
     lo, hi = _device_window(steps, start, end)
     out.window_us = hi - lo
@@ -190,7 +213,7 @@ def _device_part(ev: Events, j: Join, steps: Steps, tl: Timeline, host_step: np.
     name_tc[used] = [is_tensorcore(ev.strings[i]) for i in used]
     cats = name_cat[ev.name[d]]
     out.cat_us = _per_step_label(step, cats, S, len(CATEGORIES), dur)
-    out.cat_saving_us = _category_saving(start, end, dev_code, cats, n_dev, contrib) / S
+    out.cat_saving_us = _category_saving(start, end, dev_code, cats, n_dev, contrib, prepared) / S
     kind = _KIND_LUT[ev.cat[d]]
     out.kind_us = _per_step_label(step, kind, S, len(DEVICE_KINDS), dur)
     is_kernel = kind == 0

@@ -9,6 +9,8 @@ per-phase device times add up to the device busy time.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 
@@ -17,13 +19,29 @@ def exclusive_contributions(start: np.ndarray, end: np.ndarray, group: np.ndarra
 
     Groups are made disjoint in time by offsetting each one past the previous, so one
     `maximum.accumulate` handles all groups at once."""
-    n = len(start)
-    out = np.zeros(n)
-    if n == 0:
+    if len(start) == 0:
+        return np.zeros(0)
+    return SortedUnion(*_sorted_shifted(start, end, group)).contributions()
+
+
+@dataclass
+class SortedUnion:
+    """The sorted, shifted intervals of `exclusive_contributions` (`sorted_union`), kept so
+    that a caller asking for more than the contributions sorts them once."""
+
+    order: np.ndarray
+    s_sorted: np.ndarray
+    e_sorted: np.ndarray
+
+    def contributions(self) -> np.ndarray:
+        out = np.zeros(len(self.order))
+        out[self.order] = _credits(self.s_sorted, self.e_sorted)
         return out
-    order, s_sorted, e_sorted = _sorted_shifted(start, end, group)
-    out[order] = _credits(s_sorted, e_sorted)
-    return out
+
+
+def sorted_union(start: np.ndarray, end: np.ndarray, group: np.ndarray) -> SortedUnion | None:
+    """The intervals sorted as `exclusive_contributions` sorts them; None when there are none."""
+    return SortedUnion(*_sorted_shifted(start, end, group)) if len(start) else None
 
 
 def _sorted_shifted(start: np.ndarray, end: np.ndarray, group: np.ndarray
@@ -63,7 +81,7 @@ def _credits(s_sorted: np.ndarray, e_sorted: np.ndarray) -> np.ndarray:
 
 
 def union_without_each(start: np.ndarray, end: np.ndarray, group: np.ndarray, label: np.ndarray,
-                       labels: list[int]) -> dict[int, float]:
+                       labels: list[int], prepared: SortedUnion | None = None) -> dict[int, float]:
     """For each label l of `labels`: `exclusive_contributions(start[rest], end[rest],
     group[rest]).sum()` with rest = (label != l), bit for bit, mostly without recomputing it.
 
@@ -74,14 +92,16 @@ def union_without_each(start: np.ndarray, end: np.ndarray, group: np.ndarray, la
     order with the label's intervals left out, so only the running reach and the credits are
     recomputed over the kept sorted intervals; they are put back in the rest's own order before
     summing (numpy's pairwise sum depends on the order). Otherwise (a label holding the earliest
-    start, say) the rest is computed in full, as before."""
+    start, say) the rest is computed in full, as before. `prepared`: `sorted_union` of the same
+    intervals, when the caller has it already."""
     label = np.asarray(label)
     out: dict[int, float] = {}
     if len(start) == 0:
         return {lab: 0.0 for lab in labels}
     start = np.asarray(start, np.float64)
     clipped = np.maximum(np.asarray(end, np.float64), start)
-    order, s_sorted, e_sorted = _sorted_shifted(start, end, group)
+    prepared = prepared or SortedUnion(*_sorted_shifted(start, end, group))
+    order, s_sorted, e_sorted = prepared.order, prepared.s_sorted, prepared.e_sorted
     label_sorted = label[order]
     at_lo = set(np.unique(label[start == start.min()]).tolist())
     at_hi = set(np.unique(label[clipped == clipped.max()]).tolist())
