@@ -87,3 +87,56 @@ def test_merging_duplicates_moves_only_the_dropped_nodes_to_the_same_ancestors()
     assert np.array_equal(kept, _plain_merge(names, plain)) and np.array_equal(mine, plain)
     assert kept.tolist() == [True, False, False, False, True, False, True, True, True, True]
     assert mine[9] == 0  # lifted past the three merged duplicates
+
+
+def _nested_events(rng: np.random.Generator, depth: int) -> tuple[np.ndarray, ...]:
+    """Sorted (thread, start, longest first) columns of properly nested events on two threads,
+    in preorder: each span holds a few children one after another (some empty, some as long as
+    their parent), at most `depth` deep."""
+    ts: list[float] = []
+    end: list[float] = []
+    thread: list[int] = []
+
+    def spans(lo: float, hi: float, level: int, th: int) -> None:
+        t = lo
+        while level < depth and t < hi and len(ts) < 3000 and rng.random() < 0.9:
+            start = t + float(rng.integers(0, 3))
+            stop = min(hi, start + float(rng.integers(0, max(2, int(hi - start) // 2 + 2))))
+            if start > stop:
+                break
+            ts.append(start)
+            end.append(stop)
+            thread.append(th)
+            spans(start, stop, level + 1, th)
+            t = stop
+    for th in (0, 1):
+        spans(0.0, 5000.0, 0, th)
+    for i in range(depth):  # and a chain `depth` deep on a third thread
+        ts.append(float(i))
+        end.append(100.0 - i)
+        thread.append(2)
+    ts_s, end_s = np.array(ts), np.array(end)
+    thresh = np.where(end_s > ts_s, np.nextafter(end_s, -np.inf), ts_s)
+    return ts_s, end_s, thresh, np.array(thread)
+
+
+def test_parents_level_by_level_equal_the_sorted_search(monkeypatch) -> None:
+    import yoloprof.traces.op_table as ot
+
+    rng = np.random.default_rng(11)
+    for depth in (1, 3, 6, 20):
+        cols = _nested_events(rng, depth)
+        shallow = ot._nested_parents(*cols)
+        monkeypatch.setattr(ot, "SHALLOW_DEPTH", 0)  # every tree through the sort and search
+        searched = ot._nested_parents(*cols)
+        monkeypatch.undo()
+        assert searched is not None and shallow is not None and np.array_equal(shallow, searched), depth
+        ts_s, end_s, thresh, thread = cols
+        children = np.flatnonzero(shallow >= 0)
+        if not len(children):
+            continue
+        bad = end_s.copy()
+        child = int(children[0])
+        bad[child] = end_s[shallow[child]] + 5.0  # a child overrunning its parent: no nesting
+        assert ot._nested_parents(ts_s, bad, np.where(bad > ts_s, np.nextafter(bad, -np.inf), ts_s),
+                                  thread) is None
