@@ -18,9 +18,9 @@ from yoloprof.defs.metrics import BYTES_PER_MIB
 from yoloprof.metrics.categories import CATEGORIES, classify, is_tensorcore
 from yoloprof.traces import fork, parse
 from yoloprof.traces.correlate import Join, join
-from yoloprof.traces.intervals import exclusive_contributions, overlap_by_label
-from yoloprof.traces.op_table import ROW_CATS, ROW_KIND, OpTable, op_table, tree_events
-from yoloprof.traces.parse import CAT_CODE, DEVICE_KINDS, HOST_API_CATS, US_PER_MS, Events, parse_trace_bytes
+from yoloprof.traces.intervals import SortedUnion, overlap_by_label, sorted_union, union_without_each
+from yoloprof.traces.op_table import ROW_CATS, ROW_KIND, UNRECORDED, OpTable, op_table, tree_events
+from yoloprof.traces.parse import CAT_CODE, DEVICE_KINDS, HOST_API_CATS, US_PER_MS, Events, cat_mask, parse_trace_bytes
 from yoloprof.traces.phase_timeline import Timeline, build_timeline
 from yoloprof.traces.profiler_steps import STEP_NAME, Steps, find_steps, step_of
 
@@ -83,17 +83,38 @@ class TraceAnalysis:
         return build_sections(self, steps_hint)
 
 
-def _per_step(step: np.ndarray, n_steps: int, weights: np.ndarray | None = None) -> np.ndarray:
+def _distinct(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(codes, return_inverse=True)` of small integer codes (device ids) by a count
+    table instead of a sort: the same sorted values and the same inverse."""
+    if not len(codes) or codes.dtype.kind not in "iu":
+        return np.unique(codes, return_inverse=True)
+    lo, hi = int(codes.min()), int(codes.max())
+    if hi - lo >= 1 << 16:
+        return np.unique(codes, return_inverse=True)
+    shifted = codes.astype(np.int64) - lo
+    present = np.bincount(shifted) > 0
+    values = (np.flatnonzero(present) + lo).astype(codes.dtype)
+    return values, (np.cumsum(present) - 1)[shifted]
+
+
+def _in_steps(step: np.ndarray, *columns: np.ndarray | None) -> tuple[np.ndarray, list[np.ndarray | None]]:
+    """`step` and `columns` where step >= 0; as they are when every one is (no copies): the
+    same values in the same order, so the same sums."""
     ok = step >= 0
-    w = None if weights is None else weights[ok]
-    return np.bincount(step[ok], weights=w, minlength=n_steps)[:n_steps].astype(np.float64)
+    if bool(ok.all()):
+        return step, list(columns)
+    return step[ok], [None if c is None else c[ok] for c in columns]
+
+
+def _per_step(step: np.ndarray, n_steps: int, weights: np.ndarray | None = None) -> np.ndarray:
+    step, (w,) = _in_steps(step, weights)
+    return np.bincount(step, weights=w, minlength=n_steps)[:n_steps].astype(np.float64)
 
 
 def _per_step_label(step: np.ndarray, label: np.ndarray, n_steps: int, n_labels: int,
                     weights: np.ndarray | None = None) -> np.ndarray:
-    ok = step >= 0
-    key = step[ok] * n_labels + label[ok]
-    w = None if weights is None else weights[ok]
+    step, (lab, w) = _in_steps(step, label, weights)
+    key = step * n_labels + lab
     flat = np.bincount(key, weights=w, minlength=n_steps * n_labels)[:n_steps * n_labels]
     return flat.reshape(n_steps, n_labels).astype(np.float64)
 
@@ -144,33 +165,39 @@ def _device_window(steps: Steps, start: np.ndarray, end: np.ndarray) -> tuple[fl
 
 
 def _category_saving(start: np.ndarray, end: np.ndarray, dev: np.ndarray, cats: np.ndarray,
-                     n_dev: int, contrib: np.ndarray) -> np.ndarray:
+                     n_dev: int, contrib: np.ndarray, prepared: SortedUnion | None) -> np.ndarray:
     """Per category, union of all device work minus the union without that category (µs, mean
     over devices): what the device clock would lose if the category vanished, overlap included.
-    `contrib`: `exclusive_contributions(start, end, dev)`, already computed by the caller."""
+    `contrib`: `exclusive_contributions(start, end, dev)`, already computed by the caller from
+    `prepared` (`sorted_union`)."""
     total = contrib.sum()
     out = np.zeros(len(CATEGORIES))
-    for c in np.unique(cats, return_counts=True)[0].tolist():  # counts: skips importing numpy.ma
-        rest = cats != c
-        out[c] = total - exclusive_contributions(start[rest], end[rest], dev[rest]).sum()
+    present = np.unique(cats, return_counts=True)[0].tolist()  # counts: skips importing numpy.ma
+    for c, rest_union in union_without_each(start, end, dev, cats, present, prepared).items():
+        out[c] = total - rest_union
     return out / n_dev
 
 
-def _device_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnalysis) -> None:
+def _device_part(ev: Events, j: Join, steps: Steps, tl: Timeline, host_step: np.ndarray,
+                 out: TraceAnalysis) -> None:
     """Busy time: ONE union per device over the analysed window, each instant credited once, to
     the step (and phase) whose launch started the interval that first covers it. Categories,
-    activity kinds and the kernel table are plain sums of durations."""
+    activity kinds and the kernel table are plain sums of durations. `host_step`: the step of
+    every event (`step_of(ev.ts)`): a launch time is its launch event's ts (an orphan's, its own)."""
     S, P = len(steps), len(tl.names)
-    step = step_of(j.host_time, steps)
-    keep = step >= 0
-    d, step, host_t = j.device_idx[keep], step[keep], j.host_time[keep]
+    when = j.launch_event
+    step = host_step[when]
+    keep = np.flatnonzero(step >= 0)
+    d, step, when = j.device_idx[keep], step[keep], when[keep]
     out.orphans_in_steps = int((j.orphan[keep] & (ev.cat[d] == CAT_CODE["kernel"])).sum())
-    phase = tl.phase_at(host_t)
+    phase = tl.phase_at(ev.ts[when])
+    del when
     start, dur = ev.ts[d], ev.dur[d]
     end = start + dur
-    devices, dev_code = np.unique(ev.device[d], return_inverse=True)
+    devices, dev_code = _distinct(ev.device[d])
     n_dev = out.n_devices = max(len(devices), 1)
-    contrib = exclusive_contributions(start, end, dev_code)  # one union per device, all steps
+    prepared = sorted_union(start, end, dev_code)  # one union per device, all steps
+    contrib = prepared.contributions() if prepared is not None else np.zeros(0)
     out.busy = _per_step(step, S, contrib) / n_dev
     lo, hi = _device_window(steps, start, end)
     out.window_us = hi - lo
@@ -186,7 +213,7 @@ def _device_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnal
     name_tc[used] = [is_tensorcore(ev.strings[i]) for i in used]
     cats = name_cat[ev.name[d]]
     out.cat_us = _per_step_label(step, cats, S, len(CATEGORIES), dur)
-    out.cat_saving_us = _category_saving(start, end, dev_code, cats, n_dev, contrib) / S
+    out.cat_saving_us = _category_saving(start, end, dev_code, cats, n_dev, contrib, prepared) / S
     kind = _KIND_LUT[ev.cat[d]]
     out.kind_us = _per_step_label(step, kind, S, len(DEVICE_KINDS), dur)
     is_kernel = kind == 0
@@ -226,18 +253,63 @@ def _op_rows(ev: Events, rows: np.ndarray, table: OpTable, op_phase: np.ndarray,
     return out
 
 
-def _tree_table(ev: Events) -> tuple[np.ndarray, OpTable]:
+def _op_part(ev: Events, steps: Steps, tl: Timeline) -> tuple[list[dict[str, Any]], list[dict[str, Any]], np.ndarray]:
+    """(op rows by phase, op rows by input shapes, ops per step and phase): the op tree, its table
+    and their grouping, from the events alone (a forked helper computes it while this process
+    does the rest: `analyze_events`). The tree spans every host event of the trace (a step's op
+    may have children past its end); rows are the ops and runtime/driver calls that start in the
+    analysed steps, merged duplicates left out; ops per phase count every `cpu_op` event that
+    starts in a step (tree node or not), ProfilerSteps left out."""
+    S, P = len(steps), len(tl.names)
+    step_name = _step_names(ev)
     tree = tree_events(ev)
-    return tree, op_table(ev, tree)
+    table = op_table(ev, tree)
+    tree_ts, tree_cat = ev.ts[tree], ev.cat[tree]
+    tree_step = step_of(tree_ts, steps)
+    in_rows = (tree_step >= 0) & cat_mask(*ROW_CATS)[tree_cat] & ~step_name[ev.name[tree]]
+    placed = np.flatnonzero(in_rows)  # rows and merged duplicates: every op of the tree counted
+    phase = tl.phase_at(tree_ts[placed])
+    del tree_ts
+    op = tree_cat[placed] == CAT_CODE["cpu_op"]
+    phase_ops = _per_step_label(tree_step[placed[op]], phase[op], S, P)
+    del tree_cat, op
+    phase_ops += _untreed_ops(ev, steps, tl, step_name)  # integer counts: any order, same sums
+    # Shapes are listed when any row has some, merged duplicates included (as always).
+    with_shapes = ev.shape is not None and bool((ev.shape[tree][in_rows] >= 0).any())
+    row_phase = phase[table.kept[placed]]
+    del phase, placed, tree_step
+    in_rows &= table.kept
+    rows, table = tree[in_rows], table.take(in_rows)
+    del tree, in_rows
+    op_rows = _op_rows(ev, rows, table, row_phase, tl.names)
+    shape_rows = _op_rows(ev, rows, table, row_phase, tl.names, by_shape=True) if with_shapes else []
+    return op_rows, shape_rows, phase_ops
 
 
-# Events from which the op tree and its table (a third of the analysis of a large trace) are
-# computed by a forked helper while this process analyses the device side (`fork.Soon`).
+def _untreed_ops(ev: Events, steps: Steps, tl: Timeline, step_name: np.ndarray) -> np.ndarray:
+    """Ops per step and phase of the `cpu_op` events that are no nodes of the tree (the names
+    torch drops before building it, `op_table.UNRECORDED`)."""
+    dropped = np.fromiter((s in UNRECORDED for s in ev.strings), bool, len(ev.strings)) & ~step_name
+    idx = np.flatnonzero(dropped[ev.name]) if dropped.any() else np.zeros(0, np.int64)
+    idx = idx[ev.cat[idx] == CAT_CODE["cpu_op"]]
+    step = step_of(ev.ts[idx], steps)
+    idx, step = idx[step >= 0], step[step >= 0]
+    return _per_step_label(step, tl.phase_at(ev.ts[idx]), len(steps), len(tl.names))
+
+
+def _step_names(ev: Events) -> np.ndarray:
+    """Per name code: whether it is a `ProfilerStep#N` (no row, no op of a phase)."""
+    return np.fromiter((bool(STEP_NAME.search(s)) for s in ev.strings), bool, len(ev.strings))
+
+
+# Events from which the op rows (the op tree, its table and their grouping: half the analysis of
+# a large trace) are computed by a forked helper while this process analyses the rest
+# (`fork.Soon`); only the grouped rows come back (a few thousand dicts, not the tree's columns).
 # Memory: the helper maps this process's pages (trimmed first: `fork.trim_heap`) and adds its
 # own working set, at most TREE_HELPER_BYTES_PER_EVENT per event (107 measured on
 # df_index_resolver x20: 217 MB for 2.0M tree nodes of 2.5M events); it is forked only while the
-# system has twice that available, else the tree is built here after the device side (the same
-# figures; 15% slower at 1 GB, and the process tree's summed RSS 0.50x the file instead of 0.66x).
+# system has twice that available, else the rows are computed here after the rest (the same
+# figures; slower, and the process tree's summed RSS lower).
 PARALLEL_TREE_EVENTS = 1 << 20
 TREE_HELPER_BYTES_PER_EVENT = 128
 
@@ -247,43 +319,47 @@ def _room_for_helper(n_events: int) -> bool:
     return free is None or free >= 2 * TREE_HELPER_BYTES_PER_EVENT * n_events
 
 
-def _host_part(ev: Events, j: Join, steps: Steps, tl: Timeline, out: TraceAnalysis,
-               tree_table: fork.Soon | None = None) -> None:
-    """Launch counts, enqueue and sync time, cudaMalloc/cudaFree calls, ops and phase walls."""
-    S, P = len(steps), len(tl.names)
-    host_step = step_of(ev.ts, steps)
+def _host_part(ev: Events, j: Join, steps: Steps, tl: Timeline, host_step: np.ndarray,
+               out: TraceAnalysis) -> None:
+    """Launch counts, enqueue and sync time, cudaMalloc/cudaFree calls and phase walls (ops per
+    phase come with the op rows: `_op_part`). `host_step`: `step_of(ev.ts, steps)`."""
+    S = len(steps)
+    in_steps = host_step >= 0
 
-    def count(mask: np.ndarray, weights: np.ndarray | None = None, at: np.ndarray = host_step) -> np.ndarray:
-        return _per_step(np.where(mask, at, -1), S, weights)
+    def count(mask: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+        # The events of `mask` in steps, in event order: the same sums as a bincount over all
+        # events with the others' step set to -1 and left out (`_per_step`).
+        sel = np.flatnonzero(mask & in_steps)
+        return np.bincount(host_step[sel], weights=None if weights is None else weights[sel],
+                           minlength=S)[:S].astype(np.float64)
 
     out.launches = count(j.launch_mask)
     out.launch_us = count(j.launch_mask, ev.dur)
     out.sync_us = count(j.sync_mask, ev.dur)
     out.malloc_calls = count(j.malloc_mask)
-    not_step = ~ev.names_matching(STEP_NAME)
-    ops = np.flatnonzero((ev.cat == CAT_CODE["cpu_op"]) & (host_step >= 0) & not_step)
-    op_phase = tl.phase_at(ev.ts[ops])
-    out.phase_ops = _per_step_label(host_step[ops], op_phase, S, P)
-    del ops, op_phase
-    # The tree spans every host event of the trace (a step's op may have children past its end);
-    # rows are the ops and runtime/driver calls that start in the analysed steps, merged
-    # duplicates left out.
-    tree, table = tree_table.result() if tree_table is not None else _tree_table(ev)
-    in_rows = ev.is_cat(*ROW_CATS)[tree] & not_step[tree] & (host_step[tree] >= 0)
-    del host_step, not_step, count  # (count holds host_step)
-    # Shapes are listed when any row has some, merged duplicates included (as always).
-    with_shapes = ev.shape is not None and bool((ev.shape[tree][in_rows] >= 0).any())
-    in_rows &= table.kept
-    rows, table = tree[in_rows], table.take(in_rows)
-    del tree, in_rows
-    row_phase = tl.phase_at(ev.ts[rows])
-    out.op_rows = _op_rows(ev, rows, table, row_phase, tl.names)
-    if with_shapes:
-        out.op_shape_rows = _op_rows(ev, rows, table, row_phase, tl.names, by_shape=True)
-    walls = np.array([overlap_by_label(tl.start, tl.end, tl.label, lo, hi, P)
-                      for lo, hi in zip(steps.start.tolist(), steps.end.tolist())]).reshape(S, P)
+    walls = _phase_walls(steps, tl)
     walls[:, tl.other] = np.maximum(out.step_wall - walls.sum(axis=1), 0.0)
     out.phase_wall = walls
+
+
+def _phase_walls(steps: Steps, tl: Timeline) -> np.ndarray:
+    """Per step and phase, the time of the step covered by the phase's segments: per step,
+    `overlap_by_label` over the segments that overlap it only (segments are disjoint and sorted,
+    so those are one range of them; the others cover nothing and add +0.0 to no sum's value)."""
+    S, P = len(steps), len(tl.names)
+    if not len(tl.start):  # as before: np.bincount of no segments counts in integers, so the
+        return np.zeros((S, P), np.intp)  # "other" wall below is then cut to whole µs (a known flaw)
+    first = np.searchsorted(tl.end, steps.start, side="right")  # the first segment ending after
+    stop = np.maximum(np.searchsorted(tl.start, steps.end, side="left"), first)
+    if not (bool((tl.start[1:] >= tl.end[:-1]).all()) and bool((tl.end >= tl.start).all())):
+        return np.array([overlap_by_label(tl.start, tl.end, tl.label, lo, hi, P)  # not disjoint
+                         for lo, hi in zip(steps.start.tolist(), steps.end.tolist())]).reshape(S, P)
+    counts = stop - first
+    which = np.repeat(np.arange(S), counts)
+    seg = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(first, counts)
+    covered = np.clip(np.minimum(tl.end[seg], steps.end[which]) - np.maximum(tl.start[seg], steps.start[which]),
+                      0.0, None)
+    return np.bincount(which * P + tl.label[seg], weights=covered, minlength=S * P).reshape(S, P)
 
 
 def _memory_part(ev: Events, steps: Steps, out: TraceAnalysis) -> None:
@@ -322,7 +398,7 @@ def _live_at_start(mem: Any, sel: np.ndarray) -> float | None:
     return live / BYTES_PER_MIB if np.isfinite(live) else None
 
 
-def _check(ev: Events, j: Join, steps: Steps, out: TraceAnalysis) -> list[str]:
+def _check(ev: Events, j: Join, host_step: np.ndarray, out: TraceAnalysis) -> list[str]:
     notes: list[str] = []
     if out.gpu_expected and not out.has_device:
         notes.append("the trace records GPU devices or CUDA/HIP runtime calls but no kernels: "
@@ -341,7 +417,7 @@ def _check(ev: Events, j: Join, steps: Steps, out: TraceAnalysis) -> list[str]:
     if util is not None and util > 100.0 + 1e-9:
         notes.append(f"BUG: device utilisation computes to {util:.3f}% (> 100%); please report it")
     late = j.launches_without_work
-    late = late[step_of(ev.ts[late], steps) >= 0] if len(late) else late
+    late = late[host_step[late] >= 0] if len(late) else late
     if len(late):
         notes.append(f"{len(late)} kernel launch(es) in the analysed steps have no kernel in the trace "
                      "(the trace window ended before the GPU ran them?)")
@@ -349,23 +425,27 @@ def _check(ev: Events, j: Join, steps: Steps, out: TraceAnalysis) -> list[str]:
 
 
 def analyze_events(ev: Events, source: str, select: Any = None) -> TraceAnalysis:
-    """`select`: a `traces.step_selection.StepSelection` (the steps analysed), or None for all."""
-    parallel = len(ev) >= PARALLEL_TREE_EVENTS and parse._may_fork() and _room_for_helper(len(ev))
-    if parallel:
-        fork.trim_heap()  # the slices' freed columns: not mapped into the helper (`fork.trim_heap`)
-    tree_table = fork.Soon(lambda: _tree_table(ev), parallel)
-    try:
-        return _analyze(ev, source, select, tree_table)
-    finally:
-        tree_table.cancel()
+    """`select`: a `traces.step_selection.StepSelection` (the steps analysed), or None for all.
 
-
-def _analyze(ev: Events, source: str, select: Any, tree_table: fork.Soon) -> TraceAnalysis:
+    Two cores: once the steps and the phase timeline are known (a few cheap passes), a forked
+    helper computes the op rows (`_op_part`) while this process computes everything else; the
+    same function on the same data, so the same figures whichever process computes it."""
     steps = find_steps(ev)
     if select:
         steps = select.apply(steps)
-    j = join(ev)
     tl = build_timeline(ev)
+    parallel = len(ev) >= PARALLEL_TREE_EVENTS and parse._may_fork() and _room_for_helper(len(ev))
+    if parallel:
+        fork.trim_heap()  # the slices' freed columns: not mapped into the helper (`fork.trim_heap`)
+    op_part = fork.Soon(lambda: _op_part(ev, steps, tl), parallel)
+    try:
+        return _analyze(ev, source, steps, tl, op_part)
+    finally:
+        op_part.cancel()
+
+
+def _analyze(ev: Events, source: str, steps: Steps, tl: Timeline, op_part: fork.Soon) -> TraceAnalysis:
+    j = join(ev)
     props = ev.meta.get("deviceProperties")
     out = TraceAnalysis(
         source=source, meta=ev.meta, steps=steps, phase_names=tl.names,
@@ -374,11 +454,14 @@ def _analyze(ev: Events, source: str, select: Any, tree_table: fork.Soon) -> Tra
         phase_wall=np.zeros(0), phase_kernels=np.zeros((len(steps), len(tl.names))),
         phase_ops=np.zeros(0), launches=np.zeros(0), launch_us=np.zeros(0), sync_us=np.zeros(0),
         malloc_calls=np.zeros(0))
+    host_step = step_of(ev.ts, steps)
     if out.has_device:
-        _device_part(ev, j, steps, tl, out)
-    _host_part(ev, j, steps, tl, out, tree_table)
+        _device_part(ev, j, steps, tl, host_step, out)
+    _host_part(ev, j, steps, tl, host_step, out)
     _memory_part(ev, steps, out)
-    out.warnings = list(dict.fromkeys(ev.warnings + steps.warnings + _check(ev, j, steps, out)))
+    out.warnings = list(dict.fromkeys(ev.warnings + steps.warnings + _check(ev, j, host_step, out)))
+    del host_step
+    out.op_rows, out.op_shape_rows, out.phase_ops = op_part.result()
     return out
 
 

@@ -36,7 +36,6 @@ _LAUNCH = re.compile("^(" + "|".join(map(re.escape, KERNEL_LAUNCH_APIS)) + r")(_
 class Join:
     device_idx: np.ndarray   # event indices of kernels, memcpys, memsets
     host_idx: np.ndarray     # matching runtime/driver event per device event, -1 for orphans
-    host_time: np.ndarray    # CPU time of the launch (own GPU start for orphans)
     launch_mask: np.ndarray  # over all events: kernel-launch API calls
     sync_mask: np.ndarray
     malloc_mask: np.ndarray
@@ -45,6 +44,33 @@ class Join:
     @property
     def orphan(self) -> np.ndarray:
         return self.host_idx < 0
+
+    @property
+    def launch_event(self) -> np.ndarray:
+        """Per device event, the event whose start is its time on the host timeline: its launch
+        call, or itself for an orphan (its own GPU start time)."""
+        return np.where(self.host_idx < 0, self.device_idx, self.host_idx)
+
+
+# Bits of a name's flags (`_name_flags`): which host API masks of `Join` it belongs to.
+_FLAG_RULES = ((1, _LAUNCH), (2, SYNC_APIS_PATTERN), (4, MALLOC_APIS_PATTERN))
+
+
+def _api_masks(ev: Events, host_api: np.ndarray) -> list[np.ndarray]:
+    """(launch, sync, malloc) masks over all events: host API calls whose names match. The
+    names are matched once each, and only the host API calls' names are looked up."""
+    n_names = len(ev.strings)
+    flags = np.zeros(n_names, np.uint8)
+    for bit, pattern in _FLAG_RULES:
+        flags |= np.fromiter((bit if pattern.search(s) else 0 for s in ev.strings), np.uint8, n_names)
+    api = np.flatnonzero(host_api)
+    api_flags = flags[ev.name[api]]
+    masks = []
+    for bit, _ in _FLAG_RULES:
+        mask = np.zeros(len(ev), bool)
+        mask[api[(api_flags & bit) != 0]] = True
+        masks.append(mask)
+    return masks
 
 
 def join(ev: Events) -> Join:
@@ -59,11 +85,8 @@ def join(ev: Events) -> Join:
     pos = np.clip(np.searchsorted(hc, dc), 0, max(len(hc) - 1, 0))
     matched = (dc >= 0) & (len(hc) > 0) & (hc[pos] == dc if len(hc) else False)
     host_idx = np.where(matched, host[pos] if len(hc) else -1, -1)
-    host_time = np.where(matched, ev.ts[np.clip(host_idx, 0, None)], ev.ts[dev])
-    launch = host_api & ev.names_matching(_LAUNCH)
+    launch, sync, malloc = _api_masks(ev, host_api)
     served = np.zeros(len(ev), bool)
     served[host_idx[host_idx >= 0]] = True
-    return Join(device_idx=dev, host_idx=host_idx, host_time=host_time, launch_mask=launch,
-                sync_mask=host_api & ev.names_matching(SYNC_APIS_PATTERN),
-                malloc_mask=host_api & ev.names_matching(MALLOC_APIS_PATTERN),
+    return Join(device_idx=dev, host_idx=host_idx, launch_mask=launch, sync_mask=sync, malloc_mask=malloc,
                 launches_without_work=np.flatnonzero(launch & ~served))

@@ -49,12 +49,9 @@ class Timeline:
 
     def phase_at(self, t: np.ndarray) -> np.ndarray:
         """Phase index at each CPU time; `other` where no phase span is open."""
-        from yoloprof.traces.intervals import locate
+        from yoloprof.traces.intervals import lookup
 
-        seg = locate(t, self.start, self.end)
-        if not len(self.label):
-            return np.full(len(seg), self.other, np.int64)
-        return np.where(seg >= 0, self.label[np.clip(seg, 0, None)], self.other)
+        return lookup(t, self.start, self.end, self.label, self.other)
 
 
 def _phase_of_names(strings: list[str]) -> list[str | None]:
@@ -90,7 +87,7 @@ def build_timeline(ev: Events) -> Timeline:
     # Python floats for the sweep below (a numpy scalar per lookup costs several times more)
     starts, ends = starts_a.tolist(), (starts_a + ev.dur[idx]).tolist()
     labels = [code[p] for p in span_phase]
-    bounds = sorted(set(starts) | set(ends))
+    bounds = np.unique(np.concatenate((starts_a, starts_a + ev.dur[idx]))).tolist()  # sorted, distinct
     heap: list[tuple[float, int, float, int]] = []
     seg_s: list[float] = []
     seg_e: list[float] = []

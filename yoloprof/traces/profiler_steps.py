@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from yoloprof.traces.parse import CAT_CODE, GPU_SIDE_CATS, Events
+from yoloprof.traces.parse import CAT_CODE, GPU_SIDE_CATS, Events, cat_mask
 
 STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 
@@ -43,20 +43,24 @@ class Steps:
         return self.end - self.start
 
 
-def _trace_end(ev: Events, skip: np.ndarray) -> float:
+def _trace_end(ev: Events, steps: np.ndarray) -> float:
     """End of the recorded window: the profiler's own span ("PyTorch Profiler (0)"), the last
-    event or the last `[memory]` instant, whichever is latest."""
-    keep = ~skip
-    end = float((ev.ts[keep] + ev.dur[keep]).max()) if keep.any() else -np.inf
+    event or the last `[memory]` instant, whichever is latest; `steps` (the step events'
+    indices) left out. Their ends are set to -inf instead of the others being copied out: a
+    maximum is exact, whatever the order or the count of values it runs over."""
+    ends = ev.ts + ev.dur
+    ends[steps] = -np.inf
+    end = float(ends.max(initial=-np.inf))
     return max(end, float(ev.memory.ts.max())) if len(ev.memory) else end
 
 
 def find_steps(ev: Events) -> Steps:
     """Step spans sorted by start; a step running past the last recorded event is clipped there
     (the window ended mid-step) with a warning."""
-    is_step = ev.names_matching(STEP_NAME) & ~ev.is_cat(*GPU_SIDE_CATS)
-    end_of_trace = _trace_end(ev, is_step)
-    idx = np.flatnonzero(is_step)
+    named = np.fromiter((bool(STEP_NAME.search(s)) for s in ev.strings), bool, len(ev.strings))
+    idx = np.flatnonzero(named[ev.name]) if named.any() else np.zeros(0, np.int64)
+    idx = idx[~cat_mask(*GPU_SIDE_CATS)[ev.cat[idx]]]  # CPU-side spans only (module doc)
+    end_of_trace = _trace_end(ev, idx)
     if len(idx) == 0:
         keep = ev.cat != CAT_CODE["trace"]
         if not keep.any():
