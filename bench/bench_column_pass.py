@@ -11,12 +11,15 @@ the reader; then all slices' columns merged (`parse._merge`). The rounds alterna
 checkouts (old, new, old, new...) and the table shows each side's median and the ratio of the
 medians. TRACE: a .json or .json.gz Kineto trace (default: the 54 MB df_index_resolver fixture).
 
-Measured here (2 shared cores, 5 rounds, medians, old = main before the issue-30 column pass):
-  df_index_resolver (54 MB, 216k events):  part 0.151 -> 0.084 s (0.56x), decode 0.116 -> 0.116 s,
-                                           merge 0.0076 -> 0.0066 s
-  the same repeated 20 times (1034 MiB, 4.3M events, 258 slices): part 3.08 -> 1.72 s (0.56x),
-                                           decode 2.27 -> 2.27 s, merge 0.46 -> 0.33 s (0.72x)
-(see the numbers of the run itself: the machine's load moves them by 10-20%).
+Measured here (2 cores shared with other jobs, load 5-7; medians of 5 alternating rounds; old =
+main before the issue-30 column pass, new = this branch):
+  df_index_resolver (54 MB, 216k events, 13 slices): part 0.152 -> 0.092 s (0.61x),
+      merge 0.0096 -> 0.0064 s (0.67x), decode 0.111 -> 0.115 s (unchanged)
+  the same repeated 20 times (1034 MiB, 4.3M events, 258 slices): part 3.34 -> 1.94 s (0.58x),
+      merge 0.335 -> 0.202 s (0.60x; mostly the kernel zeroing fresh pages, so it varies by
+      +-50% from run to run), decode 2.21 -> 2.16 s (unchanged); part + merge 3.68 -> 2.14 s
+  and `YOLOPROF_CACHE=off yoloprof summary` of that 1034 MiB file, whole process (user + sys,
+  helpers included, 3 alternating rounds): median 10.2 -> 8.3 CPU s.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Kineto (torch.profiler Chrome-trace JSON) bytes -> columnar numpy arrays.
 
 The bytes become msgspec Structs in `traces.kineto` (a slice of events at a time for large
-traces); here each slice becomes columns without a Python-level loop per event, and the slices'
-columns are merged (string, thread and shape codes renumbered to one table each). `args` are
+traces); here each slice becomes columns in one pass that reads each field once (`_scan`; the
+rest per column in C or numpy, see "Column building"), and the slices' columns are merged
+(string, thread and shape codes renumbered to one table each). `args` are
 decoded in the events' own pass, only the keys the engine reads (`kineto.GpuArgs`,
 `kineto.MemArgs`), and read only where they count (device activity, runtime calls, `[memory]`
 instants, the input shapes of ops).
@@ -20,17 +21,15 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import compress
-from operator import attrgetter, itemgetter
+from operator import itemgetter
 from typing import Any
 
-import msgspec
 import numpy as np
 
 from yoloprof.errors import ProfileError
 from yoloprof.traces import exact_times, fork, kineto
-from yoloprof.traces.kineto import (
-    NO_GPU_ARGS, Complete, GpuArgs, Instant, InstantOld, MemArgs, check_shape, meta_of,
-)
+from yoloprof.traces.arg_columns import MEM_FIELDS, Coder, codes_of, floats, gpu_columns, memory_columns, op_shapes
+from yoloprof.traces.kineto import Complete, Instant, InstantOld, check_shape, meta_of
 
 # Normalised event categories. Old (2021) Kineto names map onto the current ones.
 CATS = ("other", "cpu_op", "user_annotation", "gpu_user_annotation", "cuda_runtime", "cuda_driver",
@@ -222,30 +221,20 @@ def _join_helper(helper: fork.Forked) -> tuple[dict[int, _Part], dict[int, Any]]
         return None
 
 
-# Column building. Every loop over events below runs in C: `map` with `attrgetter` or a bound
-# method, `np.fromiter`, `itertools.compress`. Python code runs once per distinct (name, category,
-# thread) key, never once per event, except on the slow paths taken when a field has an odd type
-# (a null correlation beside a string one, a "0x0" device, a Decimal time), which stay correct
-# rather than fast.
+# Column building. Per event, Python does only what it must (read each field once); everything
+# else runs per distinct key (the name, category and thread tables), per column in C (`map`,
+# `np.fromiter`, `set(map(type, ...))` type checks, `itertools.compress`) or in numpy. The slow
+# paths, taken where a field has an odd type (a string device, a bool, a Decimal time, an int
+# beyond 2**53), stay correct rather than fast.
 #
-# Why the passes are shaped as they are (measured on the 54 MB df_index_resolver, 4 MiB slices):
-# each per-event step (an attribute read, a type(), a dict lookup, numpy's conversion of one
-# Python number) costs 15-50 ns, so the pass reads each field once and checks types with one
-# `set(map(type, ...))` per column. Building tuples per event costs more than it saves (a
-# multi-field attrgetter, a flattened chain of values), except for the one key per event below.
+# Why a Python loop per slice (`_scan`) and comprehensions rather than `map(attrgetter(...))`
+# chains (measured on the 54 MB df_index_resolver, 4 MiB slices, CPython 3.11): a Struct field
+# read inside a loop is a specialised instruction, 2-3x cheaper than `attrgetter`'s generic
+# lookup, and one loop touches each event's memory once. What stays per event costs 15-50 ns a
+# step (a dict lookup, a type(), numpy's conversion of one Python number), so the pass builds no
+# tuple per event (a list of them also wakes the garbage collector) except the one key below.
 
-_PID, _TID, _TS, _DUR, _NAME, _CAT, _ARGS = map(attrgetter, ("pid", "tid", "ts", "dur", "name",
-                                                              "cat", "args"))
-_CORR, _DEVICE, _STREAM = map(attrgetter, ("correlation", "device", "stream"))
-_KEY = attrgetter("name", "cat", "pid", "tid")  # an event's key: its name, category and thread
 _KEY_NAME, _KEY_CAT, _KEY_THREAD = itemgetter(0), itemgetter(1), itemgetter(2, 3)
-_NONE = type(None)
-_INT_OR_NONE = frozenset((int, _NONE))
-_EXACT_IN_FLOAT = 2.0**53  # every integer of smaller magnitude is exact in a float64
-_GPU_ARG_TYPES: dict[str, set[type]] = {"correlation": {int, _NONE}, "device": {int, str, _NONE}, "stream": {int, str, _NONE}}
-_MEM_ARG_TYPES: dict[str, set[type]] = {"device_type": {int, _NONE}, "device_id": {int, _NONE}, "nbytes": {int, float, _NONE},
-                  "allocated": {int, float, _NONE}, "reserved": {int, float, _NONE}}
-_MEM_FIELDS = tuple(_MEM_ARG_TYPES)  # Memory's columns after ts, in MemArgs order
 
 
 @dataclass
@@ -268,28 +257,6 @@ class _Part:
     shapes: list[str]
     counts: dict[str, int]
     base: int = 0
-
-
-class _Coder(dict[Any, int]):
-    """key -> its code, the next integer at a key's first lookup (`__missing__`, once per distinct
-    key). Why not `setdefault(key, next position)`: a hit is then a plain C-level lookup that
-    returns a small int (cached by Python below 257), with no position to renumber."""
-
-    def __missing__(self, key: Any) -> int:
-        self[key] = code = len(self)
-        return code
-
-
-def _codes(keys: Iterable[Any], n: int) -> tuple[np.ndarray, list[Any]]:
-    """Integer code of each of the n keys (first appearance = 0, 1, ...) and the distinct keys in
-    that order, in one C-level pass."""
-    table = _Coder()
-    return np.fromiter(map(table.__getitem__, keys), np.int32, n), list(table)
-
-
-def _floats(values: Iterable[Any], n: int) -> np.ndarray:
-    """float64 column; None (JSON null) becomes NaN."""
-    return np.fromiter(values, np.float64, n)
 
 
 def _cat_code(cat: str) -> int:
@@ -321,7 +288,7 @@ class _Scan:
 
     args: list[Any] = field(default_factory=list)  # each X event's args
     codes: list[int] = field(default_factory=list)  # each X event's key code, into `table`
-    table: _Coder = field(default_factory=lambda: _Coder())  # (name, cat, pid, tid) -> code
+    table: Coder = field(default_factory=lambda: Coder())  # (name, cat, pid, tid) -> code
     ts: list[Any] = field(default_factory=list)
     dur: list[Any] = field(default_factory=list)
     instants: list[Instant] = field(default_factory=list)
@@ -353,7 +320,7 @@ def _times(scan: _Scan, counts: dict[str, int], base: int
     """ts/dur of the "X" events with a finite `ts` and no negative `dur`, and the mask that keeps
     them (None when all are kept)."""
     n = len(scan.ts)
-    ts, dur = exact_times.relative_us(scan.ts, base), _floats(scan.dur, n)
+    ts, dur = exact_times.relative_us(scan.ts, base), floats(scan.dur, n)
     if not n or (float(dur.min()) >= 0 and math.isfinite(float(ts.min()) + float(ts.max()))):
         counts.update(complete=n, missing_dur=0, negative_dur=0)  # the usual slice: all kept as read
         return ts, dur, None
@@ -383,9 +350,9 @@ def _key_codes(key: np.ndarray, keys: list[Any]
     key code and the distinct keys (name, cat, pid, tid) in order of first appearance: each
     table then is in order of first appearance too, and each event's codes are numpy lookups."""
     k = len(keys)
-    name_of, names = _codes(map(_KEY_NAME, keys), k)
-    cat_of, cats = _codes(map(_KEY_CAT, keys), k)
-    thread_of, threads = _codes(map(_KEY_THREAD, keys), k)
+    name_of, names = codes_of(map(_KEY_NAME, keys), k)
+    cat_of, cats = codes_of(map(_KEY_CAT, keys), k)
+    thread_of, threads = codes_of(map(_KEY_THREAD, keys), k)
     cat_code = np.array([_cat_code(c) for c in cats] or [0], np.int8)[cat_of]
     return name_of[key], names, cat_code[key], thread_of[key], threads
 
@@ -445,14 +412,14 @@ def _merge(parts: list[_Part], notes: list[str]) -> Events:
 def _merged_memory(parts: list[_Part], base: int, notes: list[str]) -> Memory:
     """The slices' `[memory]` rows in one Memory, without those far out in time (a [memory]
     instant far out would shift every time of the trace)."""
-    mem = Memory(*(np.concatenate([getattr(p.mem, f) for p in parts]) for f in ("ts",) + _MEM_FIELDS))
+    mem = Memory(*(np.concatenate([getattr(p.mem, f) for p in parts]) for f in ("ts",) + MEM_FIELDS))
     if _all_near(mem.ts, float(base)):
         return mem
     mem_far = ~(np.abs(mem.ts + float(base)) <= MAX_ABS_US)
     if mem_far.any():
         notes.append(f"{int(mem_far.sum())} [memory] event(s) with a timestamp beyond {MAX_ABS_US:.3g} us "
                      "were dropped")
-        mem = Memory(*(getattr(mem, f)[~mem_far] for f in ("ts",) + _MEM_FIELDS))
+        mem = Memory(*(getattr(mem, f)[~mem_far] for f in ("ts",) + MEM_FIELDS))
     return mem
 
 
@@ -515,226 +482,23 @@ def _count_notes(counts: dict[str, int]) -> list[str]:
     return notes
 
 
-def _small_int(value: int | str | None, fallback: int) -> int:
-    """Device / stream ids arrive as ints, numeric strings or "0x0" strings."""
-    if isinstance(value, int) and -2**31 < value < 2**31:
-        return value
-    if isinstance(value, str):
-        try:
-            num = int(value, 0)
-        except ValueError:
-            return fallback
-        return num if -2**31 < num < 2**31 else fallback
-    return fallback
-
-
-def _int_column(values: list[Any], fallback: np.ndarray, lo: int = -2**31, hi: int = 2**31
-                ) -> np.ndarray:
-    """Integers strictly inside (lo, hi); anything else (absent, null, a string that is not a
-    number, out of range) takes `fallback`. Fast path: all plain ints."""
-    try:
-        arr = np.fromiter(values, np.int64, len(values))
-    except (TypeError, ValueError, OverflowError):
-        return np.fromiter((_small_int(v, int(f)) if lo == -2**31 else
-                            (v if isinstance(v, int) and lo < v < hi else int(f))
-                            for v, f in zip(values, fallback.tolist())), np.int64, len(values))
-    return np.where((arr > lo) & (arr < hi), arr, fallback)
-
-
-def _well_typed(args: list[Any], struct: type, types: dict[str, set[type]]) -> np.ndarray | None:
-    """Mask of the `args` that are `struct`s whose fields have the types a well-formed trace
-    writes (a JSON bool is not an int); None when all are. Python runs per event only when some
-    field is odd: the check is one C-level pass over the types per field."""
-    if set(map(type, args)) <= {struct} and all(set(map(type, map(attrgetter(f), args))) <= allowed
-                                                for f, allowed in types.items()):
-        return None
-
-    def ok(a: Any) -> bool:
-        return type(a) is struct and all(type(getattr(a, f)) in allowed for f, allowed in types.items())
-
-    return np.fromiter(map(ok, args), bool, len(args))
-
-
+# --- args: read by traces.arg_columns, for the events of the categories that carry them.
 _ARGS_READ = cat_mask(*DEVICE_CATS, *HOST_API_CATS)  # categories whose args are read
 _DEVICE_SIDE = cat_mask(*DEVICE_CATS)
 
 
 def _gpu_args(all_args: list[Any], cat: np.ndarray, thread: np.ndarray, threads: list[Any],
               counts: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(correlation, device, stream) columns, read from `args` only for device activity and
-    runtime/driver calls; a malformed `args` (not an object, or a key of another type) loses its
-    correlation and is counted, never fatal. A device event without a usable device id takes its
-    pid, without a stream its tid (both read once per thread: `_thread_ints`)."""
-    n = len(all_args)
-    corr, device, stream = np.full(n, -1, np.int64), np.full(n, -1, np.int32), np.full(n, -1, np.int32)
-    read = _ARGS_READ[cat]
-    wanted = np.flatnonzero(read)
-    args = list(compress(all_args, read.tolist()))
-    dev = np.flatnonzero(_DEVICE_SIDE[cat[wanted]])
-    values = _plain_gpu_values(args, dev)
-    if values is None:  # some value is odd (a string device, a bool, a huge int): the checked path
-        _checked_gpu_args(args, wanted, cat, (thread, threads), (corr, device, stream), counts)
-        return corr, device, stream
-    counts["bad_args"] = 0
-    corr[wanted] = _in_range(values[0], -1, 2**62, -1)
-    on_device = wanted[dev]
-    device[on_device] = _in_range(values[1], -2**31, 2**31, -1)
-    stream[on_device] = _in_range(values[2], -2**31, 2**31, _thread_ints(thread[on_device], threads, 1))
-    no_device = on_device[device[on_device] < 0]
-    device[no_device] = _thread_ints(thread[no_device], threads, 0)
-    return corr, device, stream
-
-
-def _plain_gpu_values(args: list[Any], dev: np.ndarray) -> list[np.ndarray] | None:
-    """The correlation of every args, the device and stream of the device events' (`dev`), as
-    `_plain_ints`; None when some args is not an object or some value is not plain."""
-    try:  # an args that is not an object (a list, a string, a number, null) has no such attribute
-        dev_args = [args[i] for i in dev.tolist()]
-        columns = ([a.correlation for a in args], [a.device for a in dev_args], [a.stream for a in dev_args])
-    except AttributeError:
-        return None
-    values = []
-    for column in columns:
-        if (plain := _plain_ints(column)) is None:
-            return None
-        values.append(plain)
-    return values
-
-
-def _plain_ints(column: list[Any]) -> np.ndarray | None:
-    """The values as int64 (all ints) or float64 (ints and nulls -> NaN), or None unless all are
-    ints (below 2**53 in magnitude where there are nulls, so that each float is exact) or nulls.
-    Why floats: one C-level pass takes the ints and the nulls together."""
-    kinds = set(map(type, column))
-    try:
-        if kinds <= {int}:
-            return np.fromiter(column, np.int64, len(column))
-        if kinds <= _INT_OR_NONE:
-            values = np.fromiter(column, np.float64, len(column))
-            return None if (np.abs(values) >= _EXACT_IN_FLOAT).any() else values
-    except OverflowError:  # an int beyond int64 / float: the checked path
-        pass
-    return None
-
-
-def _in_range(values: np.ndarray, lo: int, hi: int, fallback: Any) -> np.ndarray:
-    """int64 of the exact `values` (int64, or float64 with NaN for null) strictly inside (lo, hi),
-    `fallback` elsewhere (NaN too): `_int_column`'s rule for plain ints and nulls."""
-    ok = (values > lo) & (values < hi)
-    return np.where(ok, np.where(ok, values, 0).astype(np.int64), fallback)
-
-
-def _thread_ints(codes: np.ndarray, threads: list[Any], which: int) -> np.ndarray:
-    """Each event's pid (which=0) or tid (1) read by `_int_column` (0 when not a usable number),
-    once per thread present: `_int_column` of the same set of values gives the same numbers."""
-    present = np.flatnonzero(np.bincount(codes, minlength=len(threads)))
-    values = [threads[t][which] for t in present.tolist()]
-    lut = np.zeros(len(threads) or 1, np.int64)
-    lut[present] = _int_column(values, np.zeros(len(values), np.int64))
-    return lut[codes]
-
-
-def _checked_gpu_args(args: list[Any], wanted: np.ndarray, cat: np.ndarray, threads_of: tuple[np.ndarray, list[Any]],
-                      out: tuple[np.ndarray, np.ndarray, np.ndarray], counts: dict[str, int]) -> None:
-    """`_gpu_args` where some value is odd: each field's types checked, per event where needed."""
-    corr, device, stream = out
-    thread, threads = threads_of
-    ok = _well_typed(args, GpuArgs, _GPU_ARG_TYPES)
-    counts["bad_args"] = 0 if ok is None else int(len(ok) - ok.sum())
-    if ok is not None:  # a malformed args is read as an absent one: every fallback below applies
-        args = [a if good else NO_GPU_ARGS for a, good in zip(args, ok.tolist())]
-    corr[wanted] = _int_column(list(map(_CORR, args)), np.full(len(wanted), -1), -1, 2**62)
-    device_side = _DEVICE_SIDE[cat]
-    dev = np.flatnonzero(device_side[wanted])
-    dev_args = list(map(args.__getitem__, dev.tolist()))
-    tids = [threads[t][1] for t in thread[wanted[dev]].tolist()]
-    device[wanted[dev]] = _int_column(list(map(_DEVICE, dev_args)), np.full(len(dev), -1))
-    stream[wanted[dev]] = _int_column(list(map(_STREAM, dev_args)), _int_column(tids, np.zeros(len(dev), np.int64)))
-    no_device = np.flatnonzero(device_side & (device < 0))
-    pids = [threads[t][0] for t in thread[no_device].tolist()]
-    device[no_device] = _int_column(pids, np.zeros(len(no_device), np.int64))
+    """(correlation, device, stream) columns (`arg_columns.gpu_columns`)."""
+    return gpu_columns(all_args, _ARGS_READ[cat], _DEVICE_SIDE[cat], thread, threads, counts)
 
 
 def _memory(instants: list[Instant], counts: dict[str, int], base: int) -> Memory:
-    """`[memory]` instants; one without usable args (absent, malformed, no finite ts) is skipped.
-    Each figure is read in one loop (as `_scan`), its types checked with one C-level pass per
-    column (a float is fine where an int is; a bool, a string or a float device id is not)."""
-    stamps, args = [], []
-    for e in instants:
-        if e.name == "[memory]":
-            stamps.append(e.ts)
-            args.append(e.args)
-    ts = exact_times.relative_us(stamps, base)
-    ok = np.isfinite(ts)
-    values = _mem_values(args)
-    if values is None:  # some args is not an object: per event
-        typed = _well_typed(args, MemArgs, _MEM_ARG_TYPES)
-        if typed is not None:
-            ok &= typed
-        values = [[getattr(a, f, None) for a in args] for f in _MEM_FIELDS]
-    else:
-        for column, allowed in zip(values, _MEM_ARG_TYPES.values()):
-            if not set(map(type, column)) <= allowed:
-                ok &= np.fromiter(map(allowed.__contains__, map(type, column)), bool, len(column))
-    counts["bad_memory"] = int(len(ok) - ok.sum())
-    if counts["bad_memory"]:  # dropped before numpy reads them (a string figure would raise)
-        keep = ok.tolist()
-        values, ts = [list(compress(c, keep)) for c in values], ts[ok]
-    return Memory(ts, *(_floats(c, len(c)) for c in values))
-
-
-def _mem_values(args: list[Any]) -> list[list[Any]] | None:
-    """The five figures of each MemArgs, a list per field (MemArgs order); None when some args
-    is not a MemArgs."""
-    values: list[list[Any]] = [[], [], [], [], []]
-    kind, device, nbytes, allocated, reserved = values
-    try:  # an args that is not an object (a list, a string, a number, null) has no such attribute
-        for a in args:
-            kind.append(a.device_type)
-            device.append(a.device_id)
-            nbytes.append(a.nbytes)
-            allocated.append(a.allocated)
-            reserved.append(a.reserved)
-    except AttributeError:
-        return None
-    return values
-
-
-# --- Input shapes of cpu_op events (record_shapes=True). Kept apart from the column pass above:
-# only traces recorded with shapes pay for it (the first ops' raw `args` are probed for the key).
-_SHAPE_PROBE = 64
-_DIMS = attrgetter("dims")
+    """`[memory]` instants (`arg_columns.memory_columns`)."""
+    ts, cols = memory_columns(instants, counts, base)
+    return Memory(ts, *cols)
 
 
 def _op_shapes(all_args: list[Any], cat: np.ndarray) -> tuple[np.ndarray | None, list[str]]:
-    """Code of each op's input dims, spelled as torch does ("[[64, 32], []]"), -1 for none; None
-    when the slice's first ops have no "Input Dims" (recorded without record_shapes). The raw
-    texts are grouped first (C-level, as the other codes), and only each distinct text is decoded
-    and spelled: a trace repeats a few hundred shapes over tens of thousands of ops."""
-    ops = np.flatnonzero(cat == CAT_CODE["cpu_op"])
-    if not any(len(getattr(all_args[i], "dims", b"")) for i in ops[:_SHAPE_PROBE].tolist()):
-        return None, []
-    args = list(map(all_args.__getitem__, ops.tolist()))
-    if set(map(type, args)) <= {GpuArgs}:
-        raws = list(map(bytes, map(_DIMS, args)))
-    else:  # some op's args were not an object
-        raws = [bytes(getattr(a, "dims", b"")) for a in args]
-    raw_code, distinct = _codes(raws, len(raws))
-    codes: dict[str, int] = {}
-    lut = np.full(len(distinct), -1, np.int32)
-    for k, raw in enumerate(distinct):
-        dims = _decode_or_none(raw)
-        if isinstance(dims, list):
-            text = str(dims)  # torch's own spelling: key_averages(group_by_input_shape=True)
-            lut[k] = codes.setdefault(text, len(codes))
-    shape = np.full(len(all_args), -1, np.int32)
-    shape[ops] = lut[raw_code]
-    return shape, list(codes)
-
-
-def _decode_or_none(raw: bytes) -> Any:
-    """The JSON value, or None for an empty or malformed text."""
-    try:
-        return msgspec.json.decode(raw) if raw else None
-    except (msgspec.DecodeError, UnicodeDecodeError):
-        return None
+    """Input shapes of the cpu_op events (`arg_columns.op_shapes`)."""
+    return op_shapes(all_args, cat == CAT_CODE["cpu_op"])
