@@ -145,15 +145,13 @@ def _memfd() -> int:
 def _send(out: IO[bytes], box: list[Any], shared: int) -> None:
     """The helper's side: the result's (`box`'s one item) arrays into the shared file, the rest
     through the pipe; all of it through the pipe when there is no shared file or it cannot hold
-    them. The helper keeps its mapping until it exits, so that the arrays' memory counts in its
-    resident set meanwhile."""
+    them."""
     result = box.pop()
     if shared >= 0:
         buffers: list[pickle.PickleBuffer] = []
         data = pickle.dumps(result, protocol=5, buffer_callback=buffers.append)
         try:
-            global _KEPT
-            _KEPT, spans = _write_shared(shared, [b.raw() for b in buffers])
+            spans = _write_shared(shared, [b.raw() for b in buffers])
         except (OSError, ValueError, BufferError):
             pass
         else:
@@ -166,22 +164,22 @@ def _send(out: IO[bytes], box: list[Any], shared: int) -> None:
     pickle.dump(result, out, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-_KEPT: Any = None  # the helper's mapping of its arrays, held until it exits (`_send`)
-
-
-def _write_shared(fd: int, views: list[memoryview]) -> tuple[mmap.mmap | None, list[tuple[int, int]]]:
+def _write_shared(fd: int, views: list[memoryview]) -> list[tuple[int, int]]:
+    """The arrays' bytes written into the shared file at aligned offsets: [(offset, bytes)].
+    Written, not mapped: a write into it allocates its pages without zeroing them first and
+    without a fault per page (mapped, 62 MB took 0.24 CPU-s here; written, 0.05), and a
+    machine out of memory answers an error, not a signal."""
     spans, at = [], 0
     for view in views:
         at = -(-at // _ALIGN) * _ALIGN
         spans.append((at, view.nbytes))
         at += view.nbytes
-    if not at:
-        return None, spans
     os.ftruncate(fd, at)
-    mapped = mmap.mmap(fd, at)  # shared: what is written here is the file's
     for (start, n), view in zip(spans, views):
-        mapped[start:start + n] = view
-    return mapped, spans
+        done = 0
+        while done < n:
+            done += os.pwrite(fd, view[done:], start + done)
+    return spans
 
 
 def _receive(src: IO[bytes], shared: int) -> Any:
