@@ -18,11 +18,14 @@ from yoloprof.defs.metrics import BYTES_PER_MIB
 from yoloprof.metrics.categories import CATEGORIES, classify, is_tensorcore
 from yoloprof.traces import fork, parse
 from yoloprof.traces.correlate import Join, join
+from yoloprof.traces.grouping import DENSE_KEYS, DENSE_KEYS_PER_ROW, grouped_rows
+from yoloprof.traces.grouping import per_step as _per_step
+from yoloprof.traces.grouping import per_step_label as _per_step_label
 from yoloprof.traces.intervals import SortedUnion, overlap_by_label, sorted_union, union_without_each
-from yoloprof.traces.op_table import ROW_CATS, ROW_KIND, UNRECORDED, OpTable, op_table, tree_events
-from yoloprof.traces.parse import CAT_CODE, DEVICE_KINDS, HOST_API_CATS, US_PER_MS, Events, cat_mask, parse_trace_bytes
+from yoloprof.traces.op_rows import op_part as _op_part
+from yoloprof.traces.parse import CAT_CODE, DEVICE_KINDS, HOST_API_CATS, US_PER_MS, Events, parse_trace_bytes
 from yoloprof.traces.phase_timeline import Timeline, build_timeline
-from yoloprof.traces.profiler_steps import STEP_NAME, Steps, find_steps, step_of
+from yoloprof.traces.profiler_steps import Steps, find_steps, step_of
 
 
 @dataclass
@@ -97,62 +100,15 @@ def _distinct(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return values, (np.cumsum(present) - 1)[shifted]
 
 
-def _in_steps(step: np.ndarray, *columns: np.ndarray | None) -> tuple[np.ndarray, list[np.ndarray | None]]:
-    """`step` and `columns` where step >= 0; as they are when every one is (no copies): the
-    same values in the same order, so the same sums."""
-    ok = step >= 0
-    if bool(ok.all()):
-        return step, list(columns)
-    return step[ok], [None if c is None else c[ok] for c in columns]
-
-
-def _per_step(step: np.ndarray, n_steps: int, weights: np.ndarray | None = None) -> np.ndarray:
-    step, (w,) = _in_steps(step, weights)
-    return np.bincount(step, weights=w, minlength=n_steps)[:n_steps].astype(np.float64)
-
-
-def _per_step_label(step: np.ndarray, label: np.ndarray, n_steps: int, n_labels: int,
-                    weights: np.ndarray | None = None) -> np.ndarray:
-    step, (lab, w) = _in_steps(step, label, weights)
-    key = step * n_labels + lab
-    flat = np.bincount(key, weights=w, minlength=n_steps * n_labels)[:n_steps * n_labels]
-    return flat.reshape(n_steps, n_labels).astype(np.float64)
-
-
 def _grouped_rows(names: np.ndarray, phases: np.ndarray, n_phases: int,
                   sums: dict[str, np.ndarray]) -> list[tuple[int, int, dict[str, float], int]]:
-    """Group events by (name, phase): [(name_code, phase, {column: sum}, count)]."""
-    if len(names) == 0:
-        return []
-    key = names.astype(np.int64) * n_phases + phases
-    top = int(key.max())
-    if top < max(DENSE_KEYS_PER_ROW * len(key), DENSE_KEYS) and int(key.min()) >= 0:
-        # One count table instead of `np.unique`'s sort: each key's sum adds the same values in
-        # the same (row) order as a bincount over unique's inverse does, so the same floats.
-        every = np.bincount(key, minlength=top + 1)
-        uniq = np.flatnonzero(every)
-        counts = every[uniq]
-        totals = {col: np.bincount(key, weights=w, minlength=top + 1)[uniq].tolist() for col, w in sums.items()}
-    else:
-        uniq, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
-        totals = {col: np.bincount(inv, weights=w, minlength=len(uniq)).tolist() for col, w in sums.items()}
-    return [(k // n_phases, k % n_phases, {c: t[i] for c, t in totals.items()}, count)
-            for i, (k, count) in enumerate(zip(uniq.tolist(), counts.tolist()))]
-
-
-# `_grouped_rows` counts keys in a table of (largest key + 1) slots when that is below
-# DENSE_KEYS_PER_ROW slots per row or below DENSE_KEYS: names x phases always are; names x input
-# shapes of a trace with very many distinct shapes may not (then `np.unique` sorts the keys).
-DENSE_KEYS_PER_ROW = 4
-DENSE_KEYS = 1 << 16
+    """`grouping.grouped_rows` with the thresholds as this module names them (tests lower them)."""
+    return grouped_rows(names, phases, n_phases, sums, DENSE_KEYS, DENSE_KEYS_PER_ROW)
 
 
 _KIND_OF_CAT = {CAT_CODE["kernel"]: 0, CAT_CODE["gpu_memcpy"]: 1, CAT_CODE["gpu_memset"]: 2}
 _KIND_LUT = np.full(max(CAT_CODE.values()) + 1, -1, np.int64)  # category code -> kind, by lookup
 _KIND_LUT[list(_KIND_OF_CAT)] = list(_KIND_OF_CAT.values())
-
-
-NO_SHAPES = "[]"  # how torch spells the shapes of an op recorded without "Input Dims"
 
 
 def _device_window(steps: Steps, start: np.ndarray, end: np.ndarray) -> tuple[float, float]:
@@ -228,80 +184,6 @@ def _device_part(ev: Events, j: Join, steps: Steps, tl: Timeline, host_step: np.
                                 "us": sums["us"], "count": count})
 
 
-def _op_rows(ev: Events, rows: np.ndarray, table: OpTable, op_phase: np.ndarray, names: list[str],
-             by_shape: bool = False) -> list[dict[str, Any]]:
-    """Ops and runtime/driver calls grouped as key_averages groups them (by name, and here by
-    phase; or by name and input shapes); `rows` are the kept ones (merged duplicates left out),
-    `table` is aligned with them; memory columns only when the trace has memory events."""
-    sums = {"self": table.self_us, "total": ev.dur[rows]}
-    if table.self_alloc is not None and table.self_freed is not None:  # both or neither (traces/op_table.py)
-        sums.update(alloc=table.self_alloc, freed=table.self_freed)
-    shapes = ev.shape[rows] if by_shape and ev.shape is not None else None
-    label, labels = (op_phase, names) if shapes is None else (shapes + 1, [NO_SHAPES] + ev.shape_strings)
-    kind_of = {CAT_CODE[c]: k for c, k in ROW_KIND.items()}
-    row_names = ev.name[rows]
-    name_cat = np.zeros(len(ev.strings), np.int64)
-    name_cat[row_names] = ev.cat[rows]  # one category per name (ops vs API calls)
-    out = []
-    for name, lab, tot, count in _grouped_rows(row_names, label, len(labels), sums):
-        row = {"name": ev.strings[name], "kind": kind_of.get(int(name_cat[name]), "op"),
-               "self_us": tot["self"], "total_us": tot["total"], "count": count}
-        row.update({"phase" if shapes is None else "input_shapes": labels[lab]})
-        if "alloc" in tot:
-            row.update(alloc_bytes=tot["alloc"], freed_bytes=tot["freed"])
-        out.append(row)
-    return out
-
-
-def _op_part(ev: Events, steps: Steps, tl: Timeline) -> tuple[list[dict[str, Any]], list[dict[str, Any]], np.ndarray]:
-    """(op rows by phase, op rows by input shapes, ops per step and phase): the op tree, its table
-    and their grouping, from the events alone (a forked helper computes it while this process
-    does the rest: `analyze_events`). The tree spans every host event of the trace (a step's op
-    may have children past its end); rows are the ops and runtime/driver calls that start in the
-    analysed steps, merged duplicates left out; ops per phase count every `cpu_op` event that
-    starts in a step (tree node or not), ProfilerSteps left out."""
-    S, P = len(steps), len(tl.names)
-    step_name = _step_names(ev)
-    tree = tree_events(ev)
-    table = op_table(ev, tree)
-    tree_ts, tree_cat = ev.ts[tree], ev.cat[tree]
-    tree_step = step_of(tree_ts, steps)
-    in_rows = (tree_step >= 0) & cat_mask(*ROW_CATS)[tree_cat] & ~step_name[ev.name[tree]]
-    placed = np.flatnonzero(in_rows)  # rows and merged duplicates: every op of the tree counted
-    phase = tl.phase_at(tree_ts[placed])
-    del tree_ts
-    op = tree_cat[placed] == CAT_CODE["cpu_op"]
-    phase_ops = _per_step_label(tree_step[placed[op]], phase[op], S, P)
-    del tree_cat, op
-    phase_ops += _untreed_ops(ev, steps, tl, step_name)  # integer counts: any order, same sums
-    # Shapes are listed when any row has some, merged duplicates included (as always).
-    with_shapes = ev.shape is not None and bool((ev.shape[tree][in_rows] >= 0).any())
-    row_phase = phase[table.kept[placed]]
-    del phase, placed, tree_step
-    in_rows &= table.kept
-    rows, table = tree[in_rows], table.take(in_rows)
-    del tree, in_rows
-    op_rows = _op_rows(ev, rows, table, row_phase, tl.names)
-    shape_rows = _op_rows(ev, rows, table, row_phase, tl.names, by_shape=True) if with_shapes else []
-    return op_rows, shape_rows, phase_ops
-
-
-def _untreed_ops(ev: Events, steps: Steps, tl: Timeline, step_name: np.ndarray) -> np.ndarray:
-    """Ops per step and phase of the `cpu_op` events that are no nodes of the tree (the names
-    torch drops before building it, `op_table.UNRECORDED`)."""
-    dropped = np.fromiter((s in UNRECORDED for s in ev.strings), bool, len(ev.strings)) & ~step_name
-    idx = np.flatnonzero(dropped[ev.name]) if dropped.any() else np.zeros(0, np.int64)
-    idx = idx[ev.cat[idx] == CAT_CODE["cpu_op"]]
-    step = step_of(ev.ts[idx], steps)
-    idx, step = idx[step >= 0], step[step >= 0]
-    return _per_step_label(step, tl.phase_at(ev.ts[idx]), len(steps), len(tl.names))
-
-
-def _step_names(ev: Events) -> np.ndarray:
-    """Per name code: whether it is a `ProfilerStep#N` (no row, no op of a phase)."""
-    return np.fromiter((bool(STEP_NAME.search(s)) for s in ev.strings), bool, len(ev.strings))
-
-
 # Events from which the op rows (the op tree, its table and their grouping: half the analysis of
 # a large trace) are computed by a forked helper while this process analyses the rest
 # (`fork.Soon`); only the grouped rows come back (a few thousand dicts, not the tree's columns).
@@ -322,7 +204,7 @@ def _room_for_helper(n_events: int) -> bool:
 def _host_part(ev: Events, j: Join, steps: Steps, tl: Timeline, host_step: np.ndarray,
                out: TraceAnalysis) -> None:
     """Launch counts, enqueue and sync time, cudaMalloc/cudaFree calls and phase walls (ops per
-    phase come with the op rows: `_op_part`). `host_step`: `step_of(ev.ts, steps)`."""
+    phase come with the op rows: `op_rows.op_part`). `host_step`: `step_of(ev.ts, steps)`."""
     S = len(steps)
     in_steps = host_step >= 0
 
@@ -428,7 +310,7 @@ def analyze_events(ev: Events, source: str, select: Any = None) -> TraceAnalysis
     """`select`: a `traces.step_selection.StepSelection` (the steps analysed), or None for all.
 
     Two cores: once the steps and the phase timeline are known (a few cheap passes), a forked
-    helper computes the op rows (`_op_part`) while this process computes everything else; the
+    helper computes the op rows (`op_rows.op_part`) while this process computes everything else; the
     same function on the same data, so the same figures whichever process computes it."""
     steps = find_steps(ev)
     if select:
