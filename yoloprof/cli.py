@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import gc
 import os
 import sys
@@ -658,11 +659,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     entry = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        return run_guarded(lambda: _dispatch_in_channel(argv, collecting), debug=_debug_wanted(argv))
+        # (a partial, not a lambda: a closure's cells would be allocated before the collector is paused)
+        return run_guarded(functools.partial(_dispatch_in_channel, argv, collecting), debug=_debug_wanted(argv))
     finally:
         if collecting:
-            if entry:  # what is left lives until the exit: the shutdown collection need not walk it
-                gc.freeze()
+            if entry and not gc.isenabled():  # a reader's: what is left lives until the exit, and
+                gc.freeze()  # the interpreter's shutdown collection (0.01 s) need not walk it
             gc.enable()
 
 
