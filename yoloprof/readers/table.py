@@ -5,7 +5,7 @@ function in readers/ and its renderer in render/ (docs/CONTRACTS.md "Adding a re
 
 Why a table: the CLI's flags, the Python API's keyword arguments and their defaults were written
 twice and had drifted (`modules` and `hotspots` existed only on the CLI). Each reader's options
-are a frozen record (`readers.options`: a frozen dataclass' behaviour, without its start-up cost)
+are a frozen record (`defs.records`: a frozen dataclass' behaviour, without its start-up cost)
 whose fields carry what argparse needs (flag, help, choices) in their metadata; its type and
 default are the field's own, so the CLI and `Profile` read one home.
 
@@ -25,7 +25,8 @@ from yoloprof.config.stat_defaults import ALPHA, NOISE
 from yoloprof.errors import UsageError
 from yoloprof.readers import hotspots, kernels, modules, ops
 from yoloprof.readers import results as res
-from yoloprof.readers.options import Record, fields, option
+from yoloprof.defs.records import Record, fields
+from yoloprof.readers.options import option
 
 ProfileData = dict[str, Any]  # a validated profile (DESIGN.md section 4), as readers.load returns it
 Compute = Callable[..., Mapping[str, Any]]

@@ -1,13 +1,18 @@
-"""The reader table's records (readers/options.py) behave as the frozen dataclasses they replace:
-checked against `dataclasses.dataclass(frozen=True)` itself, the same class declared both ways."""
+"""The frozen records (defs/records.py: the metric registry's, the reader table's) behave as the
+frozen dataclasses they replace: checked against `dataclasses.dataclass(frozen=True)` itself, the
+same class declared both ways."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import pickle
 
 import pytest
 
-from yoloprof.readers.options import Record, fields, option, replace
+from yoloprof.defs.metrics import METRICS, spec
+from yoloprof.defs.records import Record, fields, replace
+from yoloprof.readers.options import option
 
 
 class Rec(Record):
@@ -58,3 +63,9 @@ def test_frozen_and_replace():
         del r.top  # type: ignore[misc]
     assert replace(r, top=3) == Rec("a", 3) and r.top == 20
     assert repr(replace(r, grep="g")).replace("Rec(", "Dc(") == repr(dataclasses.replace(Dc("a"), grep="g"))
+
+
+def test_records_pickle_and_copy_as_objects_do():
+    r = Rec("a", 3, "g")
+    assert pickle.loads(pickle.dumps(r)) == r and copy.deepcopy(r) == r and copy.copy(r) == r
+    assert pickle.loads(pickle.dumps(METRICS[0])) == METRICS[0] and spec(METRICS[0].name) == METRICS[0]
