@@ -1,6 +1,6 @@
 """`yoloprof summary` of a large Kineto trace, whole process, against the references, paired.
 
-Usage: python bench/bench_parse.py [TRACE.json.gz] [--repeat 3] [--no-hta] [--json]
+Usage: python bench/bench_parse.py [TRACE.json.gz] [--repeat 3] [--no-hta] [--json] [--against DIR]
 
 Method (so that ratios mean something on a shared, noisy machine):
 - Every case is a fresh Python process started by this script, timed from outside (wall clock
@@ -13,6 +13,11 @@ Method (so that ratios mean something on a shared, noisy machine):
   `TraceAnalysis(trace_dir=...)` load of the same file when `hta` is importable (not a yoloprof
   dependency: `pip install --no-deps HolisticTraceAnalysis==0.5.0` plus pandas, numpy, plotly,
   psutil, narwhals, networkx, pydot and pyyaml).
+- `--against DIR`: another checkout's `summary .json.gz` (e.g. main before a change) runs in the
+  same rounds, byte-compiled alike, and the ratio of its time to this checkout's is shown: an A/B
+  measured seconds apart instead of in two runs minutes apart on a machine whose speed drifts.
+- The columnar cache is off (YOLOPROF_CACHE=off) in every case: a first read of the file is
+  timed, as `json.loads` reads it, never a cached profile (traces of 64 MiB and more are cached).
 - yoloprof's modules are byte-compiled before the rounds (as pip does at install for numpy,
   HTA and an installed yoloprof); `--no-compile` times a source checkout run with
   PYTHONDONTWRITEBYTECODE=1 instead.
@@ -59,28 +64,36 @@ else:
 """
 
 
-def _cases(gz: Path, plain: Path, hta_dir: Path | None) -> dict[str, list[str]]:
+AGAINST = "against .json.gz"
+
+
+def _cases(gz: Path, plain: Path, hta_dir: Path | None, against: Path | None = None
+           ) -> dict[str, tuple[list[str], Path]]:
+    """Each case's command and the checkout on its PYTHONPATH (and its working directory: `-m`
+    puts the working directory first on the path)."""
     probe = [sys.executable, "-c", PROBE]
     cases = {
-        "summary .json.gz": probe + ["-m", "yoloprof", "summary", str(gz)],
-        "summary .json": probe + ["-m", "yoloprof", "summary", str(plain)],
-        "gunzip + json.loads": probe + ["-c", "import gzip, json; "
-                                        f"json.loads(gzip.decompress(open({str(gz)!r}, 'rb').read()))"],
+        "summary .json.gz": (probe + ["-m", "yoloprof", "summary", str(gz)], REPO),
+        "summary .json": (probe + ["-m", "yoloprof", "summary", str(plain)], REPO),
+        "gunzip + json.loads": (probe + ["-c", "import gzip, json; "
+                                         f"json.loads(gzip.decompress(open({str(gz)!r}, 'rb').read()))"], REPO),
     }
     if hta_dir is not None:
-        cases["HTA 0.5 load"] = probe + ["-c", "from hta.trace_analysis import TraceAnalysis; "
-                                         f"TraceAnalysis(trace_dir={str(hta_dir)!r})"]
+        cases["HTA 0.5 load"] = (probe + ["-c", "from hta.trace_analysis import TraceAnalysis; "
+                                          f"TraceAnalysis(trace_dir={str(hta_dir)!r})"], REPO)
+    if against is not None:
+        cases[AGAINST] = (probe + ["-m", "yoloprof", "summary", str(gz)], against)
     return cases
 
 
-def _run(cmd: list[str]) -> tuple[float, int, float]:
+def _run(cmd: list[str], root: Path = REPO) -> tuple[float, int, float]:
     """Wall seconds, peak RSS bytes and CPU seconds (user + system, its children included) of one
     process. On a machine shared with other work, CPU seconds are what the process would take
     alone on a core, wall seconds what it took today."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(root), "YOLOPROF_CACHE": "off"}
     with tempfile.TemporaryFile() as err_file:
         t = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err_file, env=env, cwd=REPO)
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err_file, env=env, cwd=root)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -120,19 +133,20 @@ def _in_process(data: bytes, repeat: int) -> dict[str, float]:
     return out
 
 
-def precompile() -> None:
+def precompile(root: Path = REPO) -> None:
     """Write yoloprof's bytecode (`__pycache__`, git-ignored) before timing. Why: numpy and HTA
     run from site-packages, byte-compiled when pip installed them, and so does an installed
     yoloprof; a checkout run with PYTHONDONTWRITEBYTECODE=1 would instead compile every yoloprof
     module in every timed process (0.04-0.05 s of CPU), a cost no user pays."""
     import compileall
 
-    compileall.compile_dir(str(REPO / "yoloprof"), quiet=1)
+    compileall.compile_dir(str(root / "yoloprof"), quiet=1)
 
 
-def measure(trace: Path, repeat: int, hta: bool, compile_first: bool = True) -> dict:
+def measure(trace: Path, repeat: int, hta: bool, compile_first: bool = True, against: Path | None = None) -> dict:
     if compile_first:
-        precompile()
+        for root in (REPO, against) if against is not None else (REPO,):
+            precompile(root)
     raw = trace.read_bytes()
     data = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
     with tempfile.TemporaryDirectory() as tmp:
@@ -144,12 +158,12 @@ def measure(trace: Path, repeat: int, hta: bool, compile_first: bool = True) -> 
             hta_dir = Path(tmp, "hta")
             hta_dir.mkdir()
             shutil.copy(gz, hta_dir / "trace.json.gz")
-        cases = _cases(gz, plain, hta_dir)
+        cases = _cases(gz, plain, hta_dir, against)
         names = list(cases)
         rounds = []
         for r in range(repeat):
             order = names[r % len(names):] + names[:r % len(names)]
-            rounds.append({name: _run(cases[name]) for name in order})
+            rounds.append({name: _run(*cases[name]) for name in order})
     return {"json_bytes": len(data), "rounds": rounds, "in_process": _in_process(data, repeat)}
 
 
@@ -174,6 +188,11 @@ def summarise(m: dict) -> dict:
     if "HTA 0.5 load" in med:
         out["hta_over_summary"] = ratio("HTA 0.5 load", "summary .json.gz")
         out["cpu"]["hta_over_summary"] = ratio("HTA 0.5 load", "summary .json.gz", 2)
+    if AGAINST in med:
+        out["against_over_summary"] = ratio(AGAINST, "summary .json.gz")
+        out["cpu"]["against_over_summary"] = ratio(AGAINST, "summary .json.gz", 2)
+        out["against_json_over_summary"] = {"wall": ratio("gunzip + json.loads", AGAINST),
+                                            "cpu": ratio("gunzip + json.loads", AGAINST, 2)}
     return out
 
 
@@ -203,6 +222,11 @@ def render(s: dict, repeat: int) -> str:
         cpu_text = f"{on_cpu:>8.2f}" if on_cpu is not None else f"{'':>8}"
         lines.append(f"{label:<44}{s[key]:>8.2f}{cpu_text}{TARGETS[key]:>8.2f}  {'ok' if ok else 'MISSED'}"
                      " (wall)")
+    if "against_over_summary" in s:
+        lines.append(f"{'against / this checkout (x faster)':<44}{s['against_over_summary']:>8.2f}"
+                     f"{s['cpu']['against_over_summary']:>8.2f}")
+        lines.append(f"{'gunzip+json.loads / against':<44}{s['against_json_over_summary']['wall']:>8.2f}"
+                     f"{s['against_json_over_summary']['cpu']:>8.2f}")
     ip = s["in_process_cpu_s"]
     lines.append("")
     lines.append(f"in-process CPU: typed decode {ip['typed decode']:.3f} s, parse_trace_bytes "
@@ -219,13 +243,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print the raw numbers as JSON")
     ap.add_argument("--no-compile", action="store_true",
                     help="do not byte-compile yoloprof first (time its modules' compilation too)")
+    ap.add_argument("--against", default=None, metavar="DIR",
+                    help="another checkout whose summary runs in the same rounds (an A/B)")
     args = ap.parse_args(argv)
     trace = Path(args.trace)
     if not trace.is_file():
         print(f"no such trace: {trace}", file=sys.stderr)
         return 2
     hta = not args.no_hta and _hta_available()
-    s = summarise(measure(trace, args.repeat, hta, compile_first=not args.no_compile))
+    against = Path(args.against).resolve() if args.against else None
+    if against is not None and not (against / "yoloprof" / "__main__.py").is_file():
+        print(f"--against {against}: not a yoloprof checkout", file=sys.stderr)
+        return 2
+    s = summarise(measure(trace, args.repeat, hta, compile_first=not args.no_compile, against=against))
     s["precompiled"] = not args.no_compile
     print(json.dumps(s, indent=1) if args.json else render(s, args.repeat))
     return 0

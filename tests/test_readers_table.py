@@ -7,7 +7,6 @@ side from `inspect.signature`, independently of the table's own helpers."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import functools
 import inspect
 import json
@@ -22,6 +21,7 @@ from yoloprof import api
 from yoloprof.api import resolve
 from yoloprof.cli import build_parser, main
 from yoloprof.readers import results
+from yoloprof.defs.records import fields, replace
 from yoloprof.readers.table import BY_NAME, READERS, Folder, Selection
 
 COMMON = {"help", "profile", "json", "debug", "func"}  # every reader's own, not options
@@ -39,7 +39,7 @@ def _options(sub: argparse.ArgumentParser) -> dict[str, argparse.Action]:
 
 
 def _fields(cls: type) -> dict[str, object]:
-    return {f.name: f.default for f in dataclasses.fields(cls)}
+    return {f.name: f.default for f in fields(cls)}
 
 
 def test_every_cli_reader_subcommand_is_in_the_table():
@@ -63,15 +63,15 @@ def test_each_subcommand_has_exactly_its_entrys_options(reader):
     for name, default in expected.items():
         assert cli[name].default == default, (reader.name, name)
         if name in ("sort",):
-            assert tuple(cli[name].choices) == dataclasses.fields(reader.options)[
-                [f.name for f in dataclasses.fields(reader.options)].index(name)].metadata["choices"]
+            assert tuple(cli[name].choices) == fields(reader.options)[
+                [f.name for f in fields(reader.options)].index(name)].metadata["choices"]
     assert all(callable(resolve(view)) for view in reader.formats.values())
 
 
 def test_compare_builds_its_own_subcommand_with_the_entrys_options():
     sub = _subparsers()["compare"]
     by_flag = {s: a for a in sub._actions for s in a.option_strings}
-    for f in dataclasses.fields(BY_NAME["compare"].options):
+    for f in fields(BY_NAME["compare"].options):
         flag = f.metadata["flag"] or "--" + f.name.replace("_", "-")
         assert by_flag[flag].default == f.default, f.name
 
@@ -214,13 +214,13 @@ def test_each_method_passes_every_option_through(reader, monkeypatch, tmp_path):
     # a wrapper that dropped or swapped an argument would still have the right signature
     hints = typing.get_type_hints(reader.options)
     kw = {}
-    for f in dataclasses.fields(reader.options):
+    for f in fields(reader.options):
         args = [a for a in typing.get_args(hints[f.name]) if a is not type(None)] or [hints[f.name]]
         kw[f.name] = _distinct(typing.get_origin(args[0]) or args[0], f.default)
     seen: list[object] = []
     profile = yoloprof.Profile(cpu_train_profile(), str(tmp_path / "p.json"))
     if reader.sides == 2:
-        spy = dataclasses.replace(reader, compute=lambda b, a, options, floors=None: seen.append(options) or {})
+        spy = replace(reader, compute=lambda b, a, options, floors=None: seen.append(options) or {})
         monkeypatch.setitem(api.BY_NAME, reader.name, spy)
         profile.compare(cpu_train_profile(), **kw)
     else:
@@ -235,7 +235,7 @@ def test_what_json_cannot_hold_is_returned_as_json_prints_it(tmp_path, capsys, m
     import numpy as np
 
     odd = {"nan": float("nan"), "inf": float("inf"), "pair": (1, 2), "np": np.float64(0.5), "rows": [{1: 2.0}]}
-    reader = dataclasses.replace(BY_NAME["phases"], compute=lambda data, source, options: dict(odd))
+    reader = replace(BY_NAME["phases"], compute=lambda data, source, options: dict(odd))
     monkeypatch.setitem(BY_NAME, "phases", reader)
     path = tmp_path / "p.json"
     path.write_text(json.dumps(cpu_train_profile()), encoding="utf-8")

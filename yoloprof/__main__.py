@@ -3,14 +3,19 @@ one line (docs/errors.md "Ctrl-C"): also while the CLI itself is imported, and a
 (a late Ctrl-C while the interpreter shuts torch down must not turn the status into a traceback or
 a death by SIGINT)."""
 
-import signal
+import gc
 
-from yoloprof.errors import run_guarded
+gc.disable()  # until cli.main, which sets the collector for the command (cli._only_reads)
+
+import signal  # noqa: E402
+
+from yoloprof.errors import run_guarded  # noqa: E402
 
 
 def _main() -> int:
     from yoloprof.cli import main
 
+    gc.enable()  # main pauses it again first thing (nothing is allocated in between)
     return main()
 
 

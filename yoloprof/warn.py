@@ -13,7 +13,6 @@ import contextlib
 import os
 import re
 import sys
-import tempfile
 import warnings
 from collections import Counter
 from typing import Any, Callable, Iterable, Iterator, TextIO
@@ -166,6 +165,8 @@ def native_stderr(drop: Callable[[bytes], bool] = lambda _line: False) -> Iterat
     except OSError:  # no usable stderr: nothing to sort
         yield NativeLog()
         return
+    import tempfile  # here: only captures read fd 2, and tempfile (shutil, random) costs every reader's start
+
     log, swapped = NativeLog(), None
     with tempfile.TemporaryFile() as tmp:
         os.dup2(tmp.fileno(), 2)

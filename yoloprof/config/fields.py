@@ -12,15 +12,19 @@ Standard library only (the lowest layer).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import typing
 from enum import Enum
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:  # imported where used: a reader's start needs only flag_name (dataclasses: 10 ms)
+    import dataclasses
 
 
 def spec_fields(*schemas: type) -> dict[str, dataclasses.Field]:
     """The fields of one or more schema dataclasses, in order, by name."""
+    import dataclasses
+
     return {f.name: f for cls in schemas for f in dataclasses.fields(cls)}
 
 
@@ -37,6 +41,8 @@ def flag_dest(name: str, flag: str | None) -> str:
 
 def field_default(f: dataclasses.Field) -> Any:
     """A field's default, calling its factory."""
+    import dataclasses
+
     return f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[operator]  # the factory exists when there is no default
 
 

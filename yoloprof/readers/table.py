@@ -5,8 +5,9 @@ function in readers/ and its renderer in render/ (docs/CONTRACTS.md "Adding a re
 
 Why a table: the CLI's flags, the Python API's keyword arguments and their defaults were written
 twice and had drifted (`modules` and `hotspots` existed only on the CLI). Each reader's options
-are a frozen dataclass whose fields carry what argparse needs (flag, help, choices) in their
-metadata; its type and default are the field's own, so the CLI and `Profile` read one home.
+are a frozen record (`defs.records`: a frozen dataclass' behaviour, without its start-up cost)
+whose fields carry what argparse needs (flag, help, choices) in their metadata; its type and
+default are the field's own, so the CLI and `Profile` read one home.
 
 Renderers are named by dotted path ("module:function" in render/) and resolved by the layer
 above (cli or api): readers/ sits below render/ in the import layers and never imports it.
@@ -14,11 +15,9 @@ above (cli or api): readers/ sits below render/ in the import layers and never i
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from yoloprof.config.fields import flag_name
@@ -26,22 +25,15 @@ from yoloprof.config.stat_defaults import ALPHA, NOISE
 from yoloprof.errors import UsageError
 from yoloprof.readers import hotspots, kernels, modules, ops
 from yoloprof.readers import results as res
+from yoloprof.defs.records import Record, fields
+from yoloprof.readers.options import option
 
 ProfileData = dict[str, Any]  # a validated profile (DESIGN.md section 4), as readers.load returns it
 Compute = Callable[..., Mapping[str, Any]]
 
 
-def option(default: Any, help: str | None = None, *, flag: str | None = "", short: str | None = None,
-           choices: tuple[str, ...] | None = None, action: str | None = None, nargs: str | None = None,
-           metavar: str | None = None) -> Any:
-    """A field of an options dataclass. `flag` "" = `--name-with-dashes`; None = a positional."""
-    return field(default=default, metadata={"help": help, "flag": flag, "short": short, "choices": choices,
-                                            "action": action, "nargs": nargs, "metavar": metavar})
-
-
-@dataclass(frozen=True)
-class OptionSpec:
-    """One option as the CLI and the API see it (derived from an options dataclass field)."""
+class OptionSpec(Record):
+    """One option as the CLI and the API see it (derived from an options record's field)."""
     name: str
     type: type
     default: Any
@@ -62,10 +54,10 @@ def _scalar(hint: Any) -> type:
 
 
 def option_specs(options: type) -> tuple[OptionSpec, ...]:
-    """The options of a reader's dataclass in field order (the order of its CLI flags)."""
+    """The options of a reader's record in field order (the order of its CLI flags)."""
     hints = typing.get_type_hints(options)
     out = []
-    for f in dataclasses.fields(options):
+    for f in fields(options):
         m = f.metadata
         flag = m.get("flag", "")
         out.append(OptionSpec(f.name, _scalar(hints[f.name]), f.default, m.get("help"),
@@ -75,46 +67,40 @@ def option_specs(options: type) -> tuple[OptionSpec, ...]:
 
 
 # --------------------------------------------------------------------------------------------
-# options (one frozen dataclass per reader; the field order is the CLI's)
+# options (one frozen record per reader; the field order is the CLI's)
 
-@dataclass(frozen=True)
-class Selection:
+class Selection(Record):
     """--steps / --window: which steps of a trace are analysed (readers/select.py). A load-time
     choice: `yoloprof.load(path, steps=..., window=...)` in the API."""
     steps: str | None = option(None, "only these ProfilerStep numbers of a trace (4-6, or 5)")
     window: str | None = option(None, "only the steps starting in START:END, ms from the trace's first event")
 
 
-@dataclass(frozen=True)
-class Folder:
+class Folder(Record):
     """A folder of rank traces (the multi-rank view): CLI only, a Profile is one trace."""
     jobs: int | None = option(None, "processes parsing a folder of rank traces (default: one per core)")
     ranks: str | None = option(None, "a folder of rank traces: only these ranks (0,3 or 0-7)")
 
 
-@dataclass(frozen=True)
-class NoOptions:
+class NoOptions(Record):
     """A reader without options (phases)."""
 
 
-@dataclass(frozen=True)
-class SummaryOptions:
+class SummaryOptions(Record):
     """`yoloprof summary`."""
 
     per_step: bool = option(False, "each step's time, device busy, kernels, phases, SM efficiency and "
                             "occupancy; the slowest marked")
 
 
-@dataclass(frozen=True)
-class ReportOptions:
+class ReportOptions(Record):
     """`yoloprof report`: where the HTML goes."""
 
     output: str | None = option(None, "the HTML file (default: capture_report.html beside the input)",
                                 short="-o")
 
 
-@dataclass(frozen=True)
-class GetOptions:
+class GetOptions(Record):
     """`yoloprof get [FIELD]`: the field (none = list them)."""
 
     field: str | None = option(None, flag=None, nargs="?")
@@ -123,8 +109,7 @@ class GetOptions:
 CATEGORY_HELP = "a category, or a unique prefix/substring of one (gemm -> gemm/conv)"
 
 
-@dataclass(frozen=True)
-class KernelsOptions:
+class KernelsOptions(Record):
     """`yoloprof kernels`: filters, sort and row count (`top <= 0` = all)."""
 
     top: int = option(20)
@@ -137,8 +122,7 @@ class KernelsOptions:
                              "memory), from the trace (a profile's own trace file)")
 
 
-@dataclass(frozen=True)
-class OpsOptions:
+class OpsOptions(Record):
     """`yoloprof ops`: phase, sort, per input shapes, row count."""
 
     top: int = option(20)
@@ -147,8 +131,7 @@ class OpsOptions:
     shapes: bool = option(False, "one row per (op, input shapes) when the trace recorded shapes")
 
 
-@dataclass(frozen=True)
-class ModulesOptions:
+class ModulesOptions(Record):
     """`yoloprof modules`: depth, sort, row count (0 = all)."""
 
     depth: int | None = option(None, "deepest module level shown (0 = the model)")
@@ -156,8 +139,7 @@ class ModulesOptions:
     top: int = option(0, "rows shown (0 = all)")
 
 
-@dataclass(frozen=True)
-class HotspotsOptions:
+class HotspotsOptions(Record):
     """`yoloprof hotspots`: sort, row count, file:function filter."""
 
     sort: str = option("cum", choices=tuple(hotspots.SORTS))
@@ -165,19 +147,17 @@ class HotspotsOptions:
     grep: str | None = option(None, "regular expression on file:function")
 
 
-@dataclass(frozen=True)
-class WhatIfOptions:
+class WhatIfOptions(Record):
     """`yoloprof what-if`: exactly one change."""
 
     remove_category: str | None = option(None, CATEGORY_HELP)
     remove_launches: int | None = option(None)
 
 
-@dataclass(frozen=True)
-class CompareOptions:
+class CompareOptions(Record):
     """The options `yoloprof.compare` and `Profile.compare` share with `yoloprof compare` (whose
     other flags run captures or pick files: cli.py builds that subcommand itself)."""
-    # option() is dataclasses.field with the CLI's metadata, a frozen default (ruff cannot see it)
+    # option() is a field with the CLI's metadata, a frozen default (ruff cannot see it)
     metrics: list[str] | None = option(None, "repeatable; default: headline metrics",  # noqa: RUF009
                                        flag="--metric", action="append")
     alpha: float = option(ALPHA)
@@ -188,8 +168,7 @@ class CompareOptions:
 # --------------------------------------------------------------------------------------------
 # the table
 
-@dataclass(frozen=True)
-class Reader:
+class Reader(Record):
     """One reader. `compute(data, source, options)` returns the JSON result (`source`: the path
     the profile was read from, for readers that also read the trace beside it); `render` names
     the renderer of the text format, `(result, source) -> None` (`formats`: every format's); `write` (report) names a render/
@@ -223,8 +202,8 @@ class Reader:
         return option_specs(self.options)
 
     def make(self, values: Mapping[str, Any]) -> Any:
-        """The options dataclass from a mapping holding (at least) its fields (argparse's vars)."""
-        return self.options(**{f.name: values[f.name] for f in dataclasses.fields(self.options)})
+        """The options record from a mapping holding (at least) its fields (argparse's vars)."""
+        return self.options(**{f.name: values[f.name] for f in fields(self.options)})
 
 
 def _summary(data: ProfileData, source: str, o: SummaryOptions) -> Mapping[str, Any]:
