@@ -16,7 +16,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # `import helpers` fro
 from helpers.paths import CONF, TRACES  # noqa: E402
 
 # Every fixture lives here or in a fixture plugin of tests/helpers/ registered here (test modules
-# define none: tests/test_layers.py checks it), grouped by the tests that take them.
+# define none: tests/test_layers.py checks it), grouped by the tests that take them. A fixture that
+# builds data (a sweep folder, a capture, a parsed trace) is session-scoped even when one module
+# uses it: a module-scoped one is built again whenever xdist hands its worker that module's tests
+# after another module's; module scope is kept for those that patch or extend the process
+# (sys.path, a monkeypatched reader).
 pytest_plugins = ["helpers.fixtures_analysis", "helpers.fixtures_capture", "helpers.fixtures_readers"]
 
 

@@ -27,7 +27,7 @@ from yoloprof.sweep.app import main as sweep_main
 
 # --- the fixtures of tests/test_analysis_axes.py
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def modes_sweep(tmp_path_factory) -> Path:
     """`mode=train,infer batch=4,8 trial=range(3)`: train has steps, infer has runs (derived)."""
     sweep = tmp_path_factory.mktemp("modes") / "sweeps" / "m" / "20240101-000000-mode"
@@ -46,7 +46,7 @@ def modes_sweep(tmp_path_factory) -> Path:
     return sweep
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def models_sweep(tmp_path_factory) -> Path:
     """`model._target_=pkg.nets.NetA,pkg.nets.NetB +model.width=16,32`, 3 trials each."""
     import numpy as np
@@ -76,7 +76,7 @@ def models_sweep(tmp_path_factory) -> Path:
 
 # --- the fixtures of tests/test_analysis_cli.py
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def sweep(tmp_path_factory) -> Path:
     return make_sweep(tmp_path_factory.mktemp("cli"), [{"batch": 4}, {"batch": 8}, {"batch": 16}],
                       batch_truth, trials=4)
@@ -84,7 +84,7 @@ def sweep(tmp_path_factory) -> Path:
 
 # --- the fixtures of tests/test_analysis_records.py
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def demo(tmp_path_factory) -> Path:
     """The shipped demo sweep (vary: batch) run with the fake capture; its end-of-sweep analysis."""
     root = tmp_path_factory.mktemp("demo")
@@ -105,7 +105,7 @@ def demo(tmp_path_factory) -> Path:
 
 # --- the fixtures of tests/test_analysis_report.py
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def report(tmp_path_factory) -> tuple[Path, object]:
     cfgs = [{"batch": b, "imgsz": i} for b in (4, 8, 16) for i in (320, 640)]
     sweep = make_sweep(tmp_path_factory.mktemp("rep"), cfgs, lambda c, r: batch_truth(c, r, n=5),
@@ -124,12 +124,12 @@ def workers_truth(c: dict, rng: np.random.Generator) -> dict[str, list[float]]:
     return {"step_ms": s, "img_per_s": [c["batch"] * 1000 / x for x in s], "peak_mem_mb": [500.0]}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def workers_sweep(tmp_path_factory) -> Path:
     return make_sweep(tmp_path_factory.mktemp("w"), [{"workers": w} for w in (0, 2, 4)], workers_truth, trials=8)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def grid_sweep(tmp_path_factory) -> Path:
     cfgs = [{"batch": b, "imgsz": i} for b in (4, 8, 16) for i in (320, 640)]
     return make_sweep(tmp_path_factory.mktemp("g"), cfgs, lambda c, r: batch_truth(c, r, n=4),

@@ -91,7 +91,7 @@ def fake_run(monkeypatch):
 
 # --- the fixtures of tests/test_capturing_runtime_env.py
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def captured(tmp_path_factory):
 
     import yoloprof
@@ -147,7 +147,7 @@ def two_runs(user_loop, tmp_path_factory):
 
 # --- the fixtures of tests/test_capturing_userloop_extras.py
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory):
     from yoloprof.capturing.builtin.capture_entry import capture
     from yoloprof.config.capture_settings import CaptureSettings
@@ -193,7 +193,7 @@ def tiny_cpu_training_trace(out: Path, *, active: int, dataload: bool = False,
 
 # --- the fixtures of tests/test_render_capture.py
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def cpu_capture(tmp_path_factory) -> Path:
     """A CPU training trace (profile_memory on) as profile_trace.json with its profile.json."""
     from yoloprof.readers.load import load_any
@@ -208,14 +208,14 @@ def cpu_capture(tmp_path_factory) -> Path:
 
 # --- the fixtures of tests/test_traces_cpu.py
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def cpu_trace(tmp_path_factory) -> Path:
     return tiny_cpu_training_trace(tmp_path_factory.mktemp("cpu") / "trace.json", active=3, dataload=True)
 
 
 # --- the fixtures of tests/test_traces_truth.py
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def recorded(tmp_path_factory):
     """A CPU trace recorded here with shapes and memory, plus torch's own key_averages."""
     import torch

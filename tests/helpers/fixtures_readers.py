@@ -44,7 +44,7 @@ def fixture_names() -> set[str]:
     return names
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def names() -> set[str]:
     return fixture_names()
 
@@ -88,7 +88,7 @@ def one_parse_per_fixture_trace():
         yield
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def profiles(tmp_path_factory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("profiles")
     out = {}
@@ -161,12 +161,12 @@ def _write_ranks(folder, doc, names, stretch_rank=None):
     return folder
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def source_doc():
     return json.loads(gzip.decompress(trace_path("nccl_data.json.gz").read_bytes()))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def rank_dirs(tmp_path_factory, source_doc):
     base = tmp_path_factory.mktemp("ranks")
     names = ["rank0.json", "rank1.json.gz", "host.123.pt.trace.json"]
@@ -176,7 +176,7 @@ def rank_dirs(tmp_path_factory, source_doc):
     return even, slow
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def views(rank_dirs):
     even, slow = rank_dirs
     return read_ranks(even, jobs=2), read_ranks(slow, jobs=2)
@@ -200,7 +200,7 @@ def big(tmp_path, monkeypatch) -> Path:
 
 # --- the fixtures of tests/test_readers_engine.py
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def rank_apr():
     t = trace_path("rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz")
     return profile_from_trace_bytes(gzip.decompress(t.read_bytes()), t.name)
@@ -208,7 +208,7 @@ def rank_apr():
 
 # --- the fixtures of tests/test_readers_profiles.py
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def schema() -> dict:
     return json.loads(resources.files("yoloprof.profiles").joinpath("profile.schema.json").read_text())
 
