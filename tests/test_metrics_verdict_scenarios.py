@@ -25,11 +25,9 @@ def _capture(sc, root: Path) -> dict[str, dict]:
     """{"slow": profile, "fixed": profile} of one scenario.
 
     One intra-op thread (settings.threads=1): on a 2-core machine shared with the test runner, two
-    threads make CPU trials bimodal, and a verdict test must not depend on that. Three trials a
-    side (five cost a quarter more of the six scenarios' CPU, 47 -> 36 s measured, for no claim of
-    the test): the comparison is judged by the 5% noise floor between processes below, which a 2-6x
-    effect clears with any trial count; one trial slowed by a neighbour (the suite runs beside other
-    tests) widens that side's spread, and the test then captures both sides again. A trace window of two recorded steps after one discarded
+    threads make CPU trials bimodal, and a verdict test must not depend on that. Five trials a
+    side: the suite runs beside other tests (xdist), and one trial slowed by a neighbour must not
+    leave a large effect "inconclusive". A trace window of two recorded steps after one discarded
     (no skipped step): the op shares the rules read are per step, and a smaller trace is the larger
     part of what a scenario costs. A fixed warm-up (warmup_max = warmup): the auto one adds a
     tested window and, on a loaded machine, more warm-up steps to each of the ten trials (a
@@ -40,7 +38,7 @@ def _capture(sc, root: Path) -> dict[str, dict]:
     out = {}
     for side, settings in (("slow", sc.slow), ("fixed", sc.fixed)):
         if settings is not None:
-            s = CaptureSettings.for_mode(sc.mode, **settings, repeat=3, threads=1, modules=False,
+            s = CaptureSettings.for_mode(sc.mode, **settings, repeat=5, threads=1, modules=False,
                                          trace_wait=0, trace_active=2, warmup_max=settings["warmup"])
             out[side] = capture(s, root / side, echo_warnings=False)
     return out
