@@ -131,6 +131,21 @@ def test_per_device_figures_on_a_two_device_trace():
     assert a.device_util_pct == pytest.approx(50.0)
 
 
+def test_a_step_without_phases_is_all_other_to_the_nanosecond():
+    """Hand-worked: two steps of 900.5 and 1673.183 µs, each with one op that ends where it ends,
+    and no phase spans: the whole of each step is the "other" phase, 0.9005 and 1.673183 ms (an
+    integer array once cut both to whole µs: 0.900 and 1.673)."""
+    ev = []
+    for s, (ts, dur) in enumerate([(0, 900.5), (2000, 1673.183)]):
+        ev += [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{s + 1}", "pid": 1, "tid": 1,
+                "ts": ts, "dur": dur},
+               {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": ts + dur - 50,
+                "dur": 50}]
+    a = analyze_trace_bytes(_kineto(ev), "nophases.json")
+    [other] = [p for p in a.profile_sections()["phases"] if p["phase"] == "other"]
+    assert other["wall_ms_per_step"] == pytest.approx((0.9005 + 1.673183) / 2, rel=1e-12, abs=0)
+
+
 def test_orphan_kernels_land_in_the_step_of_their_own_start():
     """rank0: 705 kernels launched before the profiler started (no launch event). Each is placed
     by its own GPU start time: in this trace every one of them starts inside step 0's span."""

@@ -229,8 +229,8 @@ def _phase_walls(steps: Steps, tl: Timeline) -> np.ndarray:
     `overlap_by_label` over the segments that overlap it only (segments are disjoint and sorted,
     so those are one range of them; the others cover nothing and add +0.0 to no sum's value)."""
     S, P = len(steps), len(tl.names)
-    if not len(tl.start):  # as before: np.bincount of no segments counts in integers, so the
-        return np.zeros((S, P), np.intp)  # "other" wall below is then cut to whole µs (a known flaw)
+    if not len(tl.start):  # no phase segments: every step's wall is "other" (set by the caller);
+        return np.zeros((S, P))  # float, as the bincount below: an int array cut it to whole µs
     first = np.searchsorted(tl.end, steps.start, side="right")  # the first segment ending after
     stop = np.maximum(np.searchsorted(tl.start, steps.end, side="left"), first)
     if not (bool((tl.start[1:] >= tl.end[:-1]).all()) and bool((tl.end >= tl.start).all())):
