@@ -22,7 +22,8 @@ from yoloprof.traces.grouping import DENSE_KEYS, DENSE_KEYS_PER_ROW, grouped_row
 from yoloprof.traces.grouping import per_step as _per_step
 from yoloprof.traces.grouping import per_step_label as _per_step_label
 from yoloprof.traces.intervals import SortedUnion, overlap_by_label, sorted_union, union_without_each
-from yoloprof.traces.op_rows import op_part as _op_part
+from yoloprof.traces.op_rows import op_rows_of
+from yoloprof.traces.op_table import memory_inclusive, op_nesting, tree_events, with_memory
 from yoloprof.traces.parse import CAT_CODE, DEVICE_KINDS, HOST_API_CATS, US_PER_MS, Events, parse_trace_bytes
 from yoloprof.traces.phase_timeline import Timeline, build_timeline
 from yoloprof.traces.profiler_steps import Steps, find_steps, step_of
@@ -186,7 +187,8 @@ def _device_part(ev: Events, j: Join, steps: Steps, tl: Timeline, host_step: np.
 
 # Events from which the op rows (the op tree, its table and their grouping: half the analysis of
 # a large trace) are computed by a forked helper while this process analyses the rest
-# (`fork.Soon`); only the grouped rows come back (a few thousand dicts, not the tree's columns).
+# (`fork.Soon`); its nesting comes back through the shared file (`traces.fork`: kept, self time and
+# the kept children's parents, about 25 bytes per tree node, mapped, not copied).
 # Memory: the helper maps this process's pages (trimmed first: `fork.trim_heap`) and adds its
 # own working set, at most TREE_HELPER_BYTES_PER_EVENT per event (107 measured on
 # df_index_resolver x20: 217 MB for 2.0M tree nodes of 2.5M events); it is forked only while the
@@ -310,8 +312,10 @@ def analyze_events(ev: Events, source: str, select: Any = None) -> TraceAnalysis
     """`select`: a `traces.step_selection.StepSelection` (the steps analysed), or None for all.
 
     Two cores: once the steps and the phase timeline are known (a few cheap passes), a forked
-    helper computes the op rows (`op_rows.op_part`) while this process computes everything else; the
-    same function on the same data, so the same figures whichever process computes it."""
+    helper computes the op tree's nesting and self times (`op_table.op_nesting`, the costliest
+    share of the op rows) while this process computes everything else and the ops' inclusive
+    memory, then groups the op rows from both (`op_rows.op_rows_of`); the same functions on the
+    same data, so the same figures whichever process computes them."""
     steps = find_steps(ev)
     if select:
         steps = select.apply(steps)
@@ -319,14 +323,14 @@ def analyze_events(ev: Events, source: str, select: Any = None) -> TraceAnalysis
     parallel = len(ev) >= PARALLEL_TREE_EVENTS and parse._may_fork() and _room_for_helper(len(ev))
     if parallel:
         fork.trim_heap()  # the slices' freed columns: not mapped into the helper (`fork.trim_heap`)
-    op_part = fork.Soon(lambda: _op_part(ev, steps, tl), parallel)
+    nesting = fork.Soon(lambda: op_nesting(ev, tree_events(ev)), parallel)
     try:
-        return _analyze(ev, source, steps, tl, op_part)
+        return _analyze(ev, source, steps, tl, nesting)
     finally:
-        op_part.cancel()
+        nesting.cancel()
 
 
-def _analyze(ev: Events, source: str, steps: Steps, tl: Timeline, op_part: fork.Soon) -> TraceAnalysis:
+def _analyze(ev: Events, source: str, steps: Steps, tl: Timeline, nesting: fork.Soon) -> TraceAnalysis:
     j = join(ev)
     props = ev.meta.get("deviceProperties")
     out = TraceAnalysis(
@@ -343,7 +347,11 @@ def _analyze(ev: Events, source: str, steps: Steps, tl: Timeline, op_part: fork.
     _memory_part(ev, steps, out)
     out.warnings = list(dict.fromkeys(ev.warnings + steps.warnings + _check(ev, j, host_step, out)))
     del host_step
-    out.op_rows, out.op_shape_rows, out.phase_ops = op_part.result()
+    tree = tree_events(ev)
+    inclusive = memory_inclusive(ev, tree)  # while the helper computes the nesting
+    table = with_memory(nesting.result(), inclusive)
+    del inclusive
+    out.op_rows, out.op_shape_rows, out.phase_ops = op_rows_of(ev, steps, tl, tree, table)
     return out
 
 

@@ -2,9 +2,10 @@
 and phase (and by input shapes), plus the ops counted per step and phase.
 
 Why one function of the events alone (`op_part`): it is half the analysis of a large trace and
-depends on nothing else the engine computes but the steps and the phase timeline, so a forked
-helper computes it whole while the engine does the rest (`analyze.analyze_events`), and only
-the grouped rows (a few thousand) come back.
+depends on nothing else the engine computes but the steps and the phase timeline. Its costliest
+share, the tree's nesting and self times (`op_table.op_nesting`), needs nothing but the events,
+so a forked helper computes it while the engine does the rest and the ops' inclusive memory
+(`analyze.analyze_events`); the rows are then grouped here from both (`op_rows_of`).
 """
 
 from __future__ import annotations
@@ -53,10 +54,16 @@ def op_part(ev: Events, steps: Steps, tl: Timeline) -> tuple[list[dict[str, Any]
     may have children past its end); rows are the ops and runtime/driver calls that start in the
     analysed steps, merged duplicates left out; ops per phase count every `cpu_op` event that
     starts in a step (tree node or not), ProfilerSteps left out."""
+    tree = tree_events(ev)
+    return op_rows_of(ev, steps, tl, tree, op_table(ev, tree))
+
+
+def op_rows_of(ev: Events, steps: Steps, tl: Timeline, tree: np.ndarray, table: OpTable
+               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], np.ndarray]:
+    """`op_part` from the tree's nodes (`tree_events`) and their table (`op_table`): computed
+    wherever they were (`analyze.analyze_events` has the table's nesting computed by a helper)."""
     S, P = len(steps), len(tl.names)
     step_name = _step_names(ev)
-    tree = tree_events(ev)
-    table = op_table(ev, tree)
     tree_ts, tree_cat = ev.ts[tree], ev.cat[tree]
     tree_step = step_of(tree_ts, steps)
     in_rows = (tree_step >= 0) & cat_mask(*ROW_CATS)[tree_cat] & ~step_name[ev.name[tree]]

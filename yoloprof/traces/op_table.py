@@ -285,10 +285,23 @@ def _memory_in(ev: Events, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarr
     return alloc, freed
 
 
-def op_table(ev: Events, idx: np.ndarray) -> OpTable:
-    """Self time (µs) and self memory of each op event in `idx`, nesting among `idx` only."""
+@dataclass
+class Nesting:
+    """The tree's part of an `OpTable` (`op_nesting`): kept, self time, and each kept child's
+    parent (`child[k]`'s parent is `par[k]`, positions in `idx`), for the memory's subtraction."""
+
+    kept: np.ndarray
+    self_us: np.ndarray
+    child: np.ndarray
+    par: np.ndarray
+
+
+def op_nesting(ev: Events, idx: np.ndarray) -> Nesting:
+    """Self time (µs) of each op event in `idx`, nesting among `idx` only: the tree's share of
+    `op_table` (what a helper computes while the caller reads the memory, `memory_inclusive`)."""
     if len(idx) == 0:
-        return OpTable(np.zeros(0, bool), np.zeros(0))
+        none = np.zeros(0, np.int64)
+        return Nesting(np.zeros(0, bool), np.zeros(0), none, none)
     parent, order = _tree(ev, idx)
     kept = _merge_duplicates(ev.name[idx], parent, order)
     del order
@@ -302,16 +315,36 @@ def op_table(ev: Events, idx: np.ndarray) -> OpTable:
     covered -= ts[child]
     np.maximum(covered, 0.0, out=covered)
     self_us = dur - np.bincount(par, weights=covered, minlength=len(idx))
-    del covered
-    out = OpTable(kept, np.maximum(self_us, 0.0, out=self_us))
-    if len(ev.memory):
-        del dur
-        alloc, freed = _memory_in(ev, ts, end)
-        del ts, end
-        alloc -= np.bincount(par, weights=alloc[child], minlength=len(idx))
-        freed -= np.bincount(par, weights=freed[child], minlength=len(idx))
+    return Nesting(kept, np.maximum(self_us, 0.0, out=self_us), child, par)
+
+
+def memory_inclusive(ev: Events, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(allocated, freed) bytes of the `[memory]` events inside each op of `idx` (inclusive, the
+    tree not needed), None for a trace without memory events."""
+    if not len(ev.memory):
+        return None
+    ts = ev.ts[idx]
+    return _memory_in(ev, ts, ts + ev.dur[idx])
+
+
+def with_memory(nest: Nesting, inclusive: tuple[np.ndarray, np.ndarray] | None) -> OpTable:
+    """The OpTable of a nesting and its ops' inclusive memory: self memory is inclusive minus the
+    kept children's inclusive."""
+    out = OpTable(nest.kept, nest.self_us)
+    if inclusive is not None:
+        alloc, freed = inclusive
+        n = len(nest.kept)
+        alloc -= np.bincount(nest.par, weights=alloc[nest.child], minlength=n)
+        freed -= np.bincount(nest.par, weights=freed[nest.child], minlength=n)
         out.self_alloc, out.self_freed = alloc, freed
     return out
+
+
+def op_table(ev: Events, idx: np.ndarray) -> OpTable:
+    """Self time (µs) and self memory of each op event in `idx`, nesting among `idx` only."""
+    if len(idx) == 0:
+        return OpTable(np.zeros(0, bool), np.zeros(0))
+    return with_memory(op_nesting(ev, idx), memory_inclusive(ev, idx))
 
 
 def tree_events(ev: Events) -> np.ndarray:
