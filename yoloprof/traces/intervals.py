@@ -103,8 +103,8 @@ def union_without_each(start: np.ndarray, end: np.ndarray, group: np.ndarray, la
     prepared = prepared or SortedUnion(*_sorted_shifted(start, end, group))
     order, s_sorted, e_sorted = prepared.order, prepared.s_sorted, prepared.e_sorted
     label_sorted = label[order]
-    at_lo = set(np.unique(label[start == start.min()]).tolist())
-    at_hi = set(np.unique(label[clipped == clipped.max()]).tolist())
+    at_lo = set(np.unique(label[start == start.min()], return_counts=True)[0].tolist())  # counts: no numpy.ma
+    at_hi = set(np.unique(label[clipped == clipped.max()], return_counts=True)[0].tolist())
     codes, n_groups = _dense_ranks(np.asarray(group))
     n_labels = int(label.max()) + 1 if label.dtype.kind in "iu" and int(label.min()) >= 0 else 0
     # pair[g, l]: intervals of group g with label l (a label's rest keeps g when others remain)
