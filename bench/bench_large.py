@@ -200,8 +200,8 @@ def _measure(argv: list[str], env: dict[str, str], before: Callable[[], None] = 
              ) -> dict[str, float]:
     """Time from one run, the sampled memory from another. Why two: reading every process's
     smaps_rollup every SAMPLE_S costs the kernel a walk of the reader's page tables while the
-    reader runs on the same two cores, which slowed the measured run by about a second at 1 GB
-    (5.5 s against 3.6-3.9 s for the same code timed alone). The sampled run goes first, so the
+    reader runs on the same two cores, which slowed the measured run by 1.2-2.3 s at 1 GB (5.3-6.7 s
+    against 4.2-4.4 s for the same code timed alone, 3 alternating pairs). The sampled run goes first, so the
     timed one finds the file in the page cache as the runs before it did. `before` runs before
     each (the cache write empties the cache)."""
     before()
