@@ -8,6 +8,7 @@ engine ran before), on cases that take both its fast path and its fallback.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from yoloprof.traces.intervals import exclusive_contributions, locate, lookup, union_without_each
 from yoloprof.traces.op_table import _merge_duplicates
@@ -140,3 +141,20 @@ def test_parents_level_by_level_equal_the_sorted_search(monkeypatch) -> None:
         bad[child] = end_s[shallow[child]] + 5.0  # a child overrunning its parent: no nesting
         assert ot._nested_parents(ts_s, bad, np.where(bad > ts_s, np.nextafter(bad, -np.inf), ts_s),
                                   thread) is None
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_distinct_codes_equal_numpys_unique(seed) -> None:
+    """`grouping.distinct` (a count table for a narrow span of integers) against `np.unique`:
+    the same sorted values and inverse, for device ids with negatives, a wide span (the sort
+    path), unsigned codes and an empty column."""
+    from yoloprof.traces.grouping import distinct
+
+    rng = np.random.default_rng(seed)
+    cases = [rng.integers(-3, 9, 500).astype(np.int32), rng.integers(0, 1 << 20, 300),
+             rng.integers(0, 5, 200).astype(np.uint8), np.zeros(0, np.int64)]
+    for codes in cases:
+        values, inverse = distinct(codes)
+        want_values, want_inverse = np.unique(codes, return_inverse=True)
+        assert values.dtype == want_values.dtype
+        assert np.array_equal(values, want_values) and np.array_equal(inverse, want_inverse)

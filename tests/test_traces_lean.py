@@ -1,5 +1,5 @@
 """The engine's lean paths for large traces give the old figures, bit for bit, and free what they
-promise: rows grouped by a count table (traces/analyze.py `_grouped_rows`) against a plain-Python
+promise: rows grouped by a count table (traces/grouping.py `grouped_rows`) against a plain-Python
 group-by, one-group unions sorted by a stable argsort (traces/intervals.py) against the lexsort
 formula they replace, the C heap handed back (traces/fork.py `trim_heap`), and a helper's result
 unpickled from the pipe (`Forked.join`), a cut one refused."""
@@ -11,7 +11,7 @@ import os
 import numpy as np
 import pytest
 
-from yoloprof.traces import analyze, fork
+from yoloprof.traces import analyze, fork, grouping
 from yoloprof.traces.intervals import exclusive_contributions
 
 
@@ -35,10 +35,10 @@ def test_grouped_rows_by_count_table_and_by_sort_equal_a_plain_group_by(seed, mo
     phases = rng.integers(0, 6, n)
     weights = {"self": rng.random(n) * 1e3, "total": rng.random(n) * 1e6 + 0.1}
     want = _python_groups(names, phases, 6, weights)
-    assert analyze._grouped_rows(names, phases, 6, weights) == want  # count table
-    monkeypatch.setattr(analyze, "DENSE_KEYS", 0)
-    monkeypatch.setattr(analyze, "DENSE_KEYS_PER_ROW", 0)
-    assert analyze._grouped_rows(names, phases, 6, weights) == want  # np.unique's sort
+    assert grouping.grouped_rows(names, phases, 6, weights) == want  # count table
+    monkeypatch.setattr(grouping, "DENSE_KEYS", 0)
+    monkeypatch.setattr(grouping, "DENSE_KEYS_PER_ROW", 0)
+    assert grouping.grouped_rows(names, phases, 6, weights) == want  # np.unique's sort
 
 
 def _lexsort_contributions(start, end, group):

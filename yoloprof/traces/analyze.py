@@ -18,7 +18,7 @@ from yoloprof.defs.metrics import BYTES_PER_MIB
 from yoloprof.metrics.categories import CATEGORIES, classify, is_tensorcore
 from yoloprof.traces import fork, parse
 from yoloprof.traces.correlate import Join, join
-from yoloprof.traces.grouping import DENSE_KEYS, DENSE_KEYS_PER_ROW, grouped_rows
+from yoloprof.traces.grouping import distinct, grouped_rows
 from yoloprof.traces.grouping import per_step as _per_step
 from yoloprof.traces.grouping import per_step_label as _per_step_label
 from yoloprof.traces.intervals import SortedUnion, overlap_by_label, sorted_union, union_without_each
@@ -87,26 +87,6 @@ class TraceAnalysis:
         return build_sections(self, steps_hint)
 
 
-def _distinct(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`np.unique(codes, return_inverse=True)` of small integer codes (device ids) by a count
-    table instead of a sort: the same sorted values and the same inverse."""
-    if not len(codes) or codes.dtype.kind not in "iu":
-        return np.unique(codes, return_inverse=True)
-    lo, hi = int(codes.min()), int(codes.max())
-    if hi - lo >= 1 << 16:
-        return np.unique(codes, return_inverse=True)
-    shifted = codes.astype(np.int64) - lo
-    present = np.bincount(shifted) > 0
-    values = (np.flatnonzero(present) + lo).astype(codes.dtype)
-    return values, (np.cumsum(present) - 1)[shifted]
-
-
-def _grouped_rows(names: np.ndarray, phases: np.ndarray, n_phases: int,
-                  sums: dict[str, np.ndarray]) -> list[tuple[int, int, dict[str, float], int]]:
-    """`grouping.grouped_rows` with the thresholds as this module names them (tests lower them)."""
-    return grouped_rows(names, phases, n_phases, sums, DENSE_KEYS, DENSE_KEYS_PER_ROW)
-
-
 _KIND_OF_CAT = {CAT_CODE["kernel"]: 0, CAT_CODE["gpu_memcpy"]: 1, CAT_CODE["gpu_memset"]: 2}
 _KIND_LUT = np.full(max(CAT_CODE.values()) + 1, -1, np.int64)  # category code -> kind, by lookup
 _KIND_LUT[list(_KIND_OF_CAT)] = list(_KIND_OF_CAT.values())
@@ -151,7 +131,7 @@ def _device_part(ev: Events, j: Join, steps: Steps, tl: Timeline, host_step: np.
     del when
     start, dur = ev.ts[d], ev.dur[d]
     end = start + dur
-    devices, dev_code = _distinct(ev.device[d])
+    devices, dev_code = distinct(ev.device[d])
     n_dev = out.n_devices = max(len(devices), 1)
     prepared = sorted_union(start, end, dev_code)  # one union per device, all steps
     contrib = prepared.contributions() if prepared is not None else np.zeros(0)
@@ -179,21 +159,22 @@ def _device_part(ev: Events, j: Join, steps: Steps, tl: Timeline, host_step: np.
     out.kernel_us_total = float(dur[is_kernel].sum())
     out.tensorcore_us_total = float(dur[is_kernel & name_tc[ev.name[d]]].sum())
     key = ev.name[d].astype(np.int64) * len(DEVICE_KINDS) + kind
-    for code, ph, sums, count in _grouped_rows(key, phase, P, {"us": dur}):
+    for code, ph, sums, count in grouped_rows(key, phase, P, {"us": dur}):
         out.kernel_rows.append({"name": ev.strings[code // len(DEVICE_KINDS)], "phase": tl.names[ph],
                                 "kind": DEVICE_KINDS[code % len(DEVICE_KINDS)],
                                 "us": sums["us"], "count": count})
 
 
-# Events from which the op rows (the op tree, its table and their grouping: half the analysis of
-# a large trace) are computed by a forked helper while this process analyses the rest
-# (`fork.Soon`); its nesting comes back through the shared file (`traces.fork`: kept, self time and
-# the kept children's parents, about 25 bytes per tree node, mapped, not copied).
+# Events from which the op tree's nesting (`op_table.op_nesting`: the costliest share of the op
+# rows, half the analysis of a large trace) is computed by a forked helper while this process
+# analyses the rest (`fork.Soon`); it comes back through the shared file (`traces.fork`: kept,
+# self time and the kept children's parents, about 25 bytes per tree node, mapped, not copied).
 # Memory: the helper maps this process's pages (trimmed first: `fork.trim_heap`) and adds its
 # own working set, at most TREE_HELPER_BYTES_PER_EVENT per event (107 measured on
-# df_index_resolver x20: 217 MB for 2.0M tree nodes of 2.5M events); it is forked only while the
-# system has twice that available, else the rows are computed here after the rest (the same
-# figures; slower, and the process tree's summed RSS lower).
+# df_index_resolver x20 when the helper also built the table's memory columns and grouped the
+# rows, which it no longer does: an upper bound); it is forked only while the system has twice
+# that available, else the nesting is computed here after the rest (the same figures; slower,
+# and the process tree's summed RSS lower).
 PARALLEL_TREE_EVENTS = 1 << 20
 TREE_HELPER_BYTES_PER_EVENT = 128
 
@@ -206,7 +187,7 @@ def _room_for_helper(n_events: int) -> bool:
 def _host_part(ev: Events, j: Join, steps: Steps, tl: Timeline, host_step: np.ndarray,
                out: TraceAnalysis) -> None:
     """Launch counts, enqueue and sync time, cudaMalloc/cudaFree calls and phase walls (ops per
-    phase come with the op rows: `op_rows.op_part`). `host_step`: `step_of(ev.ts, steps)`."""
+    phase come with the op rows: `op_rows.op_rows_of`). `host_step`: `step_of(ev.ts, steps)`."""
     S = len(steps)
     in_steps = host_step >= 0
 
@@ -323,14 +304,16 @@ def analyze_events(ev: Events, source: str, select: Any = None) -> TraceAnalysis
     parallel = len(ev) >= PARALLEL_TREE_EVENTS and parse._may_fork() and _room_for_helper(len(ev))
     if parallel:
         fork.trim_heap()  # the slices' freed columns: not mapped into the helper (`fork.trim_heap`)
-    nesting = fork.Soon(lambda: op_nesting(ev, tree_events(ev)), parallel)
+    tree = tree_events(ev)  # the op tree's nodes: the helper's and this process's
+    nesting = fork.Soon(lambda: op_nesting(ev, tree), parallel)
     try:
-        return _analyze(ev, source, steps, tl, nesting)
+        return _analyze(ev, source, steps, tl, tree, nesting)
     finally:
         nesting.cancel()
 
 
-def _analyze(ev: Events, source: str, steps: Steps, tl: Timeline, nesting: fork.Soon) -> TraceAnalysis:
+def _analyze(ev: Events, source: str, steps: Steps, tl: Timeline, tree: np.ndarray, nesting: fork.Soon
+             ) -> TraceAnalysis:
     j = join(ev)
     props = ev.meta.get("deviceProperties")
     out = TraceAnalysis(
@@ -347,7 +330,6 @@ def _analyze(ev: Events, source: str, steps: Steps, tl: Timeline, nesting: fork.
     _memory_part(ev, steps, out)
     out.warnings = list(dict.fromkeys(ev.warnings + steps.warnings + _check(ev, j, host_step, out)))
     del host_step
-    tree = tree_events(ev)
     inclusive = memory_inclusive(ev, tree)  # while the helper computes the nesting
     table = with_memory(nesting.result(), inclusive)
     del inclusive

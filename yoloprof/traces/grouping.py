@@ -33,16 +33,14 @@ def per_step_label(step: np.ndarray, label: np.ndarray, n_steps: int, n_labels: 
     return flat.reshape(n_steps, n_labels).astype(np.float64)
 
 
-def grouped_rows(names: np.ndarray, phases: np.ndarray, n_phases: int, sums: dict[str, np.ndarray],
-                 dense_keys: int | None = None, dense_keys_per_row: int | None = None
+def grouped_rows(names: np.ndarray, phases: np.ndarray, n_phases: int, sums: dict[str, np.ndarray]
                  ) -> list[tuple[int, int, dict[str, float], int]]:
     """Group events by (name, phase): [(name_code, phase, {column: sum}, count)]."""
     if len(names) == 0:
         return []
     key = names.astype(np.int64) * n_phases + phases
     top = int(key.max())
-    per_row = DENSE_KEYS_PER_ROW if dense_keys_per_row is None else dense_keys_per_row
-    if top < max(per_row * len(key), DENSE_KEYS if dense_keys is None else dense_keys) and int(key.min()) >= 0:
+    if top < max(DENSE_KEYS_PER_ROW * len(key), DENSE_KEYS) and int(key.min()) >= 0:
         # One count table instead of `np.unique`'s sort: each key's sum adds the same values in
         # the same (row) order as a bincount over unique's inverse does, so the same floats.
         every = np.bincount(key, minlength=top + 1)
@@ -61,3 +59,18 @@ def grouped_rows(names: np.ndarray, phases: np.ndarray, n_phases: int, sums: dic
 # shapes of a trace with very many distinct shapes may not (then `np.unique` sorts the keys).
 DENSE_KEYS_PER_ROW = 4
 DENSE_KEYS = 1 << 16
+
+
+def distinct(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(codes, return_inverse=True)`: for integer codes spanning fewer than
+    DENSE_KEYS values (device ids, device codes) by a count table instead of a sort, the same
+    sorted values and the same inverse."""
+    if not len(codes) or codes.dtype.kind not in "iu":
+        return np.unique(codes, return_inverse=True)
+    lo, hi = int(codes.min()), int(codes.max())
+    if hi - lo >= DENSE_KEYS:
+        return np.unique(codes, return_inverse=True)
+    shifted = codes.astype(np.int64) - lo
+    present = np.bincount(shifted) > 0
+    values = (np.flatnonzero(present) + lo).astype(codes.dtype)
+    return values, (np.cumsum(present) - 1)[shifted]

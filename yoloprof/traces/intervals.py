@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from yoloprof.traces.grouping import distinct
+
 
 def exclusive_contributions(start: np.ndarray, end: np.ndarray, group: np.ndarray) -> np.ndarray:
     """For each interval, the time it adds to the union of its group (same order as the input).
@@ -125,14 +127,9 @@ def union_without_each(start: np.ndarray, end: np.ndarray, group: np.ndarray, la
 
 
 def _dense_ranks(group: np.ndarray) -> tuple[np.ndarray, int]:
-    """(`np.unique(group, return_inverse=True)[1]`, number of distinct values): by a count table
-    for small non-negative integer codes (device codes: no sort), else by `np.unique`."""
-    if group.dtype.kind in "iu" and int(group.min()) >= 0 and int(group.max()) < 1 << 16:
-        present = np.bincount(group) > 0
-        lut = np.cumsum(present) - 1
-        return lut[group], int(present.sum())
-    uniq, inv = np.unique(group, return_inverse=True)
-    return inv, len(uniq)
+    """(`np.unique(group, return_inverse=True)[1]`, number of distinct values): `grouping.distinct`."""
+    values, inverse = distinct(group)
+    return inverse, len(values)
 
 
 def union_length(start: np.ndarray, end: np.ndarray) -> float:
