@@ -1,8 +1,8 @@
 """A reader's start-up: what it imports and how it runs the cyclic garbage collector (issue 30:
 the fixed cost of every `summary`, `get`, `kernels`, `ops` process).
 
-- `get` of a profile.json needs neither numpy nor msgspec, pyarrow or Hydra, nor dataclasses (with
-  inspect, ast, dis, tokenize) or datetime; `summary` of a trace
+- `get` of a profile.json needs neither numpy nor msgspec, pyarrow or Hydra, nor datetime;
+  `summary` of a trace
   needs numpy and msgspec but none of the capture, sweep or analysis layers, nor tempfile or
   statistics (a subprocess each, as a user runs them).
 - The collector is paused while a reader of the table runs (cli._only_reads), kept for every other
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+from dataclasses import replace
 import io
 import subprocess
 import sys
@@ -25,13 +26,12 @@ from helpers.profiles import gpu_train_profile
 import yoloprof.completion
 from yoloprof.cli import main
 from yoloprof.profiles.io import write_profile
-from yoloprof.defs.records import replace
 from yoloprof.readers.table import BY_NAME
 
 # what a reader must not import (module name prefixes), each on top of the previous
 NEVER = ("torch", "pandas", "hydra", "omegaconf", "pyarrow", "scipy", "rich", "tempfile", "statistics",
          "yoloprof.config.capture_settings", "yoloprof.capturing", "yoloprof.sweep", "yoloprof.analysis")
-NOT_FOR_A_PROFILE = ("numpy", "msgspec", "yoloprof.traces", "dataclasses", "inspect", "datetime")
+NOT_FOR_A_PROFILE = ("numpy", "msgspec", "yoloprof.traces", "datetime")
 
 IMPORTS = """
 import sys

@@ -21,7 +21,7 @@ from yoloprof import api
 from yoloprof.api import resolve
 from yoloprof.cli import build_parser, main
 from yoloprof.readers import results
-from yoloprof.defs.records import fields, replace
+from dataclasses import fields, replace
 from yoloprof.readers.table import BY_NAME, READERS, Folder, Selection
 
 COMMON = {"help", "profile", "json", "debug", "func"}  # every reader's own, not options

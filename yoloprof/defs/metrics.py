@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from yoloprof.defs.records import Record, replace
+from dataclasses import dataclass, replace
 
 LOWER, HIGHER = "lower", "higher"
 MS, US, PCT, MIB, COUNT = "ms", "us", "%", "MiB", "count"
@@ -32,7 +32,8 @@ ALL_MODES = ("train", "infer", "trace")
 CAPTURE_MODES = ("train", "infer")
 
 
-class Metric(Record):  # a frozen record (defs/records.py: a frozen dataclass without its start-up cost)
+@dataclass(frozen=True)
+class Metric:
     """One metric. `better` is the direction of an improvement (None: neither, e.g. a kernel
     count that is neither good nor bad on its own); `device_only` metrics exist only with a
     traced GPU/XPU, so their absence on a CPU run is explained, never shown as 0."""

@@ -5,9 +5,8 @@ function in readers/ and its renderer in render/ (docs/CONTRACTS.md "Adding a re
 
 Why a table: the CLI's flags, the Python API's keyword arguments and their defaults were written
 twice and had drifted (`modules` and `hotspots` existed only on the CLI). Each reader's options
-are a frozen record (`defs.records`: a frozen dataclass' behaviour, without its start-up cost)
-whose fields carry what argparse needs (flag, help, choices) in their metadata; its type and
-default are the field's own, so the CLI and `Profile` read one home.
+are a frozen dataclass whose fields carry what argparse needs (flag, help, choices) in their
+metadata; its type and default are the field's own, so the CLI and `Profile` read one home.
 
 Renderers are named by dotted path ("module:function" in render/) and resolved by the layer
 above (cli or api): readers/ sits below render/ in the import layers and never imports it.
@@ -18,6 +17,7 @@ from __future__ import annotations
 import os
 import typing
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
 from typing import Any
 
 from yoloprof.config.fields import flag_name
@@ -25,15 +25,15 @@ from yoloprof.config.stat_defaults import ALPHA, NOISE
 from yoloprof.errors import UsageError
 from yoloprof.readers import hotspots, kernels, modules, ops
 from yoloprof.readers import results as res
-from yoloprof.defs.records import Record, fields
 from yoloprof.readers.options import option
 
 ProfileData = dict[str, Any]  # a validated profile (DESIGN.md section 4), as readers.load returns it
 Compute = Callable[..., Mapping[str, Any]]
 
 
-class OptionSpec(Record):
-    """One option as the CLI and the API see it (derived from an options record's field)."""
+@dataclass(frozen=True)
+class OptionSpec:
+    """One option as the CLI and the API see it (derived from an options dataclass field)."""
     name: str
     type: type
     default: Any
@@ -54,7 +54,7 @@ def _scalar(hint: Any) -> type:
 
 
 def option_specs(options: type) -> tuple[OptionSpec, ...]:
-    """The options of a reader's record in field order (the order of its CLI flags)."""
+    """The options of a reader's dataclass in field order (the order of its CLI flags)."""
     hints = typing.get_type_hints(options)
     out = []
     for f in fields(options):
@@ -67,40 +67,46 @@ def option_specs(options: type) -> tuple[OptionSpec, ...]:
 
 
 # --------------------------------------------------------------------------------------------
-# options (one frozen record per reader; the field order is the CLI's)
+# options (one frozen dataclass per reader; the field order is the CLI's)
 
-class Selection(Record):
+@dataclass(frozen=True)
+class Selection:
     """--steps / --window: which steps of a trace are analysed (readers/select.py). A load-time
     choice: `yoloprof.load(path, steps=..., window=...)` in the API."""
     steps: str | None = option(None, "only these ProfilerStep numbers of a trace (4-6, or 5)")
     window: str | None = option(None, "only the steps starting in START:END, ms from the trace's first event")
 
 
-class Folder(Record):
+@dataclass(frozen=True)
+class Folder:
     """A folder of rank traces (the multi-rank view): CLI only, a Profile is one trace."""
     jobs: int | None = option(None, "processes parsing a folder of rank traces (default: one per core)")
     ranks: str | None = option(None, "a folder of rank traces: only these ranks (0,3 or 0-7)")
 
 
-class NoOptions(Record):
+@dataclass(frozen=True)
+class NoOptions:
     """A reader without options (phases)."""
 
 
-class SummaryOptions(Record):
+@dataclass(frozen=True)
+class SummaryOptions:
     """`yoloprof summary`."""
 
     per_step: bool = option(False, "each step's time, device busy, kernels, phases, SM efficiency and "
                             "occupancy; the slowest marked")
 
 
-class ReportOptions(Record):
+@dataclass(frozen=True)
+class ReportOptions:
     """`yoloprof report`: where the HTML goes."""
 
     output: str | None = option(None, "the HTML file (default: capture_report.html beside the input)",
                                 short="-o")
 
 
-class GetOptions(Record):
+@dataclass(frozen=True)
+class GetOptions:
     """`yoloprof get [FIELD]`: the field (none = list them)."""
 
     field: str | None = option(None, flag=None, nargs="?")
@@ -109,7 +115,8 @@ class GetOptions(Record):
 CATEGORY_HELP = "a category, or a unique prefix/substring of one (gemm -> gemm/conv)"
 
 
-class KernelsOptions(Record):
+@dataclass(frozen=True)
+class KernelsOptions:
     """`yoloprof kernels`: filters, sort and row count (`top <= 0` = all)."""
 
     top: int = option(20)
@@ -122,7 +129,8 @@ class KernelsOptions(Record):
                              "memory), from the trace (a profile's own trace file)")
 
 
-class OpsOptions(Record):
+@dataclass(frozen=True)
+class OpsOptions:
     """`yoloprof ops`: phase, sort, per input shapes, row count."""
 
     top: int = option(20)
@@ -131,7 +139,8 @@ class OpsOptions(Record):
     shapes: bool = option(False, "one row per (op, input shapes) when the trace recorded shapes")
 
 
-class ModulesOptions(Record):
+@dataclass(frozen=True)
+class ModulesOptions:
     """`yoloprof modules`: depth, sort, row count (0 = all)."""
 
     depth: int | None = option(None, "deepest module level shown (0 = the model)")
@@ -139,7 +148,8 @@ class ModulesOptions(Record):
     top: int = option(0, "rows shown (0 = all)")
 
 
-class HotspotsOptions(Record):
+@dataclass(frozen=True)
+class HotspotsOptions:
     """`yoloprof hotspots`: sort, row count, file:function filter."""
 
     sort: str = option("cum", choices=tuple(hotspots.SORTS))
@@ -147,14 +157,16 @@ class HotspotsOptions(Record):
     grep: str | None = option(None, "regular expression on file:function")
 
 
-class WhatIfOptions(Record):
+@dataclass(frozen=True)
+class WhatIfOptions:
     """`yoloprof what-if`: exactly one change."""
 
     remove_category: str | None = option(None, CATEGORY_HELP)
     remove_launches: int | None = option(None)
 
 
-class CompareOptions(Record):
+@dataclass(frozen=True)
+class CompareOptions:
     """The options `yoloprof.compare` and `Profile.compare` share with `yoloprof compare` (whose
     other flags run captures or pick files: cli.py builds that subcommand itself)."""
     # option() is a field with the CLI's metadata, a frozen default (ruff cannot see it)
@@ -168,7 +180,8 @@ class CompareOptions(Record):
 # --------------------------------------------------------------------------------------------
 # the table
 
-class Reader(Record):
+@dataclass(frozen=True)
+class Reader:
     """One reader. `compute(data, source, options)` returns the JSON result (`source`: the path
     the profile was read from, for readers that also read the trace beside it); `render` names
     the renderer of the text format, `(result, source) -> None` (`formats`: every format's); `write` (report) names a render/
@@ -202,7 +215,7 @@ class Reader(Record):
         return option_specs(self.options)
 
     def make(self, values: Mapping[str, Any]) -> Any:
-        """The options record from a mapping holding (at least) its fields (argparse's vars)."""
+        """The options dataclass from a mapping holding (at least) its fields (argparse's vars)."""
         return self.options(**{f.name: values[f.name] for f in fields(self.options)})
 
 
