@@ -1,0 +1,77 @@
+"""The contract of a model family (DESIGN.md section 3, "Model families").
+
+A family (the built-in detector, a user's factory, Ultralytics, LibreYOLO, torchvision) is one row
+of `workloads/families.py`'s table; the row names the module and attribute of its `Adapter`,
+imported only when that family is chosen. Capture code asks the adapter and never branches on a
+family's name: the training step is `to_device` -> `forward_loss` -> backward -> optimizer, the
+inference call `preprocess` -> `forward` -> `postprocess`, each timed as its phase or stage.
+
+Data reaches a family in one format, the loader's: `(images uint8 [B, 3, H, W], targets float
+[M, 6])`, target rows (index of the image in the batch, class, cx, cy, w, h) normalised to [0, 1].
+`to_device` turns that into what the family's loss wants (an Ultralytics batch dict, torchvision's
+list of target dicts in pixels, ...). Inference inputs are image sources (paths, bytes or PIL
+images): decoding belongs to the timed pre-process, as in the built-in pipeline.
+
+No adapter may download anything: models are built from their configs with seeded random weights,
+or loaded from a checkpoint file of that family (`ModelRef.weights`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+# forward + loss of one training step: (model, inputs, targets) -> (scalar loss, {part: float tensor})
+ForwardLoss = Callable[[Any, Any, Any], tuple[Any, dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """What the settings say about the model, in the family's own words."""
+
+    family: str  # the table's key: "yolo", "factory", "ultralytics", "libreyolo", "torchvision"
+    name: str  # the family's model: an Ultralytics yaml or .pt, a LibreYOLO family ("yolo9"), a torchvision builder
+    size: str | None = None  # a family's size letter where it has sizes (LibreYOLO "t", built-in "n"), else None
+    num_classes: int = 80
+    seed: int = 0
+    weights: str = "none"  # "none" = seeded random init; else a checkpoint file of this family
+    kwargs: Mapping[str, Any] = field(default_factory=dict)  # --model-arg KEY=VALUE / extra model.* keys
+
+
+@dataclass(frozen=True)
+class InputSize:
+    """What `imgsz` means to a model: the size it really runs at, or None where it ignores it (then
+    `imgsz` is refused as a sweep axis). `note` is a warning for the profile (e.g. rounded up)."""
+
+    imgsz: int | None
+    note: str | None = None
+
+
+class Adapter(Protocol):
+    """One family's pieces. Every method may raise `yoloprof.errors.UsageError` (one line, exit 2)."""
+
+    sizes: tuple[str, ...] | None  # valid `size` values; None = the family has no sizes
+
+    def build(self, ref: ModelRef) -> Any:
+        """The `torch.nn.Module` (seeded, on the CPU, in train mode); never downloads."""
+
+    def input_size(self, ref: ModelRef, imgsz: int) -> InputSize:
+        """What `imgsz` becomes for this model (rounded up to its stride, followed by its
+        transform, or ignored)."""
+
+    def to_device(self, model: Any, images: Any, targets: Any, device: Any) -> tuple[Any, Any]:
+        """Loader batch -> (inputs, targets) on `device` in the family's training format."""
+
+    def make_loss(self, model: Any, loss: str | None = None) -> ForwardLoss:
+        """The training step's forward + loss, with the family's own loss (or the user's loss
+        factory `loss`, a dotted path called with the model where it accepts one)."""
+
+    def preprocess(self, model: Any, images: Sequence[Any], imgsz: int, device: Any) -> tuple[Any, Any]:
+        """Image sources -> (model input on `device`, meta for the post-process)."""
+
+    def forward(self, model: Any, inputs: Any) -> Any:
+        """The network alone (no pre-process, no NMS)."""
+
+    def postprocess(self, model: Any, raw: Any, meta: Any, conf: float, iou: float, max_det: int) -> Any:
+        """Raw outputs -> detections (NMS included) or the outputs as they are for non-detectors."""
