@@ -2,8 +2,10 @@
 # installing the pinned versions in requirements.lock (written by `make lock` from pyproject.toml).
 VENV   ?= .venv
 PYTHON ?= python3
-# The CPU build of torch (no multi-GB CUDA download); on a GPU box: make TORCH='torch' setup
-TORCH  ?= torch==2.13.0
+# torch and the torchvision built for it, installed before the lock (tools/lock.py resolves against
+# these pins and leaves both out of requirements.lock): the registry's default builds, which run on
+# the CPU and on a GPU alike (torchvision does not import beside the CPU-only torch 2.13.0 build).
+TORCH  ?= torch==2.14.1 torchvision==0.29.1
 PY      = $(VENV)/bin/python
 PYTEST_ARGS ?=
 LATEST ?= .venv-latest
@@ -14,7 +16,7 @@ setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q "$(TORCH)"
+	$(PY) -m pip install -q $(TORCH)
 	$(PY) -m pip install -q -r requirements.lock
 	# compat mode (a .pth with the checkout's root) so that Hydra's plugin discovery, which lists
 	# hydra_plugins/ with pkgutil, sees hydra_plugins/yoloprof_sweeper: setuptools' default
@@ -53,15 +55,15 @@ lint-imports: setup
 # The newest versions pyproject.toml allows, in their own venv: how an upgrade is caught on purpose.
 test-latest:
 	$(PYTHON) -m venv $(LATEST)
-	$(LATEST)/bin/python -c "import torch" 2>/dev/null || $(LATEST)/bin/python -m pip install -q "$(TORCH)"
-	$(LATEST)/bin/python -m pip install -q --upgrade --upgrade-strategy eager -e ".[test,submitit,joblib,optuna]"
+	$(LATEST)/bin/python -m pip install -q $(TORCH)
+	$(LATEST)/bin/python -m pip install -q --upgrade --upgrade-strategy eager -e ".[test,submitit,joblib,optuna,ultralytics,libreyolo]" $(TORCH)
 	$(LATEST)/bin/lint-imports --no-cache
 	PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(LATEST)/bin/python -m pytest -p xdist.plugin -q -n auto $(PYTEST_ARGS)
 
 # A deliberate upgrade of the pins: run `make test` afterwards and commit both files.
 lock: setup
 	$(PY) -m pip install -q uv
-	$(PY) tools/lock.py
+	TORCH="$(TORCH)" $(PY) tools/lock.py
 
 bench: setup
 	for b in bench/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
