@@ -35,12 +35,20 @@ def _capture(sc, root: Path) -> dict[str, dict]:
     from yoloprof.capturing.builtin.capture_entry import capture
     from yoloprof.config.capture_settings import CaptureSettings
 
+    from yoloprof.workloads import nms
+
     out = {}
     for side, settings in (("slow", sc.slow), ("fixed", sc.fixed)):
         if settings is not None:
             s = CaptureSettings.for_mode(sc.mode, **settings, repeat=5, threads=1, modules=False,
                                          trace_wait=0, trace_active=2, warmup_max=settings["warmup"])
-            out[side] = capture(s, root / side, echo_warnings=False)
+            kernel = nms._tv_batched_nms
+            if sc.pure_torch_nms and side == "slow":
+                nms._tv_batched_nms = None
+            try:
+                out[side] = capture(s, root / side, echo_warnings=False)
+            finally:
+                nms._tv_batched_nms = kernel
     return out
 
 

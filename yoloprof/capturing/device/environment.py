@@ -51,17 +51,47 @@ def git_state(cwd: str) -> tuple[str | None, bool | None]:
 
 def torch_version() -> str | None:
     """torch's version; without importing torch where nothing loaded it yet (about a second of a
-    sweep job that only records the string beside a fake or failed capture): then the installed
-    distribution's version, which is the same string (`2.13.0+cpu`). None when torch is absent."""
+    sweep job that only records the string beside a fake or failed capture): then the line of
+    torch/version.py that `torch.__version__` comes from (`2.14.1+cu130`: the registry's default
+    build carries its CUDA tag there but not in its distribution metadata, `2.14.1`), else the
+    distribution's version. None when torch is absent."""
     loaded = sys.modules.get("torch")
     if loaded is not None and hasattr(loaded, "__version__"):
         return str(loaded.__version__)
+    written = _version_file_string()
+    if written is not None:
+        return written
     from importlib import metadata
 
     try:
         return metadata.version("torch")
     except metadata.PackageNotFoundError:
         return None
+
+
+def _version_file_string() -> str | None:
+    """`__version__ = '...'` of torch/version.py, read as text (no import of torch)."""
+    import ast
+    import importlib.util
+    from pathlib import Path
+
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        return None
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        try:
+            tree = ast.parse((Path(folder) / "version.py").read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, UnicodeDecodeError):
+            continue
+        for node in tree.body:
+            target = node.target if isinstance(node, ast.AnnAssign) else (
+                node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None)
+            value = getattr(node, "value", None)
+            if isinstance(target, ast.Name) and target.id == "__version__" and isinstance(value, ast.Constant) \
+                    and isinstance(value.value, str):
+                return value.value
+    return None
 
 
 def launcher_name() -> str:
