@@ -75,8 +75,9 @@ class TraceAnalysis:
     @property
     def device_util_pct(self) -> float | None:
         """Mean over devices of (union of the device's intervals launched in the analysed steps)
-        / (the analysed window: first step start to the later of the last step end and the end
-        of that work). The window holds every interval, so this is <= 100 by construction: a
+        / (the analysed window, `_device_window`: from the later of the first step's start and the
+        end of the device work launched before it, to the later of the last step's end and the
+        end of the steps' work). The window holds every interval, so this is <= 100 by construction: a
         figure above 100 is a bug, reported by `_check`, never clipped."""
         if self.busy is None or self.window_us <= 0:
             return None

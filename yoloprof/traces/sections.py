@@ -12,8 +12,10 @@ Definitions (all per analysed step, averaged over steps):
   those intervals per device over all analysed steps (concurrent streams and work that spills into
   the next step count once), each instant credited to the step that launched the interval first
   covering it; mean over steps and over devices. Per-device figures: `trace.devices`.
-- device_util_pct: that union over the analysed window (first step start to the later of the last
-  step end and the end of the work launched in the steps), mean over devices; <= 100 by
+- device_util_pct: that union over the analysed window (from the later of the first step's start
+  and the end of the device work launched before it, to the later of the last step's end and the
+  end of the work launched in the steps: a lagging GPU's span for those steps), mean over
+  devices; <= 100 by
   construction (above 100 is reported as a bug, never clipped).
 - kernel_ms / memcpy_ms / memset_ms: summed durations per step of each CUPTI activity kind
   (a sum, not a union: two overlapping kernels count twice); kernel figures (kernels table totals,
