@@ -72,6 +72,9 @@ def na_reason(profile: dict, name: str) -> str:
         return "a raw trace does not record the batch size"
     if name == "peak_mem_mb" and profile.get("kind") == "trace":
         return _trace_peak_na(profile)
+    overview_na = (profile.get("trace") or {}).get("overview_na") or {}
+    if isinstance(overview_na, dict) and overview_na.get(name):
+        return str(overview_na[name])
     if metric_entry(profile, name) is not None:
         return "measured but no finite value (no samples)"
     return "not recorded in this profile"

@@ -30,6 +30,10 @@ from yoloprof.traces.profiler_steps import Steps, find_steps, step_of
 from yoloprof.traces.step_selection import steady_steps
 
 
+OVERVIEW_NOT_READ = ("read only when the whole trace is parsed at once (not for a trace streamed "
+                     "in bounded memory or read from the cache); `summary --per-step` gives it")
+
+
 @dataclass
 class TraceAnalysis:
     """Per-step arrays (rows = steps) and grouped tables; times in µs unless named `_ms`."""
@@ -67,6 +71,11 @@ class TraceAnalysis:
     alloc_calls: np.ndarray | None = None
     memory: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # torch-tb-profiler's overview per device over the analysed steps (`gpu_utilisation.
+    # steps_overview`: gpu_util, sm_efficiency, occupancy_pct and their *_na reasons); None when
+    # the kernels' args were not read (`with_overview`), and why
+    overview: list[dict[str, Any]] | None = None
+    overview_na: str = OVERVIEW_NOT_READ
 
     @property
     def n_steps(self) -> int:
@@ -361,7 +370,21 @@ def _analyze(ev: Events, source: str, steps: Steps, tl: Timeline, tree: np.ndarr
 
 def analyze_trace_bytes(data: bytes, source: str, steady: bool = False) -> TraceAnalysis:
     """Analyse a (gunzipped) Kineto trace; ProfileError for anything that is not one."""
-    return analyze_events(parse_trace_bytes(data), source, steady=steady)
+    ev = parse_trace_bytes(data)
+    return with_overview(analyze_events(ev, source, steady=steady), data, ev)
+
+
+def with_overview(out: TraceAnalysis, data: bytes, ev: Events) -> TraceAnalysis:
+    """`out` with torch-tb-profiler's overview (est. SM efficiency, est. achieved occupancy) over
+    its analysed steps. Why here and not in `analyze_events`: the figures need each kernel's
+    `blocks per SM` and occupancy args, which only a second pass over the bytes reads
+    (`traces.kernel_args`: about 0.1 s for a 15 MB trace), paid only by a trace with kernels."""
+    if out.has_device:
+        from yoloprof.traces.gpu_utilisation import steps_overview
+        from yoloprof.traces.kernel_args import read_kernel_args
+
+        out.overview = steps_overview(ev, read_kernel_args(data, ev), list(out.steps.ids))
+    return out
 
 
 def analyze_trace_file(path: str | os.PathLike) -> TraceAnalysis:
