@@ -383,7 +383,7 @@ def with_overview(out: TraceAnalysis, data: bytes, ev: Events) -> TraceAnalysis:
         from yoloprof.traces.gpu_utilisation import steps_overview
         from yoloprof.traces.kernel_args import read_kernel_args
 
-        out.overview = steps_overview(ev, read_kernel_args(data, ev), list(out.steps.ids))
+        out.overview = steps_overview(ev, read_kernel_args(data, ev, launch=False), list(out.steps.ids))
     return out
 
 
