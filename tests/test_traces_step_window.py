@@ -97,3 +97,25 @@ def test_a_read_trace_leaves_its_warm_up_steps_out_and_says_which():
 ])
 def test_leading_warmup_on_hand_made_series(times, want):
     assert leading_warmup(times) == want
+
+
+def _synthetic(tmp_path, kernel_us: list[float], lo: int, hi: int) -> float:
+    from helpers.kineto_synth import step_trace
+
+    path = tmp_path / "t.json"
+    path.write_bytes(step_trace(kernel_us))
+    return load_selected(path, StepSelection(steps=(lo, hi)))["metrics"]["device_util_pct"]["value"]
+
+
+def test_a_device_done_before_the_window_opens_it_at_the_first_steps_start(tmp_path):
+    """Hand-worked: steps start every 1000 us and last 900; each launches one 100 us kernel 30 us
+    in. Steps 2-3: the step before's kernel ended at 130 us, before step 2's start at 1000, so
+    the window is 1000..2900 us (the last step's end) and the device busy 200 us of it."""
+    assert _synthetic(tmp_path, [100.0] * 4, 2, 3) == pytest.approx(100.0 * 200 / 1900)
+
+
+def test_work_overlapping_the_step_befores_tail_stays_inside_the_window(tmp_path):
+    """Hand-worked: step 1's 1500 us kernel runs to 1530 us; step 2's 100 us kernel starts at
+    1030 us beside it (another stream, as it were). Step 2's window opens at its own first
+    kernel (1030 us), not at 1530 us, which would leave that kernel outside: 100 us of 870."""
+    assert _synthetic(tmp_path, [1500.0, 100.0, 100.0, 100.0], 2, 2) == pytest.approx(100.0 * 100 / 870)
