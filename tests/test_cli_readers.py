@@ -30,6 +30,11 @@ ALL_TRACES = sorted(p.name for p in TRACES.glob("*.json.gz")) if TRACES.is_dir()
 BIG = {"df_index_resolver.json.gz", "rank0.json.gz", "trace_diff_control.json.gz", "trace_diff_test.json.gz",
        "rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"}
 LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
+# Leading warm-up steps the readers leave out by default (the steady-state rule for traces,
+# docs/steady-state.md "Traces"), read off the step times by hand: rank-0.Apr's 35.1 and 72.1 ms
+# against 95.6-95.7 ms; rank0.json's 209.7 ms against 215.5-216.5 ms (3% off, the rule's
+# tolerance being 2%). Every other fixture's first steps are within its steps' own spread.
+WARMUP_STEPS = {"rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz": 2, "rank0.json.gz": 1}
 # each shared fixture trace parsed once per module (fixtures_readers.one_parse_per_fixture_trace)
 pytestmark = pytest.mark.usefixtures("one_parse_per_fixture_trace")
 
@@ -48,7 +53,8 @@ def _reference(name: str) -> dict:
     """Every figure these tests take from a raw trace, computed from one decode of it and kept (the
     figures are small; the decoded events of a big trace are not, so they are dropped)."""
     events = _events(name)
-    return {"steps": _steps(events), "kernel_ms": _kernel_ms_by_name(events),
+    steps = _steps(events)[WARMUP_STEPS.get(name, 0):]
+    return {"steps": steps, "kernel_ms": _kernel_ms_by_name(events, steps),
             "last_end": max(float(e["ts"]) + float(e.get("dur") or 0) for e in events
                             if e.get("ph") == "X" and e.get("cat") not in ("Trace", "user_annotation"))}
 
@@ -60,11 +66,10 @@ def _steps(events: list[dict]) -> list[tuple[float, float]]:
     return sorted(spans)
 
 
-def _kernel_ms_by_name(events: list[dict]) -> tuple[dict[str, float], int]:
+def _kernel_ms_by_name(events: list[dict], steps: list[tuple[float, float]]) -> tuple[dict[str, float], int]:
     """Total kernel ms per name over the analysed steps (a kernel belongs to the step its launch is
     in; one without a launch event in the trace, by its own start), and the number of steps; a
     trace without ProfilerStep is one step."""
-    steps = _steps(events)
     launch_ts = {e["args"]["correlation"]: float(e["ts"]) for e in events
                  if e.get("cat") in LAUNCH_CATS and "correlation" in (e.get("args") or {})}
     total: dict[str, float] = defaultdict(float)

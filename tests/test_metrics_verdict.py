@@ -38,9 +38,17 @@ def test_memory_thrash_wins_over_everything():
     assert v["evidence"]["malloc_calls_per_step"] == 4.0
 
 
-def test_allocator_churn():
-    v = decide(train(**GPU_OK, alloc_calls_per_step=THRESHOLDS["alloc_calls_per_step"] * 2))
-    assert v["bound"] == "memory"
+def test_allocator_churn_is_a_share_of_op_time_not_a_count():
+    share = THRESHOLDS["alloc_op_time_share"]
+    churn = train(**GPU_OK, alloc_calls_per_step=500.0)
+    churn["ops"] = [{"name": "aten::empty", "self_ms_per_step": 100 * share, "count_per_step": 500.0},
+                    {"name": "aten::mm", "self_ms_per_step": 100 * (1 - share), "count_per_step": 10.0}]
+    v = decide(churn)
+    assert v["bound"] == "memory" and v["evidence"]["alloc_calls_per_step"] == 500.0
+    many = train(**GPU_OK, alloc_calls_per_step=50000.0)
+    many["ops"] = [{"name": "aten::empty", "self_ms_per_step": 1.0, "count_per_step": 50000.0},
+                   {"name": "aten::mm", "self_ms_per_step": 99.0, "count_per_step": 10.0}]
+    assert decide(many)["bound"] == "device"
 
 
 def test_dataloader_at_twenty_percent():

@@ -227,8 +227,13 @@ def test_cli_as_a_libreyolo_or_key_averages_user_types_it():
     assert o.returncode == 0 and totals == sorted(totals, reverse=True)
 
 
-def test_what_if_says_when_the_measured_step_is_not_steady_state(rank_apr):
-    r = compute_what_if(rank_apr, remove_launches=100)
+def test_what_if_says_when_the_measured_step_is_not_steady_state():
+    # every step, warm-up included (--steps 101-105): the default leaves the warm-up steps out
+    from yoloprof.readers.select import load_selected
+    from yoloprof.traces.step_selection import StepSelection
+
+    every = load_selected(trace_path("rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz"), StepSelection(steps=(101, 105)))
+    r = compute_what_if(every, remove_launches=100)
     assert r["device_ms"] > r["step_ms"] and any("not a steady state" in w for w in r["warnings"])
     assert r["predicted_step_ms"] >= max(r["host_ms_after"], r["device_ms_after"]) - 1e-9
 

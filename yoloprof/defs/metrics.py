@@ -72,6 +72,9 @@ METRICS: tuple[Metric, ...] = (
     # upper end of a 95% interval below 368 calls (metrics.quantiles); `--metrics p99_ms` still can
     _m("p99_ms", MS, LOWER, "p99 latency", "row", modes=("infer",)),
     _m("device_util_pct", PCT, HIGHER, "device utilisation", "summary", "compare", "row", device_only=True),
+    # torch-tb-profiler's overview figures over the analysed steps (traces.gpu_utilisation)
+    _m("sm_efficiency_pct", PCT, HIGHER, "est. SM efficiency", "summary", device_only=True),
+    _m("achieved_occupancy_pct", PCT, HIGHER, "est. occupancy", "summary", device_only=True),
     _m("tensorcore_pct", PCT, HIGHER, "Tensor Core share", "summary", device_only=True),
     _m("peak_mem_mb", MIB, LOWER, "peak memory", "summary", "compare", "analyze", "row", "view"),
     _m("host_overhead_ms", MS, LOWER, "host overhead", "summary", "compare", "row", device_only=True),

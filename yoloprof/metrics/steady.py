@@ -33,7 +33,6 @@ Pure functions of a list of step times (ms); tested on hand-made series (tests/t
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -43,6 +42,8 @@ from yoloprof.config import steady_thresholds as conf
 def window_steady(times: Sequence[float]) -> bool:
     """The two-half test on one window of step times (oldest first), at least MIN_WINDOW long; an
     odd last step is left out, so that both halves see every phase of a period-2 pattern."""
+    import statistics  # here, not at the top: a trace reader imports this module (`leading_warmup`)
+
     n = len(times) - len(times) % 2
     if n < conf.MIN_WINDOW:
         raise ValueError(f"a steady-state window needs at least {conf.MIN_WINDOW} step times (got {len(times)})")
@@ -65,6 +66,7 @@ def first_is_outlier(first: float, newer: Sequence[float], reference: float) -> 
     warm-up's run of slow steps is met at its end, as the window's first step; testing every step
     would also hold back the random slow steps of the steady state (a descheduled step) and bias
     the measured ones fast."""
+    import statistics
     q1, _, q3 = statistics.quantiles(newer, n=4, method="inclusive")
     fence = q3 + conf.OUTLIER_IQR * (q3 - q1)
     return first > fence and first > reference * (1.0 + conf.REL_TOL)
@@ -142,3 +144,42 @@ def detect(times: Sequence[float], minimum: int, cap: int, measured: int) -> Ste
         tracker.add(ms)
     return tracker
 
+
+
+def leading_warmup(times: Sequence[float]) -> int | None:
+    """How many leading steps of a recorded series (a foreign trace's ProfilerSteps, oldest
+    first) are warm-up; None when the series is too short to tell (fewer than MIN_WINDOW steps).
+
+    Why another form of the test: a trace is read after the fact, with few steps (often 5) and
+    the whole series known, where the online two-half test needs a window of 4 beyond each
+    candidate and so cannot even test the second step of 5. Each candidate step k, from the
+    first, is compared with the steps after it: it is warm-up when it differs from their median
+    by more than max(REL_TOL x that median, NOISE_Z x sigma), sigma = MAD_SIGMA x their median
+    absolute deviation (the same tolerances as the two-half test: 2% of the level, or the noise
+    the series itself shows). Two-sided, unlike the capture's outlier check: a trace's first
+    steps can also be *fast* (a CPU running ahead of a lagging GPU fills its queue before it
+    waits: rank-0.Apr's 35 and 72 ms against 95.7 ms). The first step within tolerance ends the
+    warm-up; at most half the steps are dropped, so that the reference keeps more steps than it
+    judges."""
+    n = len(times)
+    if n < conf.MIN_WINDOW:
+        return None
+    k = 0
+    while k < n // 2:
+        rest = [float(t) for t in times[k + 1:]]
+        level = median(rest)
+        sigma = conf.MAD_SIGMA * median([abs(t - level) for t in rest])
+        if abs(times[k] - level) <= max(conf.REL_TOL * abs(level), conf.NOISE_Z * sigma):
+            break
+        k += 1
+    return k
+
+
+def median(values: Sequence[float]) -> float:
+    """The median (the mean of the middle two for an even count), as `statistics.median` has it;
+    here so that a trace reader need not import `statistics` (its start-up, tests/test_cli_startup.py)."""
+    s = sorted(values)
+    if not s:
+        raise ValueError("median of no values")
+    mid = len(s) // 2
+    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2.0

@@ -71,10 +71,26 @@ def na_reason(profile: dict, name: str) -> str:
     if name == "img_per_s" and profile.get("kind") == "trace":
         return "a raw trace does not record the batch size"
     if name == "peak_mem_mb" and profile.get("kind") == "trace":
-        return "the trace has no memory events (profile_memory off)"
+        return _trace_peak_na(profile)
+    overview_na = (profile.get("trace") or {}).get("overview_na") or {}
+    if isinstance(overview_na, dict) and overview_na.get(name):
+        return str(overview_na[name])
     if metric_entry(profile, name) is not None:
         return "measured but no finite value (no samples)"
     return "not recorded in this profile"
+
+
+def _trace_peak_na(profile: dict) -> str:
+    """Why a trace has no peak memory: no `[memory]` events at all, or CPU ones only, whose peak
+    leaves out every tensor older than the profiled window (docs/readers.md "Peak memory of a
+    trace"); then the window's own peak is named."""
+    memory = (profile.get("trace") or {}).get("memory") or []
+    window = metric_value(profile, "cpu_window_alloc_peak_mb")
+    if not memory and window is None:
+        return "the trace has no memory events (profile_memory off)"
+    shown = f"; the window's own allocations peak at {window:.4g} MiB (cpu_window_alloc_peak_mb)" if window else ""
+    return ("CPU memory events only: torch's CPU reporter counts only tensors allocated while the "
+            f"profiler ran, not those held before{shown}")
 
 
 def figure(profile: dict, name: str, label: str | None = None) -> dict[str, Any]:

@@ -1,9 +1,10 @@
 """Est. SM efficiency, est. achieved occupancy and GPU utilisation of a raw Kineto trace, overall
 (torch-tb-profiler's definitions, `traces.gpu_utilisation`), per step and per kernel.
 
-Why from the trace and not the profile: the figures need every kernel's `blocks per SM` and
-occupancy args, which a profile does not keep; the second pass over the trace that reads them
-(`traces.kernel_args`) is paid only by the callers of this reader, not by `summary`.
+Why from the trace and not the profile: the per-step and per-kernel figures need every kernel's
+`blocks per SM` and occupancy args, which a profile does not keep (it keeps only the overview
+over the analysed steps, `sm_efficiency_pct` and `achieved_occupancy_pct`, which `summary`'s
+headline shows: the engine's second pass, `traces.analyze.with_overview`).
 Percentages: SM efficiency and utilisation are fractions x 100, occupancy is CUPTI's own percent.
 """
 

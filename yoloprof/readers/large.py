@@ -55,7 +55,7 @@ def load_streamed(path: str | os.PathLike) -> dict[str, Any] | None:
     events = stream_events(path)
     if events is None:
         return None
-    profile = profile_from_analysis(analyze_events(events, str(path)))
+    profile = profile_from_analysis(analyze_events(events, str(path), steady=True))
     cache.write(Path(path), key, events, profile)
     return profile
 

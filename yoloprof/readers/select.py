@@ -72,7 +72,7 @@ def load_selected(path: str | os.PathLike, select: StepSelection) -> dict[str, A
     """The profile of a trace analysed over the selected steps only."""
     from yoloprof.readers import cache
     from yoloprof.readers.large import stream_events, stream_min_bytes
-    from yoloprof.traces.analyze import analyze_events
+    from yoloprof.traces.analyze import analyze_events, with_overview
     from yoloprof.traces.to_profile import profile_from_analysis
     from yoloprof.profiles.blocks import estimated_size
 
@@ -81,12 +81,13 @@ def load_selected(path: str | os.PathLike, select: StepSelection) -> dict[str, A
         events = cache.read_events(Path(path))
         if events is None:
             events = stream_events(path)
-    if events is None:
-        events = _parse_whole(path)
-    return profile_from_analysis(analyze_events(events, str(path), select))
+    if events is not None:
+        return profile_from_analysis(analyze_events(events, str(path), select))
+    events, data = _parse_whole(path)
+    return profile_from_analysis(with_overview(analyze_events(events, str(path), select), data, events))
 
 
-def _parse_whole(path: str | os.PathLike) -> Any:
+def _parse_whole(path: str | os.PathLike) -> tuple[Any, bytes]:
     from yoloprof.profiles.inputs import Input
     from yoloprof.profiles.io import looks_like_profile, nonblank
     from yoloprof.traces.parse import parse_trace_bytes
@@ -98,7 +99,7 @@ def _parse_whole(path: str | os.PathLike) -> Any:
         raise not_trace
     data = nonblank(src.prefetch().read(), path)
     try:
-        return parse_trace_bytes(data)
+        return parse_trace_bytes(data), data
     except ProfileError as exc:
         if looks_like_profile(data):
             raise not_trace from None

@@ -26,7 +26,8 @@ def render_modules(result: dict[str, Any], out: Out | None = None) -> None:
     for m in result.get("modules", []):
         name = m.get("module") or ROOT_LABEL
         label = ("  " * (m.get("depth") or 0) + name.rsplit(".", 1)[-1]) if tree else name
-        rows.append([cut(label, 48), m.get("type") or "", fmt_count(m.get("calls_per_step")),
+        calls = "not called" if m.get("called") is False else fmt_count(m.get("calls_per_step"))
+        rows.append([cut(label, 48), m.get("type") or "", calls,
                      fmt_num(m.get("forward_ms")), fmt_num(m.get("forward_self_ms")), fmt_pct(m.get("forward_pct")),
                      fmt_num(m.get("backward_ms")), fmt_num(m.get("backward_self_ms")), fmt_pct(m.get("backward_pct")),
                      _mem(m.get("mem_mb")), fmt_num(m.get("params"))])

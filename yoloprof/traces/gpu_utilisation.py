@@ -236,6 +236,18 @@ def gpu_metrics(ev: Events, ka: KernelArgs, steps: PluginSteps | None = None) ->
     return [device_metrics(ev, ka, lo, hi, d) for d in gpu_ids(ev)]
 
 
+def steps_overview(ev: Events, ka: KernelArgs, step_ids: list[int | None]) -> list[dict[str, Any]]:
+    """`gpu_metrics` over the analysed steps only: the plugin's spans (host and GPU mirror) of
+    the steps numbered `step_ids`, from the first start to the last end; every step's span when
+    none is numbered (a trace without ProfilerSteps). With every step analysed it is the
+    plugin's own overview."""
+    steps = plugin_steps(ev, ka)
+    wanted = {str(i) for i in step_ids if i is not None}
+    keep = [k for k, name in enumerate(steps.names) if name in wanted]
+    lo, hi = (float(steps.start[keep].min()), float(steps.end[keep].max())) if keep else steps.span
+    return [device_metrics(ev, ka, lo, hi, d) for d in gpu_ids(ev)]
+
+
 def per_kernel(ev: Events, ka: KernelArgs) -> dict[int, tuple[float, ...]]:
     """Per kernel name code: (mean blocks per SM, mean occupancy %) weighted by duration over all
     the trace's kernels, an absent value counted as 0 (the plugin's `KernelParser`)."""

@@ -12,8 +12,10 @@ Definitions (all per analysed step, averaged over steps):
   those intervals per device over all analysed steps (concurrent streams and work that spills into
   the next step count once), each instant credited to the step that launched the interval first
   covering it; mean over steps and over devices. Per-device figures: `trace.devices`.
-- device_util_pct: that union over the analysed window (first step start to the later of the last
-  step end and the end of the work launched in the steps), mean over devices; <= 100 by
+- device_util_pct: that union over the analysed window (from the later of the first step's start
+  and the end of the device work launched before it, to the later of the last step's end and the
+  end of the work launched in the steps: a lagging GPU's span for those steps), mean over
+  devices; <= 100 by
   construction (above 100 is reported as a bug, never clipped).
 - kernel_ms / memcpy_ms / memset_ms: summed durations per step of each CUPTI activity kind
   (a sum, not a union: two overlapping kernels count twice); kernel figures (kernels table totals,
@@ -37,6 +39,10 @@ Definitions (all per analysed step, averaged over steps):
   window itself allocated and still held.
 - orphan_kernels: kernels per step with no launch event in the trace (placed by GPU start).
 - <phase>_wall_ms: CPU time covered by the phase's annotations ("other" = the rest of the step).
+- sm_efficiency_pct / achieved_occupancy_pct: torch-tb-profiler's est. SM efficiency and est.
+  achieved occupancy (`traces.gpu_utilisation`) over the plugin's spans of the analysed steps,
+  mean over devices; absent, with the reason in `trace.overview_na`, when the kernels carry no
+  such args (AMD, older CUPTI) or their args were not read.
 """
 
 from __future__ import annotations
@@ -78,6 +84,8 @@ def _metrics(a: Any) -> dict[str, dict]:
         "cpu_window_alloc_peak_mb": _cpu_window_peak_mb(a.memory),
         "alloc_calls_per_step": _mean(a.alloc_calls),
         "orphan_kernels": a.orphans_in_steps / n if dev else None,
+        "sm_efficiency_pct": _overview(a, "sm_efficiency", 100.0) if dev else None,
+        "achieved_occupancy_pct": _overview(a, "occupancy_pct", 1.0) if dev else None,
     }
     for k, phase in enumerate(a.phase_names):
         values[f"{phase}_wall_ms"] = _mean(a.phase_wall[:, k], US_PER_MS)
@@ -85,6 +93,30 @@ def _metrics(a: Any) -> dict[str, dict]:
         values[f"{phase}_kernels"] = _mean(a.phase_kernels[:, k]) if dev else None
         values[f"{phase}_ops"] = _mean(a.phase_ops[:, k])
     return {name: measured(name, v) for name, v in values.items()}
+
+
+# overview metric -> (its key in `gpu_utilisation.device_metrics`, the key of its n/a reason)
+OVERVIEW = {"sm_efficiency_pct": ("sm_efficiency", "sm_efficiency_na"),
+            "achieved_occupancy_pct": ("occupancy_pct", "occupancy_na")}
+
+
+def _overview(a: Any, key: str, scale: float) -> float | None:
+    """Mean over the devices that have it of one of the plugin's overview figures."""
+    values = [float(d[key]) * scale for d in a.overview or [] if d.get(key) is not None]
+    return sum(values) / len(values) if values else None
+
+
+def _overview_na(a: Any) -> dict[str, str]:
+    """Why an overview figure of a trace with kernels is absent (`trace.overview_na`)."""
+    if not a.has_device:
+        return {}
+    if a.overview is None:
+        return {name: a.overview_na for name in OVERVIEW}
+    out = {}
+    for name, (key, why) in OVERVIEW.items():
+        if all(d.get(key) is None for d in a.overview):
+            out[name] = next((str(d[why]) for d in a.overview if d.get(why)), "no kernel carries it")
+    return out
 
 
 def _peak_mb(memory: list[dict]) -> float | None:
@@ -192,7 +224,8 @@ def build_sections(a: Any, steps_hint: int | None = None) -> dict[str, Any]:
         "trace": {"file": a.source, "steps_analyzed": a.n_steps, "window_ms": max(window, 0.0),
                   "step_ids": list(a.steps.ids), "whole_trace": a.steps.whole_trace,
                   "per_step": _per_step(a), "memory": a.memory, "devices": _devices(a),
-                  "device_window_ms": a.window_us / US_PER_MS if a.has_device else None},
+                  "device_window_ms": a.window_us / US_PER_MS if a.has_device else None,
+                  "overview_na": _overview_na(a)},
         "warnings": warnings,
         "memory": a.memory,
     }

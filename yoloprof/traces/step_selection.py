@@ -53,3 +53,25 @@ class StepSelection:
         picked = keep.tolist()
         return Steps([i for i, k in zip(steps.ids, picked) if k], start[keep], end[keep],
                      list(steps.warnings), whole_trace=steps.whole_trace)
+
+
+def steady_steps(steps: Steps) -> Steps:
+    """The default steps of a trace read without a selection: its leading warm-up steps left out
+    by the steady-state rule (`metrics.steady.leading_warmup`, docs/steady-state.md "Traces"),
+    with a warning naming them. Why: warm-up steps averaged into the step time misstate the
+    steady state (rank-0.Apr: 35 and 72 ms steps beside 95.7 ms ones gave a 78.8 ms "step")."""
+    from yoloprof.metrics.steady import leading_warmup, median
+
+    if steps.whole_trace:
+        return steps
+    walls = (steps.wall / US_PER_MS).tolist()
+    drop = leading_warmup(walls) or 0
+    if not drop:
+        return steps
+    ids = [str(i) for i in steps.ids]
+    level = median(walls[drop:])
+    note = (f"step(s) {', '.join(ids[:drop])} left out as warm-up: "
+            f"{', '.join(f'{w:.1f}' for w in walls[:drop])} ms against a steady {level:.1f} ms "
+            f"(steady-state rule, docs/steady-state.md); --steps {ids[0]}-{ids[-1]} analyses every step")
+    return Steps(steps.ids[drop:], steps.start[drop:].copy(), steps.end[drop:].copy(),
+                 [*steps.warnings, note], whole_trace=False)

@@ -52,5 +52,6 @@ def profile_from_analysis(analysis: TraceAnalysis) -> dict[str, Any]:
 
 
 def profile_from_trace_bytes(data: bytes, source: str) -> dict[str, Any]:
-    """A kind "trace" profile; ProfileError (exit 1) when the bytes are not a usable trace."""
-    return profile_from_analysis(analyze_trace_bytes(data, source))
+    """A kind "trace" profile of the trace's steady steps (its leading warm-up steps left out,
+    `step_selection.steady_steps`); ProfileError (exit 1) when the bytes are not a usable trace."""
+    return profile_from_analysis(analyze_trace_bytes(data, source, steady=True))
