@@ -34,7 +34,8 @@ def _sweep(tmp_path, monkeypatch, args):
 def test_an_undecided_8_percent_slowdown_names_the_detectable_change_and_the_processes(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("FAKE_SLOW", "bfloat16:1.08")
     monkeypatch.setenv("FAKE_PROCESS_CV", "0.10")
-    record = _sweep(tmp_path, monkeypatch, ["adaptive.min_trials=2", "adaptive.max_trials=3"])
+    record = _sweep(tmp_path, monkeypatch, ["adaptive.min_trials=2", "adaptive.max_trials=3",
+                                            "analysis.enabled=true", "analysis.html=false"])
     [(cand, d)] = record["comparisons"].items()
     assert record["stopped"] == "max_trials" and not d["decided"], d
     # the reference: the same figures from the jobs' process values, computed here with scipy
@@ -52,6 +53,10 @@ def test_an_undecided_8_percent_slowdown_names_the_detectable_change_and_the_pro
     assert f"could detect >= {d['mde_pct']:.1f}%" in d["detectable"]
     assert f"about {d['processes_needed']} per side would detect 2%" in d["detectable"]
     assert f"adaptive.max_trials={d['processes_needed']}" in d["detectable"]
+    # the analysis of the sweep (same rule, same look) says the same in its comparison table
+    step = pd.read_parquet(tmp_path / "S" / "analysis" / "comparisons.parquet").query("metric == 'step_ms'").iloc[0]
+    assert step["verdict_code"] == "inconclusive" and step["mde_pct"] == pytest.approx(d["mde_pct"])
+    assert step["processes_needed"] == d["processes_needed"] and d["detectable"] in step["warnings"]
     said = " ".join(capsys.readouterr().err.split()) + " ".join(capsys.readouterr().out.split())
     assert "precision=bfloat16 undecided against precision=float32: could detect" in said
 

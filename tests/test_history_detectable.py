@@ -79,3 +79,47 @@ def test_the_search_finds_a_step_of_the_detectable_size_about_80_percent_of_the_
         y[n // 2:] += step
         found += bool(find_splits(y))
     assert 0.74 <= found / 400 <= 0.92
+
+
+def test_an_inconclusive_gate_names_what_it_could_detect_and_the_captures_that_would():
+    """Reference: the power of the pooled t test computed here from scipy's noncentral t, and a
+    simulation of the gate's own judgement at the named change."""
+    from scipy import stats as sps
+
+    from yoloprof.analysis.gate import judge
+
+    rng = np.random.default_rng(4)
+    base = 10 * np.exp(rng.normal(0, 0.05, 8))
+    j = judge(base, np.array([10.2]), "lower", 0.05, 0.02)
+    assert j["verdict_code"] == "inconclusive"
+    sp, m = float(np.log(base).std(ddof=1)), 8
+    delta, se, df = math.log1p(j["mde_pct"] / 100), sp * math.sqrt(1 / m + 1), m - 1
+    tc = sps.t.ppf(0.975, df)
+    assert sps.nct.sf(tc, df, delta / se) + sps.nct.cdf(-tc, df, delta / se) == pytest.approx(0.8, abs=1e-4)
+    # a 2% change is out of reach with 8 baseline captures of 5% noise, however many new ones
+    assert j["new_needed"] is None and "longer baseline" in j["detectable"]
+    # simulated: the judgement's own p at the named change, fresh baselines of the same noise
+    sims = rng.normal(0, sp, (4000, m))
+    new = rng.normal(delta, sp, 4000)
+    t = (new - sims.mean(axis=1)) / (sims.std(axis=1, ddof=1) * math.sqrt(1 / m + 1))
+    assert float((np.abs(t) > tc).mean()) == pytest.approx(0.8, abs=0.03)
+    assert f"could detect >= {j['mde_pct']:.1f}%" in j["detectable"]
+
+
+def test_an_inconclusive_gate_with_a_long_quiet_baseline_names_the_new_captures_that_would_decide():
+    from scipy import stats as sps
+
+    from yoloprof.analysis.gate import judge
+
+    base = 10 * np.exp(np.random.default_rng(4).normal(0, 0.01, 30))
+    j = judge(base, np.array([10.1]), "lower", 0.05, 0.02)
+    sp, m = float(np.log(base).std(ddof=1)), 30
+
+    def power(k: int) -> float:  # the pooled t with k new captures (their spread taken as the baseline's)
+        df, nc = m + k - 2, math.log(1.02) / (sp * math.sqrt(1 / m + 1 / k))
+        tc = sps.t.ppf(0.975, df)
+        return sps.nct.sf(tc, df, nc) + sps.nct.cdf(-tc, df, nc)
+
+    k = j["new_needed"]
+    assert j["verdict_code"] == "inconclusive" and power(k) >= 0.8 > power(k - 1)
+    assert f"about {k} new captures of this commit would detect 2%" in j["detectable"]

@@ -50,6 +50,15 @@ def nc_for_power(tcrit: Any, df: Any, power: float = POWER) -> np.ndarray:
     return (lo + hi) / 2
 
 
+def power_of(delta: float, se: Any, df: Any, alpha: float) -> np.ndarray:
+    """Exact two-sided power of the t test for a true difference of mean logs `delta` with
+    standard error `se` at `df`; element-wise."""
+    se, df = np.broadcast_arrays(np.asarray(se, float), np.asarray(df, float))
+    tcrit = sps.t.ppf(1 - alpha / 2, df)
+    nc = abs(delta) / se
+    return sps.nct.sf(tcrit, df, nc) + sps.nct.cdf(-tcrit, df, nc)
+
+
 def mde_log(se: Any, df: Any, alpha: float, power: float = POWER) -> np.ndarray:
     """The smallest difference of mean logs detectable with standard error `se` at `df`
     (two-sided level alpha, `power`)."""

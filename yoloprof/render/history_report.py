@@ -98,6 +98,9 @@ def render_gate(result: dict[str, Any], out: Out | None = None) -> None:
                      fmt_ratio(j["ratio"], j.get("ci_low"), j.get("ci_high")), fmt_p(j.get("p")), j["verdict"]])
     out.table(["metric", "baseline", "new", "baseline captures", "noise", "ratio (>1 better) [CI]", "p", "verdict"],
               rows, right=(1, 2, 4, 6))
+    for j in result["judgements"]:  # what an inconclusive judgement could have seen
+        if j.get("detectable"):
+            out.note(f"{j['metric']} inconclusive: {j['detectable']}")
     if result.get("config_key") is None:
         out.note("no stored history of this configuration on this machine: nothing to judge against")
     for note in result.get("notes") or []:
