@@ -312,12 +312,14 @@ def detectable(groups: ArrayLike, sd: float | None, size: float, *, alpha: float
                        "size": size, "per_commit": None, "words": ""}
     cuts = _cuts(g, 0, n, min_size)
     if cuts.size == 0:
-        out.update(too_few=True, words=f"too few commits for the change-point test: {n} capture(s) of {commits} "
-                   "commit(s), and a change can only fall between commits")
+        out["too_few"] = True
+        out["words"] = (f"too few commits for the change-point test: {n} capture(s) of {commits} commit(s), "
+                        "and a change can only fall between commits")
         return out
     if min_attainable_p(g, min_size) > alpha:
-        out.update(too_few=True, words=f"too few captures for the change-point test: {n}, need at least {need} "
-                   f"(below that the permutation test cannot reach p <= {alpha:g})")
+        out["too_few"] = True
+        out["words"] = (f"too few captures for the change-point test: {n}, need at least {need} "
+                        f"(below that the permutation test cannot reach p <= {alpha:g})")
         return out
     if sd is None or not sd > 0:
         out["words"] = "no change point; smallest detectable step n/a (no spread between captures)"

@@ -47,7 +47,7 @@ import numpy as np
 from scipy import stats as sps
 
 from yoloprof.config.stat_defaults import ALPHA, CORRECTION, CORRECTIONS, NOISE
-from yoloprof.metrics.decide import (MIN_TRIALS, POWER, mde_log, units_to_detect,  # MIN_TRIALS: callers read it here too
+from yoloprof.metrics.decide import (MIN_TRIALS, mde_log, units_to_detect,  # MIN_TRIALS: callers read it here too
                                      within_noise_words)
 
 FULL_POWER_TRIALS = 3   # below this per side, a tested result is labelled low power
