@@ -121,7 +121,7 @@ def detect_words(mde: float | None, n: int, unit: str, alpha: float, need: float
     would detect 2%': what an undecided comparison could have seen and what would see the asked
     size. `unit` is singular ("process", "capture"); n/a with the reason when it is unknown."""
     units = f"{n} {_plural(unit, n)} per side"
-    seen = (f"could detect >= {mde:.1f}% (alpha {alpha:g}, {power:.0%} power) with {units}" if mde is not None
+    seen = (f"could detect >= {mde:.1f}% (alpha {alpha:.3g}, {power:.0%} power) with {units}" if mde is not None
             else f"smallest detectable change n/a with {units} (no spread to measure)")
     if need is None or not math.isfinite(need):
         return f"{seen}; a change of {size:.0%} is out of reach (more than {MAX_UNITS} per side)"
