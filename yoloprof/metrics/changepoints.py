@@ -284,6 +284,17 @@ def _step_factors(n: int, cuts: tuple[int, ...], commits: int, alpha: float, pow
     return float(nc[0] / math.sqrt(c * (n - c) / n)), nc[1:] / np.sqrt(cr * (m - cr) / m)
 
 
+@lru_cache(maxsize=1024)
+def _layout(n: int, edges: bytes, min_size: int) -> tuple[int, tuple[int, ...], float]:
+    """(commits, allowed cuts, smallest attainable p) of a series of n values whose commit changes
+    after the positions in `edges` (np.flatnonzero(np.diff(groups)) as bytes): many series share one."""
+    changes = np.frombuffer(edges, dtype=np.intp)
+    g = np.zeros(n, int)
+    g[changes + 1] = 1
+    g = np.cumsum(g)
+    return int(changes.size + 1), tuple(_cuts(g, 0, n, min_size).tolist()), min_attainable_p(g, min_size)
+
+
 class Detectable(TypedDict):
     """What a search that found no change could have found (`detectable`)."""
 
@@ -306,17 +317,16 @@ def detectable(groups: ArrayLike, sd: float | None, size: float, *, alpha: float
     alpha at all, "too few captures"."""
     g = np.asarray(groups)
     n = g.size
-    commits = int(len(np.unique(g)))
+    commits, cuts, p_min = _layout(n, np.flatnonzero(np.diff(g)).tobytes(), min_size)
     need = min_captures(alpha, min_size)
     out: Detectable = {"captures": n, "too_few": False, "need_captures": need, "step_pct": None,
                        "size": size, "per_commit": None, "words": ""}
-    cuts = _cuts(g, 0, n, min_size)
-    if cuts.size == 0:
+    if not cuts:
         out["too_few"] = True
         out["words"] = (f"too few commits for the change-point test: {n} capture(s) of {commits} commit(s), "
                         "and a change can only fall between commits")
         return out
-    if min_attainable_p(g, min_size) > alpha:
+    if p_min > alpha:
         out["too_few"] = True
         out["words"] = (f"too few captures for the change-point test: {n}, need at least {need} "
                         f"(below that the permutation test cannot reach p <= {alpha:g})")
@@ -324,7 +334,7 @@ def detectable(groups: ArrayLike, sd: float | None, size: float, *, alpha: float
     if sd is None or not sd > 0:
         out["words"] = "no change point; smallest detectable step n/a (no spread between captures)"
         return out
-    k0, k = _step_factors(n, tuple(cuts.tolist()), commits, alpha, power)
+    k0, k = _step_factors(n, cuts, commits, alpha, power)
     out["step_pct"] = 100 * math.expm1(k0 * sd)
     per = n / max(commits, 1)
     reach = np.flatnonzero(k * sd <= math.log1p(size))
