@@ -6,6 +6,7 @@ distribution enumerated by brute force, and a simulation of the search itself.""
 from __future__ import annotations
 
 import itertools
+import json
 import math
 
 import numpy as np
@@ -123,3 +124,15 @@ def test_an_inconclusive_gate_with_a_long_quiet_baseline_names_the_new_captures_
     k = j["new_needed"]
     assert j["verdict_code"] == "inconclusive" and power(k) >= 0.8 > power(k - 1)
     assert f"about {k} new captures of this commit would detect 2%" in j["detectable"]
+
+
+def test_history_detect_asks_about_another_size_and_refuses_a_bad_one(tmp_path):
+    from helpers.paths import run_main
+
+    rng = np.random.default_rng(12)
+    _store(tmp_path, 10 * np.exp(rng.normal(0, 0.06, 20)))
+    r = run_main("history", tmp_path, "--repo", tmp_path, "--detect", "0.08", "--json")
+    (s,) = json.loads(r.stdout)["machines"][0]["series"]
+    assert r.returncode == 0 and s["detectable"]["size"] == 0.08 and "would detect 8%" in s["detectable"]["words"]
+    r = run_main("history", tmp_path, "--detect", "-1")
+    assert r.returncode == 2 and "--detect -1" in r.stderr and "Traceback" not in r.stderr

@@ -247,6 +247,8 @@ def _noise(y: np.ndarray, bounds: list[int]) -> float | None:
 
 def compute_history(q: HistoryQuery) -> dict[str, Any]:
     """Every series of the project's store for one metric, grouped by machine."""
+    if not 0 < q.detect < 10:
+        raise UsageError(f"--detect {q.detect}: give the step as a fraction, e.g. 0.08 for 8%")
     full, gone, table = read_rows(q)
     # sort only the columns the series need; the label columns are read for each series' first row
     df = _ordered(full[["machine", "config_key", "git_commit", "started_at", "recorded_at", q.metric]],
