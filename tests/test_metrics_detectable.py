@@ -60,3 +60,16 @@ def test_the_max_trials_of_a_floor_give_the_sequential_design_80_percent_power()
     z = sums / (sd * np.sqrt(2 * np.array(plan)))
     power = float((np.abs(z) >= c).any(axis=1).mean())
     assert 0.80 <= power < 0.90
+
+
+def test_one_process_per_side_against_a_floor_names_its_detectable_change():
+    """One process per side judged against a stored floor (process-mean SD 3%, 5 processes: df 4):
+    the MDE reaches 80% power at the floor's df with se = sd sqrt(2), by scipy's noncentral t."""
+    from yoloprof.metrics.nested import compare_nested
+
+    floor = {"sd": 0.03, "df": 4, "within_sd": 0.0, "trials": 3, "processes": 5}
+    r = compare_nested([[10.0, 10.0, 10.0]], [[10.3, 10.3, 10.3]], floor=floor)
+    assert r["verdict_code"] == "inconclusive" and r["method"] == "noise floor"
+    tc, nc = sps.t.ppf(0.975, 4), math.log1p(r["mde_pct"] / 100) / (0.03 * math.sqrt(2))
+    assert sps.nct.sf(tc, 4, nc) + sps.nct.cdf(-tc, 4, nc) == pytest.approx(0.8, abs=1e-4)
+    assert r["note"].startswith(f"could detect >= {r['mde_pct']:.1f}% (alpha 0.05, 80% power) with 1 process per side")

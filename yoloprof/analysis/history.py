@@ -19,9 +19,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from yoloprof.config.axes import history_axes
+from yoloprof.config.stat_defaults import NOISE
 from yoloprof.defs import metrics as registry
 from yoloprof.errors import UsageError
-from yoloprof.config.stat_defaults import NOISE
 from yoloprof.metrics.changepoints import ALPHA, detectable, find_splits, screen, step_effects
 from yoloprof.profiles import store
 

@@ -67,9 +67,10 @@ def mde_log(se: Any, df: Any, alpha: float, power: float = POWER) -> np.ndarray:
 
 
 def mde_pct(sd: float, n: float, alpha: float, df: float | None = None, power: float = POWER) -> float | None:
-    """The MDE in % with n units per side of log-SD `sd` (df 2n - 2 unless given); None when n < 2
-    or sd is not a positive number."""
-    if not (sd > 0 and math.isfinite(sd)) or n < MIN_TRIALS:
+    """The MDE in % with n units per side of log-SD `sd` (df 2n - 2 unless given: one unit per side
+    judged against a noise floor has the floor's); None when sd is not a positive number or there
+    is no df (n < 2 without one)."""
+    if not (sd > 0 and math.isfinite(sd)) or n < 1 or (df is None and n < MIN_TRIALS):
         return None
     d = float(mde_log(sd * math.sqrt(2 / n), 2 * n - 2 if df is None else df, alpha, power))
     return _finite(math.expm1(d) * 100)

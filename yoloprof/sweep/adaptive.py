@@ -218,7 +218,7 @@ class Rounds:
 
     def _design(self, rows: Any, pairs: dict[str, str]) -> None:
         """max_trials from the noise floor of the baseline's workload, within the budget (module doc)."""
-        from yoloprof.errors import UsageError
+        from yoloprof.metrics.decide import POWER
         from yoloprof.sweep.launchers import say
 
         try:
@@ -238,7 +238,7 @@ class Rounds:
         self.design = {"max_trials": chosen, "from": "noise floor", "floor_sd": floor["sd"],
                        "floor_processes": floor.get("processes"), "needed": n, "cap": cap,
                        "why": (f"{n if n is not None else 'more than 10000'} processes per side detect a change of "
-                               f"{self.s.noise:.0%} (80% power) at the floor's process-mean SD "
+                               f"{self.s.noise:.0%} ({POWER:.0%} power) at the floor's process-mean SD "
                                f"{100 * floor['sd']:.2f}%" + (f"; capped at {cap} by {cap_why}" if n is None or n > cap
                                                                else ""))}
         say(f"trial=auto: max_trials {chosen} from the noise floor: {self.design['why']}")
