@@ -20,7 +20,7 @@ side. Power is exact, from the noncentral t (`scipy.stats.nct`), two-sided:
 The *asked size* is the noise band d (`--noise`, `analysis.noise`, default 2%): the smallest change
 the verdicts call a change at all. With the units that detect d (80% power), identical work gets a
 confidence interval about 0.7 d wide on each side (t[1-a/2] / (t[1-a/2] + t[0.8])), inside the band,
-so the same size is also what it takes to call no change `equivalent`.
+so that is also roughly what it takes to call no change `equivalent`.
 """
 
 from __future__ import annotations
