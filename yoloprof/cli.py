@@ -385,8 +385,11 @@ def cmd_history(args: argparse.Namespace) -> int:
 
     from yoloprof.analysis.history import HistoryQuery, compute_history
 
-    result = compute_history(HistoryQuery(Path(args.project), metric=args.metric, where=args.where or (),
-                                          repo=Path(args.repo) if args.repo else None, dirty=args.dirty))
+    q = HistoryQuery(Path(args.project), metric=args.metric, where=args.where or (),
+                     repo=Path(args.repo) if args.repo else None, dirty=args.dirty)
+    if args.detect is not None:
+        q.detect = args.detect
+    result = compute_history(q)
     if args.html:
         from yoloprof.profiles.io import write_bytes_atomic
         from yoloprof.render.history_report import render_history_html
@@ -426,6 +429,9 @@ def _add_history_commands(add: Callable[..., argparse.ArgumentParser],
     p.add_argument("project", help="the project folder (--project of run/infer, project= of sweep)")
     p.add_argument("--metric", default="step_ms")
     p.add_argument("--html", default=None, metavar="FILE", help="also write a self-contained HTML page with plots")
+    p.add_argument("--detect", type=float, default=None, metavar="FRACTION",
+                   help="the step a series without a change point is checked against: the captures per "
+                        "commit that would find it (default 0.02, gate's noise band)")
     for flag, kw in common:
         p.add_argument(flag, **kw)
     p = add("gate", "judge a new capture against its configuration's recent history on this machine "

@@ -7,6 +7,9 @@ them would not hold its error rate. Here each compared (configuration, metric) i
 last look both sides reached, with the repeated confidence interval of that look (valid at any
 look, however the sweep stopped, for every metric - not only the one the sweep stopped on), the
 family being the comparisons of that metric. Nothing is done for a sweep that was not adaptive.
+An inconclusive one says what it could have seen: the smallest change detectable at that look's
+level (80% power, the pooled SD of the two sides' process values; metrics/decide.py) and the
+`adaptive.max_trials` that would detect a change of the noise band (sequential.max_trials_for).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from yoloprof.metrics import sequential
+from yoloprof.metrics import decide as power, sequential
 from yoloprof.metrics.stats import verdict_words
 from yoloprof.profiles.jobstate import read_manifest_field
 
@@ -82,4 +85,23 @@ def _judge(df: pd.DataFrame, index: list[Any], logs: dict[tuple[str, str], list[
                 f"nominal level {d.level:.2g} (alpha {alpha}, Holm step-down over {len(kept)} comparisons)")
         df.loc[i, ["ratio", "ci_low", "ci_high", "verdict_code", "verdict", "p_adj"]] = [
             ratio, low, high, code, verdict_words(code, better), np.nan]
+        if code == "inconclusive":
+            note += "; " + _detectable(df, i, sides[kept.index(i)], d, plan, alpha=alpha, noise=noise, family=len(kept))
         df.at[i, "warnings"] = "; ".join(w for w in (str(df.at[i, "warnings"] or ""), note) if w)
+
+
+def _detectable(df: pd.DataFrame, i: Any, side: tuple[list[float], list[float], int], d: sequential.Decision,
+                plan: list[int], *, alpha: float, noise: float, family: int) -> str:
+    """Fill the row's mde_pct / processes_needed / trials_needed; the words that say them."""
+    n = d.n_cand
+    b, a = np.asarray(side[0][:n]), np.asarray(side[1][:n])
+    sd = math.sqrt((b.var(ddof=1) + a.var(ddof=1)) / 2)
+    level = sequential.look_level(plan, d.look, alpha, family)
+    mde = power.mde_pct(sd, n, level)
+    need = sequential.max_trials_for(sd, noise, plan[0], alpha=alpha, family=family) if sd > 0 else None
+    per = df.at[i, "n"] / max(df.at[i, "k"], 1) if "n" in df and "k" in df and pd.notna(df.at[i, "k"]) else 1.0
+    df.loc[i, ["mde_pct", "processes_needed", "trials_needed"]] = [
+        np.nan if mde is None else mde, np.nan if need is None else need,
+        np.nan if need is None else math.ceil(need * per)]
+    words = power.detect_words(mde, n, "process", level, need, noise)
+    return words + (f" (adaptive.max_trials={need})" if need is not None and need > n else "")

@@ -40,6 +40,7 @@ from yoloprof.profiles import store
 
 WINDOW = 30  # most recent baseline processes used
 MIN_BASELINE = 3  # fewer and the gate says inconclusive (and passes)
+MAX_NEW = 200  # most new captures an inconclusive gate's "would detect" figure looks at
 # Profile config -> store column, to find the series of a capture the store does not hold: the
 # axes that describe a configuration in history (`Axis.history`, config/axes.py).
 AXES = history_axes()
@@ -118,7 +119,30 @@ def judge(base: np.ndarray, new: np.ndarray, better: str | None, alpha: float, n
     lo, hi = sorted((math.exp(flip * (d - half)), math.exp(flip * (d + half))))
     code = classify(lo, hi, p, alpha=alpha, noise=noise)
     out.update(ci_low=lo, ci_high=hi, p=p, verdict_code=code, verdict=verdict_words(code, better))
+    if code == "inconclusive":
+        out.update(detectable(sp, m, k, alpha, noise))
     return out
+
+
+def detectable(sp: float, m: int, k: int, alpha: float, noise: float) -> dict[str, Any]:
+    """What an inconclusive gate could have seen (metrics/decide.py): the smallest change
+    detectable with k new captures against m baseline ones (se = sp sqrt(1/m + 1/k), df m + k - 2,
+    alpha, 80% power), and the new captures of this commit (the baseline as it is) that would
+    detect a change of the noise band; None when no number up to MAX_NEW would."""
+    from yoloprof.metrics import decide
+
+    if not sp > 0:
+        return {"mde_pct": None, "new_needed": None, "detectable": None}
+    mde = float(np.expm1(decide.mde_log(sp * math.sqrt(1 / m + 1 / k), m + k - 2, alpha)) * 100)
+    ks = np.arange(1, MAX_NEW + 1)
+    ok = decide.power_of(math.log1p(noise), sp * np.sqrt(1 / m + 1 / ks), m + ks - 2, alpha) >= decide.POWER
+    need = int(ks[int(np.argmax(ok))]) if ok.any() else None
+    seen = (f"could detect >= {mde:.1f}% (alpha {alpha:g}, {decide.POWER:.0%} power) with {k} new capture(s) "
+            f"against {m}")
+    words = (f"{seen}; a change of {noise:.0%} needs a longer baseline (more than {MAX_NEW} new captures would not do)"
+             if need is None else f"{seen}, enough for a change of {noise:.0%}" if need <= k
+             else f"{seen}; about {need} new captures of this commit would detect {noise:.0%}")
+    return {"mde_pct": mde, "new_needed": need, "detectable": words}
 
 
 def compute_gate(project: Path, new_paths: Sequence[str], *, metrics: Sequence[str] | None = None,

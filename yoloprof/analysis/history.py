@@ -19,9 +19,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from yoloprof.config.axes import history_axes
+from yoloprof.config.stat_defaults import NOISE
 from yoloprof.defs import metrics as registry
 from yoloprof.errors import UsageError
-from yoloprof.metrics.changepoints import ALPHA, find_splits, screen, step_effects
+from yoloprof.metrics.changepoints import ALPHA, detectable, find_splits, screen, step_effects
 from yoloprof.profiles import store
 
 DEFAULT_METRIC = "step_ms"
@@ -42,6 +43,9 @@ class HistoryQuery:
     repo: Path | None = None
     dirty: bool = False
     alpha: float = ALPHA
+    # the asked size: the step a series without a change point is checked against (what it could
+    # have found, the captures per commit that would find this size); gate's noise band
+    detect: float = NOISE
 
 
 @dataclass
@@ -221,9 +225,12 @@ def series_result(first: dict[str, Any], y: np.ndarray, commit_codes: np.ndarray
     counts = np.diff(np.append(starts, len(y)))
     points = {"commit": commits, "n": counts.tolist(), "mean": (np.add.reduceat(v, starts) / counts).tolist(),
               "min": np.minimum.reduceat(v, starts).tolist(), "max": np.maximum.reduceat(v, starts).tolist()}
+    noise = _noise(y, bounds)
     return {"config_key": str(first["config_key"]), "config": _label(first), "machine": str(first["machine"]),
             "order": how, "captures": int(len(y)), "commits": len(commits), "points": points,
-            "change_points": cps, "noise_cv": _noise(y, bounds)}
+            "change_points": cps, "noise_cv": noise,
+            # a series without a change point says what it could have found (docs/history.md)
+            "detectable": None if cps else detectable(groups, noise, q.detect, alpha=q.alpha)}
 
 
 def _noise(y: np.ndarray, bounds: list[int]) -> float | None:
@@ -240,6 +247,8 @@ def _noise(y: np.ndarray, bounds: list[int]) -> float | None:
 
 def compute_history(q: HistoryQuery) -> dict[str, Any]:
     """Every series of the project's store for one metric, grouped by machine."""
+    if not 0 < q.detect < 10:
+        raise UsageError(f"--detect {q.detect}: give the step as a fraction, e.g. 0.08 for 8%")
     full, gone, table = read_rows(q)
     # sort only the columns the series need; the label columns are read for each series' first row
     df = _ordered(full[["machine", "config_key", "git_commit", "started_at", "recorded_at", q.metric]],

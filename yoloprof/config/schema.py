@@ -68,8 +68,10 @@ class AdaptiveConf:
     # limit but max_trials)
     budget_s: Optional[float] = None
     # most trials (processes) per configuration; the rule's last look is at this many, so it sets
-    # how alpha is spent across looks, and thus the design: not only a cap
-    max_trials: int = 12
+    # how alpha is spent across looks, and thus the design: not only a cap. None: the processes per
+    # side that detect a change of the noise band where a noise floor is known, within budget_s;
+    # else 12 (sweep/adaptive.py)
+    max_trials: Optional[int] = None
     # trials of every configuration in the first round (the first look; at least 2 for a variance)
     min_trials: int = 3
     # the row metric each comparison decides on (its direction from the metric registry)

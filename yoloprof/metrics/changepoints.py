@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Sequence, TypedDict
 
 import numpy as np
@@ -222,3 +223,126 @@ def step_effects(pairs: Sequence[tuple[ArrayLike, ArrayLike]], alpha: float = IN
     return [{"ratio": math.exp(d), "ci_low": math.exp(d - h) if k else None,
              "ci_high": math.exp(d + h) if k else None, "p_welch": float(q) if k else None}
             for d, h, q, k in zip(diff, half, p, ok)]
+
+
+# ---- what a search that found nothing could have found (docs/history.md "When nothing is found")
+NULL_DRAWS = 4000        # Gaussian series drawn for the scan's critical value (seeded: deterministic)
+MAX_PER_COMMIT = 100     # beyond this many captures per commit, the asked size is "out of reach"
+
+
+def min_attainable_p(groups: ArrayLike, min_size: int = MIN_SIZE) -> float:
+    """The smallest p the exact permutation test of the maximum can give for this layout, reached
+    when the values split into two perfectly separated clusters at an allowed cut c: the orders
+    in which some allowed cut separates the same clusters are those at cut c and, when n - c is
+    also allowed, the mirrored ones at n - c, so p_min = min over c of (1 + [n - c allowed]) / C(n, c).
+    1.0 when no cut is allowed."""
+    g = np.asarray(groups)
+    n = g.size
+    cuts = set(_cuts(g, 0, n, min_size).tolist())
+    if not cuts:
+        return 1.0
+    return min((1 + (n - c in cuts)) / math.comb(n, c) for c in cuts)
+
+
+@lru_cache(maxsize=32)
+def min_captures(alpha: float = ALPHA, min_size: int = MIN_SIZE) -> int:
+    """The fewest captures (one per commit) for which the search can reach p <= alpha at all."""
+    n = 2 * min_size
+    while min_attainable_p(np.arange(n), min_size) > alpha:
+        n += 1
+    return n
+
+
+@lru_cache(maxsize=256)
+def _scan_critical(n: int, cuts: tuple[int, ...], alpha: float) -> float:
+    """The (1 - alpha) quantile of max over the cuts of the pooled two-sample |t| of iid Gaussian
+    series of length n: the search's first test, on the t scale (q(k) / SS_total = R_k is the
+    statistic the permutation test ranks, t_k^2 = (n - 2) R_k / (1 - R_k))."""
+    rng = np.random.default_rng([n, len(cuts), 17])
+    Y = rng.standard_normal((NULL_DRAWS, n))
+    Y -= Y.mean(axis=1, keepdims=True)
+    r = _q(Y, np.asarray(cuts)).max(axis=1) / (Y * Y).sum(axis=1)
+    return float(np.sqrt((n - 2) * np.quantile(r, 1 - alpha) / (1 - np.quantile(r, 1 - alpha))))
+
+
+@lru_cache(maxsize=256)
+def _step_factors(n: int, cuts: tuple[int, ...], commits: int, alpha: float, power: float) -> tuple[float, np.ndarray]:
+    """(k0, k[r-1] for r = 1..MAX_PER_COMMIT): the smallest step (difference of mean logs) the
+    search finds with `power` is k * sd, k0 for this layout, k[r-1] for `commits` commits of r
+    captures each. At the allowed cut c nearest the middle the pooled t is noncentral with
+    nc = step sqrt(c (n - c) / n) / sd, against the scan's critical |t| (the maximum over the other
+    cuts only adds power: conservative); the same critical value serves every r (more captures
+    per commit only lower it: conservative again). Depends on the layout only, so it is cached."""
+    from yoloprof.metrics.decide import nc_for_power
+
+    tcrit = _scan_critical(n, cuts, alpha)
+    arr = np.asarray(cuts)
+    c = int(arr[np.argmin(np.abs(arr - n / 2))])
+    r = np.arange(1, MAX_PER_COMMIT + 1)
+    m, cr = commits * r, r * (commits // 2)
+    nc = nc_for_power(np.full(r.size + 1, tcrit), np.append(n - 2, m - 2), power)
+    return float(nc[0] / math.sqrt(c * (n - c) / n)), nc[1:] / np.sqrt(cr * (m - cr) / m)
+
+
+@lru_cache(maxsize=1024)
+def _layout(n: int, edges: bytes, min_size: int) -> tuple[int, tuple[int, ...], float]:
+    """(commits, allowed cuts, smallest attainable p) of a series of n values whose commit changes
+    after the positions in `edges` (np.flatnonzero(np.diff(groups)) as bytes): many series share one."""
+    changes = np.frombuffer(edges, dtype=np.intp)
+    g = np.zeros(n, int)
+    g[changes + 1] = 1
+    g = np.cumsum(g)
+    return int(changes.size + 1), tuple(_cuts(g, 0, n, min_size).tolist()), min_attainable_p(g, min_size)
+
+
+class Detectable(TypedDict):
+    """What a search that found no change could have found (`detectable`)."""
+
+    captures: int
+    too_few: bool               # the permutation test cannot reach alpha with this layout
+    need_captures: int | None   # fewest captures (one per commit) that can reach it
+    step_pct: float | None      # smallest step in the middle of the series found with 80% power
+    size: float                 # the asked size (fraction)
+    per_commit: int | None      # captures per commit that would find a step of `size` (None: > MAX_PER_COMMIT)
+    words: str
+
+
+def detectable(groups: ArrayLike, sd: float | None, size: float, *, alpha: float = ALPHA,
+               power: float = 0.8, min_size: int = MIN_SIZE) -> Detectable:
+    """The smallest step this series' search could have found (alpha, `power`), for a step at the
+    allowed cut nearest the middle (steps near the ends need more), from the series' noise `sd`
+    (SD of the log values); and the captures per commit with which a step of `size` would be found
+    on as many commits (the critical value of this series' own scan, which more captures per
+    commit only lower: conservative). Or, below the length at which the permutation test can reach
+    alpha at all, "too few captures"."""
+    g = np.asarray(groups)
+    n = g.size
+    commits, cuts, p_min = _layout(n, np.flatnonzero(np.diff(g)).tobytes(), min_size)
+    need = min_captures(alpha, min_size)
+    out: Detectable = {"captures": n, "too_few": False, "need_captures": need, "step_pct": None,
+                       "size": size, "per_commit": None, "words": ""}
+    if not cuts:
+        out["too_few"] = True
+        out["words"] = (f"too few commits for the change-point test: {n} capture(s) of {commits} commit(s), "
+                        "and a change can only fall between commits")
+        return out
+    if p_min > alpha:
+        out["too_few"] = True
+        out["words"] = (f"too few captures for the change-point test: {n}, need at least {need} "
+                        f"(below that the permutation test cannot reach p <= {alpha:g})")
+        return out
+    if sd is None or not sd > 0:
+        out["words"] = "no change point; smallest detectable step n/a (no spread between captures)"
+        return out
+    k0, k = _step_factors(n, cuts, commits, alpha, power)
+    out["step_pct"] = 100 * math.expm1(k0 * sd)
+    per = n / max(commits, 1)
+    reach = np.flatnonzero(k * sd <= math.log1p(size))
+    out["per_commit"] = int(reach[0]) + 1 if reach.size else None
+    seen = (f"no change point; could detect a step >= {out['step_pct']:.1f}% in the middle of the series "
+            f"(alpha {alpha:g}, {power:.0%} power) with {per:.3g} capture(s) per commit on {commits} commits")
+    r = out["per_commit"]
+    out["words"] = seen + (f"; more than {MAX_PER_COMMIT} captures per commit would be needed for {size:.0%}" if r is None
+                           else f", enough for {size:.0%}" if r <= per
+                           else f"; about {r} captures per commit would detect {size:.0%}")
+    return out

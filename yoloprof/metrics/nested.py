@@ -31,7 +31,7 @@ import numpy as np
 from scipy import stats as sps
 
 from yoloprof.config.stat_defaults import ALPHA, NOISE
-from yoloprof.metrics.decide import units_to_decide, within_noise_words
+from yoloprof.metrics.decide import detect_words, units_to_decide, within_noise_words
 from yoloprof.metrics.stats import (FULL_POWER_TRIALS, LOW_POWER, MW_MIN_TRIALS, _opt, _quiet, _side_stats,
                                     _side_warnings, classify, verdict_words)
 
@@ -223,11 +223,9 @@ def _decide(r: dict[str, Any], t: dict[str, Any], k: int) -> None:
         r.update(processes_needed=need, mde_pct=mde)
         per = r["n_before"] / max(r["processes_before"], 1)
         r["trials_needed"] = int(math.ceil(need * per)) if need else None
-        target = "detect a change of the noise band" if code == "inconclusive" else "decide"
-        r["note"] = (f"about {need} processes per side would {target} (80% power)" if need else None)
-        if code == "inconclusive" and mde is not None:
-            r["note"] = (f"smallest detectable change {mde:.1f}% with {k} process{'es' if k > 1 else ''} per side; "
-                         + (r["note"] or ""))
+        r["note"] = (f"about {need} processes per side would decide (80% power)" if need else None)
+        if code == "inconclusive":
+            r["note"] = detect_words(mde, k, "process", alpha, need, noise)
     if t["method"] == "noise floor" and r["floor"]:
         f = r["floor"]
         r["warnings"].append(f"one process per side: judged against the stored run-to-run noise floor "

@@ -47,6 +47,8 @@ STOPPING = ("improved", "regressed", "equivalent")
 UNDECIDED = "undecided"     # more looks remain
 MIN_LOOK_TRIALS = 2         # a look needs a variance on each side
 _GRID = 401                 # integration points per look (boundaries within 1e-4 of 4001 points)
+DESIGN_LOOKS = 200          # most looks whose boundaries max_trials_for computes
+DESIGN_GRID = 101           # integration points per look for max_trials_for (levels within 1% of _GRID's)
 
 
 def spent(t: float, alpha: float = ALPHA) -> float:
@@ -124,6 +126,45 @@ def look_plan(min_trials: int, max_trials: int, step: int = 1) -> tuple[int, ...
     return tuple(plan if plan[-1] == max_trials else plan + [max_trials])
 
 
+def look_level(plan: Sequence[int], look: int, alpha: float = ALPHA, family: int = 1, points: int = _GRID) -> float:
+    """The two-sided nominal level of look `look` (1-based) of `plan` when `family` comparisons
+    share alpha (Holm's first step, alpha / family): 2 (1 - Phi(c_look)). `points` per look of the
+    integration (a design's sample size needs less than a decision: DESIGN_GRID)."""
+    from scipy.stats import norm
+
+    fractions = tuple(k / plan[-1] for k in plan)
+    return float(2.0 * norm.sf(_boundaries(fractions, alpha / max(1, family), points)[look - 1]))
+
+
+def max_trials_for(sd: float, size: float, min_trials: int, *, alpha: float = ALPHA, family: int = 1,
+                   power: float | None = None) -> int | None:
+    """The processes per side (`adaptive.max_trials`) at which this design detects a change of
+    `size` with `power` at its last look, for process means of log-SD `sd`: the smallest n_max
+    whose last look's nominal level (O'Brien-Fleming spending over look_plan(min_trials, n_max),
+    alpha / family) gives the fixed-design t test `power` (the sequential design rejects at least
+    whenever its last look alone would). Beyond DESIGN_LOOKS looks the boundaries are not
+    computed and the fixed design's n at alpha / family is returned (OBF's last level is within a
+    few % of it there). `power` defaults to decide.POWER. None when out of reach (decide.MAX_UNITS)."""
+    from yoloprof.metrics.decide import POWER, units_to_detect
+
+    power = POWER if power is None else power
+    level = alpha / max(1, family)
+    n_fixed = float(units_to_detect(sd, size, level, power)[0])
+    if not math.isfinite(n_fixed):
+        return None
+    n = max(int(n_fixed), min_trials)
+    for _ in range(20):
+        if n - min_trials + 1 > DESIGN_LOOKS:
+            return n
+        plan = look_plan(min_trials, n)
+        need = max(int(units_to_detect(sd, size, look_level(plan, len(plan), alpha, family, DESIGN_GRID),
+                                            power)[0]), min_trials)
+        if need <= n:
+            return n
+        n = need
+    return n
+
+
 @dataclass(frozen=True)
 class Decision:
     """One look at one comparison. `ratio`, `low`, `high` are candidate / baseline on the metric's
@@ -151,7 +192,7 @@ def decide(base_logs: Sequence[float], cand_logs: Sequence[float], look: int, pl
     """The verdict at look `look` (1-based) of `plan` (look_plan), from each side's per-process
     log values in trial order: the first plan[look-1] of each side are used (more may exist, e.g.
     a baseline still running for another comparison). `family` comparisons share alpha."""
-    from scipy.stats import norm, t as student
+    from scipy.stats import t as student
 
     from yoloprof.metrics.stats import classify
 
@@ -164,9 +205,8 @@ def decide(base_logs: Sequence[float], cand_logs: Sequence[float], look: int, pl
         raise ValueError(f"look {look} needs {n} finite values per side (got {len(b)} and {len(a)})")
     # a look's boundary depends only on the looks up to it: the whole plan's are computed (and
     # cached) once, and every look of the sweep reads its own
-    fractions = [k / plan[-1] for k in plan]
-    level = float(2.0 * norm.sf(boundaries(fractions, alpha)[look - 1]))
-    family_level = float(2.0 * norm.sf(boundaries(fractions, alpha / max(1, family))[look - 1]))
+    level = look_level(plan, look, alpha)
+    family_level = look_level(plan, look, alpha, family)
     vb, va = b.var(ddof=1) / n, a.var(ddof=1) / n
     d, se = float(a.mean() - b.mean()), math.sqrt(vb + va)
     df = (vb + va) ** 2 / (vb ** 2 / (n - 1) + va ** 2 / (n - 1)) if se > 0 else 1.0

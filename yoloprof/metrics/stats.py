@@ -23,11 +23,11 @@ low power (`low_power`, a warning and "(low power)" in the verdict words): with 
 wide, yet Welch's test keeps its false-positive rate at or below alpha (a simulation test holds it).
 Fewer than 2 trials on either side gives no verdict at all, only the point ratio.
 
-Power math (no statsmodels): the smallest detectable change uses the usual t approximation
-``(t[1-alpha/2, df] + t[power, df]) * se`` on the log scale (df = Welch's df); the trials needed
-start from the normal approximation ``n = 2 ((z[1-alpha/2] + z[power]) s / log(1+d))^2`` and are
-then refined with the exact power of the two-sample t-test from the noncentral t distribution
-(`scipy.stats.nct`), with s the pooled standard deviation of the log values. Power is 80%.
+Power math (no statsmodels; one home, metrics/decide.py): the smallest detectable change is the
+difference of mean logs at which the exact power of the two-sided t-test (noncentral t,
+`scipy.stats.nct`) at Welch's df is 80%; the trials needed are the smallest n per side with 80%
+exact power for a change of d (the search starts at the normal approximation
+``n = 2 ((z[1-alpha/2] + z[power]) s / log(1+d))^2``), s the pooled SD of the log values.
 
 Instability warnings (flag, never drop): CV above 10%; values beyond 1.5 IQR of the quartiles
 (Tukey fences); a slow first trial: with at least 3 trials, the first is slower than every other
@@ -47,7 +47,8 @@ import numpy as np
 from scipy import stats as sps
 
 from yoloprof.config.stat_defaults import ALPHA, CORRECTION, CORRECTIONS, NOISE
-from yoloprof.metrics.decide import MIN_TRIALS, POWER, within_noise_words  # MIN_TRIALS: callers read it here too
+from yoloprof.metrics.decide import (MIN_TRIALS, mde_log, units_to_detect,  # MIN_TRIALS: callers read it here too
+                                     within_noise_words)
 
 FULL_POWER_TRIALS = 3   # below this per side, a tested result is labelled low power
 MW_MIN_TRIALS = 5
@@ -179,23 +180,15 @@ def _mannwhitney(B: np.ndarray, A: np.ndarray) -> np.ndarray:
 
 def _power(LB: np.ndarray, LA: np.ndarray, df: np.ndarray, alpha: float,
            noise: float) -> tuple[np.ndarray, np.ndarray]:
-    """Row-wise (smallest detectable change in %, trials per side to detect a change of `noise`)."""
+    """Row-wise (smallest detectable change in %, trials per side to detect a change of `noise`),
+    by the one home of these figures (metrics/decide.py): exact noncentral-t power at Welch's df."""
     s = np.sqrt((LB.var(axis=1, ddof=1) + LA.var(axis=1, ddof=1)) / 2)
     se = s * math.sqrt(1 / LB.shape[1] + 1 / LA.shape[1])
-    mde = (np.exp((sps.t.ppf(1 - alpha / 2, df) + sps.t.ppf(POWER, df)) * se) - 1) * 100
+    mde = np.expm1(mde_log(se, df, alpha)) * 100
     need = np.full(s.shape, float(MIN_TRIALS))
     live = s > 0
     if noise > 0 and live.any():
-        delta = math.log1p(noise)
-        z = sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(POWER)
-        n0 = np.maximum(MIN_TRIALS, (2 * (z * s[live] / delta) ** 2).astype(int) - 2)
-        ns = n0[:, None] + np.arange(66)[None, :]
-        dfs = 2 * ns - 2
-        tcrit = sps.t.ppf(1 - alpha / 2, dfs)
-        nc = delta / (s[live][:, None] * np.sqrt(2 / ns))
-        pw = sps.nct.sf(tcrit, dfs, nc) + sps.nct.cdf(-tcrit, dfs, nc)
-        first = np.where((pw >= POWER).any(axis=1), (pw >= POWER).argmax(axis=1), ns.shape[1] - 1)
-        need[live] = ns[np.arange(ns.shape[0]), first]
+        need[live] = units_to_detect(s[live], noise, alpha)
     elif noise <= 0:
         need[:] = np.nan
     return mde, need

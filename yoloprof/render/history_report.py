@@ -74,8 +74,10 @@ def render_history(result: dict[str, Any], out: Out | None = None) -> None:
             out.table(["configuration", "came with", "likely commits", "change [95% CI]", "p", "what"],
                       [[cut(s["config"], 40), attribution(cp), likely(cp), fmt_change(cp), fmt_p(cp["p"]),
                         cp.get("direction") or "change"] for s, cp in cps], title="change points", shrink=0)
-        else:
-            out.line("no change points")
+        quiet = [s for s in series[:MAX_SERIES_ROWS] if s.get("detectable")]
+        for s in quiet:  # what each series without a change point could have found
+            out.note(f"{cut(s['config'], 56)}: {s['detectable']['words']}" if len(quiet) > 1
+                     else s["detectable"]["words"])
     for note in result.get("notes") or []:
         out.note(note)
     for why, n in (result.get("excluded") or {}).items():
@@ -96,6 +98,9 @@ def render_gate(result: dict[str, Any], out: Out | None = None) -> None:
                      fmt_ratio(j["ratio"], j.get("ci_low"), j.get("ci_high")), fmt_p(j.get("p")), j["verdict"]])
     out.table(["metric", "baseline", "new", "baseline captures", "noise", "ratio (>1 better) [CI]", "p", "verdict"],
               rows, right=(1, 2, 4, 6))
+    for j in result["judgements"]:  # what an inconclusive judgement could have seen
+        if j.get("detectable"):
+            out.note(f"{j['metric']} inconclusive: {j['detectable']}")
     if result.get("config_key") is None:
         out.note("no stored history of this configuration on this machine: nothing to judge against")
     for note in result.get("notes") or []:
@@ -139,7 +144,7 @@ def render_history_html(result: dict[str, Any]) -> str:
             if plotted >= MAX_PLOTS:
                 break
             cps = "; ".join(f"{attribution(cp)} {fmt_change(cp)} ({cp.get('direction') or 'change'})"
-                            for cp in s["change_points"]) or "no change points"
+                            for cp in s["change_points"]) or (s.get("detectable") or {}).get("words", "no change points")
             svg = _plot(s, str(result.get("unit") or ""))
             parts.append(f"<div class='box'><b>{escape(s['config'])}</b><span class='detail'>{s['captures']} "
                          f"captures, {s['commits']} commits; {escape(cps)}</span>{svg or ''}</div>")

@@ -11,6 +11,16 @@ comparison still open - a baseline runs on while any of its comparisons is open.
 when every comparison is decided, at `adaptive.max_trials`, or when the next round would end past
 `adaptive.budget_s`. The manifest's `adaptive` record says what each round ran and why the sweep
 stopped; the analysis (analysis/adaptive_verdicts.py) applies the same rule to the final verdicts.
+
+`adaptive.max_trials` unset (the default): after round 1 and before the first look, where a noise
+floor is stored for the baseline's workload on this machine (metrics/noise_floor.py, `yoloprof
+calibrate`), the last look is put at the processes per side that detect a change of the noise band
+with 80% power (`sequential.max_trials_for`, from the floor's process-mean SD), capped by the
+budget (round 1's seconds per job x the jobs of the rounds still to run must fit what is left of
+`budget_s`; AUTO_MAX_TRIALS without one); else FALLBACK_MAX_TRIALS. Fixing it there uses nothing
+the comparisons measured, so the plan is still fixed before the first look. A comparison the sweep
+leaves undecided says what it could have seen (the smallest change detectable at its last look)
+and the max_trials that would detect the noise band (metrics/decide.py).
 """
 
 from __future__ import annotations
@@ -29,6 +39,9 @@ from yoloprof.errors import UsageError
 from yoloprof.metrics import sequential
 from yoloprof.sweep import grid
 
+FALLBACK_MAX_TRIALS = 12  # the last look when adaptive.max_trials is unset and no noise floor is known
+AUTO_MAX_TRIALS = 100     # the most a noise floor sets it to when there is no budget
+
 # why a sweep stopped (the manifest's adaptive.stopped)
 STOPS = {"decided": "every comparison is decided", "max_trials": "adaptive.max_trials reached",
          "budget": "the next round would end past adaptive.budget_s",
@@ -41,7 +54,7 @@ class Settings:
     """The `adaptive` settings (config/schema.py AdaptiveConf) with the analysis' own."""
 
     budget_s: float | None
-    max_trials: int
+    max_trials: int | None  # None: from the noise floor within the budget, else FALLBACK_MAX_TRIALS
     min_trials: int
     metric: str
     alpha: float
@@ -52,16 +65,22 @@ class Settings:
     @classmethod
     def from_config(cls, cfg: Any) -> "Settings":
         ad, an = node_dict(cfg.adaptive), node_dict(cfg.analysis)
-        s = cls(budget_s=ad["budget_s"], max_trials=int(ad["max_trials"]), min_trials=int(ad["min_trials"]),
+        s = cls(budget_s=ad["budget_s"], max_trials=None if ad["max_trials"] is None else int(ad["max_trials"]),
+                min_trials=int(ad["min_trials"]),
                 metric=str(ad["metric"]), alpha=float(an["alpha"]), noise=float(an["noise"]),
                 baseline=tuple(an.get("baseline") or ()), vary=an.get("vary"))
         try:
-            sequential.look_plan(s.min_trials, s.max_trials)
+            sequential.look_plan(s.min_trials, s.first_max_trials)
         except ValueError as exc:
             raise UsageError(f"adaptive: {exc}") from exc
         if registry.better(s.metric) is None and s.metric not in _row_metrics():
             raise UsageError(f"adaptive.metric={s.metric}: not a row metric; use one of {', '.join(_row_metrics())}")
         return s
+
+    @property
+    def first_max_trials(self) -> int:
+        """The last look planned before anything ran: the user's, else the fallback."""
+        return self.max_trials if self.max_trials is not None else max(FALLBACK_MAX_TRIALS, self.min_trials)
 
 
 def _row_metrics() -> list[str]:
@@ -125,7 +144,11 @@ class Rounds:
     def __init__(self, runner: Any, configs: list[list[str]], sweep_dir: Path) -> None:
         self.runner, self.configs, self.sweep_dir = runner, configs, sweep_dir
         self.s = Settings.from_config(runner.config)
-        self.plan = sequential.look_plan(self.s.min_trials, self.s.max_trials)
+        self.plan = sequential.look_plan(self.s.min_trials, self.s.first_max_trials)
+        self.design: dict[str, Any] = {"max_trials": self.plan[-1], "from": "adaptive.max_trials"
+                                       if self.s.max_trials is not None else "default"}
+        self.values: dict[str, list[float]] = {}
+        self.family = 0
         self.trials = [0] * len(configs)       # trials launched per configuration
         self.group: dict[int, str] = {}        # configuration index -> group_hash (from its rows)
         self.decisions: dict[str, dict[str, Any]] = {}  # candidate group_hash -> last decision
@@ -160,6 +183,9 @@ class Rounds:
         self._map_groups(rows)
         pairs = pairs_of(self.sweep_dir, self.s)
         values = process_values(rows, self.s.metric)
+        if look == 1 and self.s.max_trials is None and pairs:
+            self._design(rows, pairs)
+        self.values, self.family = values, len(pairs)
         better = registry.better(self.s.metric) or "lower"
         n = self.plan[look - 1]
         todo: list[tuple[str, str]] = []
@@ -190,6 +216,76 @@ class Rounds:
             return set(), "failed" if failed else "max_trials"
         return configs, None
 
+    def _design(self, rows: Any, pairs: dict[str, str]) -> None:
+        """max_trials from the noise floor of the baseline's workload, within the budget (module doc)."""
+        from yoloprof.metrics.decide import POWER
+        from yoloprof.sweep.launchers import say
+
+        try:
+            floor = _floor(self.sweep_dir, rows, sorted(set(pairs.values()))[0], self.s.metric)
+        except UsageError as exc:  # an unreadable noise-floor file: said, and the default kept
+            say(f"trial=auto: {exc}")
+            floor = None
+        if floor is None:
+            self.design["why"] = (f"no noise floor of {self.s.metric} for this workload on this machine "
+                                  f"(yoloprof calibrate): the default {self.plan[-1]}")
+            return
+        n = sequential.max_trials_for(float(floor["sd"]), self.s.noise, self.s.min_trials,
+                                      alpha=self.s.alpha, family=len(pairs))
+        cap, cap_why = self._cap()
+        chosen = max(self.s.min_trials, min(n if n is not None else cap, cap))
+        self.plan = sequential.look_plan(self.s.min_trials, chosen)
+        self.design = {"max_trials": chosen, "from": "noise floor", "floor_sd": floor["sd"],
+                       "floor_processes": floor.get("processes"), "needed": n, "cap": cap,
+                       "why": (f"{n if n is not None else 'more than 10000'} processes per side detect a change of "
+                               f"{self.s.noise:.0%} ({POWER:.0%} power) at the floor's process-mean SD "
+                               f"{100 * floor['sd']:.2f}%" + (f"; capped at {cap} by {cap_why}" if n is None or n > cap
+                                                               else ""))}
+        say(f"trial=auto: max_trials {chosen} from the noise floor: {self.design['why']}")
+
+    def _cap(self) -> tuple[int, str]:
+        """The most processes per side the budget allows: round 1's seconds per job times the
+        jobs of one more trial of every configuration, for what is left of budget_s."""
+        if self.s.budget_s is None:
+            return AUTO_MAX_TRIALS, "AUTO_MAX_TRIALS (no adaptive.budget_s)"
+        per_round = (sum(self.job_s) / len(self.job_s) if self.job_s else 0.0) * len(self.configs)
+        left = self.s.budget_s - (time.monotonic() - self.started)
+        more = int(left // per_round) if per_round > 0 else AUTO_MAX_TRIALS
+        return min(AUTO_MAX_TRIALS, self.s.min_trials + max(0, more)), f"adaptive.budget_s={self.s.budget_s:g}"
+
+    def explain_undecided(self) -> None:
+        """For each comparison left undecided: the smallest change detectable at its last look
+        (at that look's level, 80% power, from the pooled SD of the two sides' process values) and
+        the max_trials that would detect a change of the noise band; added to its decision."""
+        from yoloprof.metrics import decide
+
+        for g, d in self.decisions.items():
+            if d.get("decided") or d.get("code") == "failed" or "look" not in d or "n_cand" not in d:
+                continue
+            n, base = int(d["n_cand"]), self.values.get(d["baseline"], [])
+            a, b = self.values.get(g, [])[:n], base[:n]
+            if min(len(a), len(b)) < 2:
+                continue
+            sd = math.sqrt((_var(a) + _var(b)) / 2)
+            level = sequential.look_level(self.plan, int(d["look"]), self.s.alpha, self.family)
+            mde = decide.mde_pct(sd, n, level)
+            need = sequential.max_trials_for(sd, self.s.noise, self.s.min_trials, alpha=self.s.alpha,
+                                             family=self.family) if sd > 0 else None
+            words = decide.detect_words(mde, n, "process", level, need, self.s.noise)
+            if need is not None and need > n:
+                words += f" (adaptive.max_trials={need})"
+            d.update(mde_pct=mde, processes_needed=need, detectable=words)
+
+    def label(self, group: str) -> str:
+        """A configuration's overrides without its trial, e.g. 'precision=bfloat16'."""
+        c = next((c for c, g in self.group.items() if g == group), None)
+        return group[:8] if c is None else " ".join(i for i in self.configs[c] if not i.lstrip("+").startswith("trial="))
+
+    def short_label(self, group: str) -> str:
+        """`label` without the overrides every configuration shares: what tells them apart."""
+        shared = set.intersection(*(set(c) for c in self.configs)) if len(self.configs) > 1 else set()
+        return " ".join(i for i in self.label(group).split() if i not in shared) or self.label(group)
+
     def _map_groups(self, rows: Any) -> None:
         launched = {num: job for r in self.rounds for num, job in zip(r["jobs"], r["job_overrides"])}
         keys = {tuple(grid.with_trial(c, 0)): i for i, c in enumerate(self.configs)}
@@ -216,10 +312,9 @@ class Rounds:
             manifest = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             manifest = {}
-        labels = {g: " ".join(i for i in self.configs[c] if not i.lstrip("+").startswith("trial="))
-                  for c, g in self.group.items()}
+        labels = {g: self.label(g) for g in self.group.values()}
         manifest["adaptive"] = {
-            "settings": asdict(self.s), "rule": "lan-demets-obrien-fleming, holm step-down", "plan": list(self.plan),
+            "settings": asdict(self.s), "design": self.design, "rule": "lan-demets-obrien-fleming, holm step-down", "plan": list(self.plan),
             "family": len(self.decisions), "stopped": stopped, "why": STOPS[stopped],
             "wall_s": round(time.monotonic() - self.started, 3), "rounds": self.rounds,
             "configs": labels, "trials": {labels.get(self.group.get(c, ""), str(c)): n
@@ -229,6 +324,28 @@ class Rounds:
         manifest["planned"] = [{"job_num": n, "overrides": job} for r in self.rounds
                                for n, job in zip(r["jobs"], r["job_overrides"])]
         write_bytes_atomic(path, json.dumps(manifest, indent=1, default=str).encode())
+
+
+def _var(x: list[float]) -> float:
+    m = sum(x) / len(x)
+    return sum((v - m) ** 2 for v in x) / (len(x) - 1)
+
+
+def _floor(sweep_dir: Path, rows: Any, group: str, metric: str) -> dict[str, Any] | None:
+    """The stored noise floor of `metric` for the workload of configuration `group` on this machine,
+    found from the profile of its first ok job (its env and config are what `calibrate` keys by)."""
+    from yoloprof.metrics.noise_floor import find_floor
+
+    ok = rows[(rows["status"] == "ok") & (rows["group_hash"] == group)] if len(rows) else rows
+    for rel, sid in zip(ok.get("profile_path", []), ok.get("sweep_id", [None] * len(ok))):
+        for path in ([sweep_dir / str(rel), sweep_dir / str(sid) / str(rel)] if isinstance(rel, str) else []):
+            if path.is_file():
+                try:
+                    profile = json.loads(path.read_text(encoding="utf-8"))
+                except (OSError, ValueError):
+                    continue
+                return find_floor(profile, metric)
+    return None
 
 
 def run_adaptive(runner: Any, jobs: list[list[str]], sweep_dir: Path) -> list[Any]:
@@ -255,6 +372,11 @@ def run_adaptive(runner: Any, jobs: list[list[str]], sweep_dir: Path) -> list[An
             f"round {look + 1} runs {sum(len(r) for r in trials.values())} jobs (trials up to {n})")
         look += 1
         returns += state.run_round(trials, look)
+    state.explain_undecided()
     state.record(stopped)
     say(f"trial=auto: stopped after {len(state.rounds)} rounds, {runner.next_job} jobs: {STOPS[stopped]}")
+    for g, d in state.decisions.items():
+        if d.get("detectable"):
+            say(f"trial=auto: {state.short_label(g)} undecided against {state.short_label(d['baseline'])}: "
+                f"{d['detectable']}")
     return returns
