@@ -36,10 +36,15 @@ def test_overlapping_same_class_is_suppressed_other_class_kept():
 
 
 def test_threshold_is_strict_like_torchvision():
-    boxes = torch.tensor([[0.0, 0, 2, 1], [1, 0, 3, 1]])  # IoU exactly 1/3
     scores = torch.tensor([0.5, 0.4])
-    assert nms_torch(boxes, scores, 1 / 3).tolist() == [0, 1]
-    assert nms_torch(boxes, scores, 0.33).tolist() == [0]
+    half = torch.tensor([[0.0, 0, 3, 1], [1, 0, 4, 1]])  # IoU exactly 0.5 (2 / 4), exact in float32
+    assert nms_torch(half, scores, 0.5).tolist() == [0, 1]
+    assert nms_torch(half, scores, 0.4999).tolist() == [0]
+    # IoU 1/3 is float32(1/3) = 0.33333334 > 1/3: torchvision's kernel compares it with the
+    # threshold as a double and drops the box; rounding the threshold to float32 would keep it
+    third = torch.tensor([[0.0, 0, 2, 1], [1, 0, 3, 1]])
+    assert nms_torch(third, scores, 1 / 3).tolist() == [0]
+    assert nms_torch(third, scores, 0.3333334).tolist() == [0, 1]
 
 
 def test_chain_suppression_keeps_the_third_box():

@@ -143,3 +143,30 @@ def test_user_models_get_passthrough_postprocess():
     assert postprocess_fn("mymodels.Net") is passthrough
     raw = {"logits": torch.ones(2)}
     assert passthrough(raw, []) is raw
+
+
+def test_corrupt_image_with_a_replaced_pillow_opener(tmp_path, monkeypatch):
+    """A package that replaces PIL.Image.open (Ultralytics does, installing pi-heif from the
+    network on an unidentified file) does not change what a corrupt image is: skipped, one line."""
+    import sys
+    import types
+
+    from PIL import Image
+
+    calls = []
+    fake = types.ModuleType("fake_patches")
+
+    def reaching_for_the_network(*args, **kwargs):
+        calls.append(args)
+        raise ModuleNotFoundError("No module named 'pi_heif'")
+
+    reaching_for_the_network.__module__ = "fake_patches"
+    fake._image_open = Image.open
+    monkeypatch.setitem(sys.modules, "fake_patches", fake)
+    monkeypatch.setattr(Image, "open", reaching_for_the_network)
+    (tmp_path / "x.jpg").write_bytes(b"broken")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(UsageError, match="corrupt"):
+            load_sources(str(tmp_path))
+    assert calls == []

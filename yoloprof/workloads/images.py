@@ -23,6 +23,20 @@ PAD_VALUE = 114  # the grey YOLO letterboxes with
 DECODE_ERRORS = (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError)
 
 
+def pil_open(path: Path | str | BinaryIO) -> Image.Image:
+    """Pillow's own `Image.open`, also where another package has replaced it in this process:
+    Ultralytics' replacement answers a file Pillow cannot identify by installing `pi-heif` from
+    the network, so one corrupt image would reach for the network (and fail offline with a
+    traceback). Its wrapper keeps Pillow's function as `_image_open`; any other wrapper is used
+    as it is."""
+    opener = Image.open
+    if getattr(opener, "__module__", "PIL.Image") != "PIL.Image":
+        import sys
+
+        opener = getattr(sys.modules.get(opener.__module__), "_image_open", opener)
+    return opener(path)
+
+
 @dataclass(frozen=True)
 class Letterbox:
     """How one image was mapped into the square network input, to map boxes back."""
@@ -49,7 +63,7 @@ def to_rgb(image: Image.Image) -> Image.Image:
 def load_rgb(path: Path | str | BinaryIO) -> Image.Image:
     """Fully decode an image file (or file object) to RGB; UsageError naming it when it is corrupt."""
     try:
-        with Image.open(path) as im:
+        with pil_open(path) as im:
             im.load()
             return to_rgb(im)
     except DECODE_ERRORS as exc:
@@ -72,11 +86,11 @@ def is_readable_image(path: Path) -> bool:
     end-of-image marker is therefore decoded fully here (JPEGs with trailing bytes still load).
     """
     try:
-        with Image.open(path) as im:
+        with pil_open(path) as im:
             fmt = im.format
             im.verify()
         if fmt == "JPEG" and not _jpeg_complete(path):
-            with Image.open(path) as im:
+            with pil_open(path) as im:
                 im.load()
         return True
     except DECODE_ERRORS:

@@ -28,9 +28,17 @@ except Exception:  # noqa: BLE001 - any import failure means "not available"
 HAS_TORCHVISION = _tv_batched_nms is not None
 
 
+def _exceeds(iou: torch.Tensor, threshold: float) -> torch.Tensor:
+    """`iou > threshold` with the threshold as the double it is (as torchvision's kernel compares):
+    torch would round it to float32 first, and 0.3 becomes 0.30000001, which an IoU of exactly
+    float32(0.3) does not exceed. For float32 x: x > t (double) <=> x >= f32(t) when f32(t) > t."""
+    t32 = torch.tensor(threshold, dtype=iou.dtype).item()
+    return iou >= t32 if t32 > threshold else iou > t32
+
+
 def _greedy_block(iou: torch.Tensor, threshold: float) -> torch.Tensor:
     """Exact greedy keep mask for one block of score-sorted boxes (iou: [K, K])."""
-    suppresses = torch.triu(iou > threshold, diagonal=1)  # [i, j]: i (higher score) can drop j
+    suppresses = torch.triu(_exceeds(iou, threshold), diagonal=1)  # [i, j]: i (higher score) can drop j
     keep = torch.ones(iou.shape[0], dtype=torch.bool, device=iou.device)
     for _ in range(iou.shape[0]):
         new = ~(suppresses & keep[:, None]).any(0)
@@ -40,37 +48,46 @@ def _greedy_block(iou: torch.Tensor, threshold: float) -> torch.Tensor:
     return keep
 
 
-def nms_torch(boxes: torch.Tensor, scores: torch.Tensor, iou_threshold: float) -> torch.Tensor:
-    """Single-class greedy NMS in pure torch; returns kept indices sorted by descending score."""
+def _overlaps(a: torch.Tensor, b: torch.Tensor, ca: torch.Tensor | None, cb: torch.Tensor | None) -> torch.Tensor:
+    """IoU of every box of `a` with every box of `b`, 0 between boxes of different classes."""
+    iou = pairwise_iou(a, b)
+    return iou if ca is None or cb is None else iou.masked_fill(ca[:, None] != cb[None, :], 0.0)
+
+
+def nms_torch(boxes: torch.Tensor, scores: torch.Tensor, iou_threshold: float,
+              classes: torch.Tensor | None = None) -> torch.Tensor:
+    """Greedy NMS in pure torch (class-aware when `classes` is given); returns kept indices sorted
+    by descending score."""
     if boxes.numel() == 0:
         return torch.empty((0,), dtype=torch.long, device=boxes.device)
     order = torch.sort(scores, descending=True, stable=True).indices
     sorted_boxes = boxes[order].float()
+    sorted_cls = None if classes is None else classes[order]
     kept: list[torch.Tensor] = []
     kept_boxes = sorted_boxes[:0]
+    kept_cls = None if sorted_cls is None else sorted_cls[:0]
     for start in range(0, len(order), BLOCK):
         block = sorted_boxes[start:start + BLOCK]
+        block_cls = None if sorted_cls is None else sorted_cls[start:start + BLOCK]
         alive = torch.ones(len(block), dtype=torch.bool, device=boxes.device)
         if len(kept_boxes):  # boxes kept in earlier blocks suppress this block first
-            alive = ~(pairwise_iou(kept_boxes, block) > iou_threshold).any(0)
+            alive = ~_exceeds(_overlaps(kept_boxes, block, kept_cls, block_cls), iou_threshold).any(0)
         idx = torch.nonzero(alive).squeeze(1)
-        keep = _greedy_block(pairwise_iou(block[idx], block[idx]), iou_threshold)
+        live_cls = None if block_cls is None else block_cls[idx]
+        keep = _greedy_block(_overlaps(block[idx], block[idx], live_cls, live_cls), iou_threshold)
         kept.append(order[start + idx[keep]])
         kept_boxes = torch.cat((kept_boxes, block[idx[keep]]))
+        if kept_cls is not None and live_cls is not None:
+            kept_cls = torch.cat((kept_cls, live_cls[keep]))
     return torch.cat(kept)
 
 
 def batched_nms_torch(boxes: torch.Tensor, scores: torch.Tensor, classes: torch.Tensor,
                       iou_threshold: float) -> torch.Tensor:
-    """Class-aware NMS by the coordinate-offset trick: boxes of different classes never overlap.
-
-    The offset is the full coordinate span + 1 (torchvision uses max + 1), so boxes with negative
-    coordinates, which decoded boxes near the border have before clipping, stay apart as well.
-    """
-    if boxes.numel() == 0:
-        return torch.empty((0,), dtype=torch.long, device=boxes.device)
-    offsets = classes.to(boxes.dtype) * (boxes.max() - boxes.min() + 1)
-    return nms_torch(boxes + offsets[:, None], scores, iou_threshold)
+    """Class-aware NMS: the IoU of boxes of different classes counts as 0. Computed on the boxes as
+    they are: the coordinate-offset trick (adding class x span to every box) rounds large float32
+    coordinates differently and kept a box that exact per-class NMS drops."""
+    return nms_torch(boxes, scores, iou_threshold, classes)
 
 
 def batched_nms(boxes: torch.Tensor, scores: torch.Tensor, classes: torch.Tensor,
