@@ -66,13 +66,16 @@ def test_identical_work_is_never_called_different_within_its_budget(tmp_path, mo
 def test_a_real_sweep_of_identical_work_calls_nothing_improved_or_regressed(tmp_path, monkeypatch):
     """Real tiny captures (infer, 32 px), two labels of identical work (trace settings of a capture
     whose trace pass is off), trial=auto: no improved/regressed verdict from the sweep's rule nor
-    from its analysis, and the manifest says how it stopped."""
+    from its analysis, and the manifest says how it stopped. Each job in a fresh worker process,
+    as the rule assumes (one process = one replicate): in-process jobs share one process, whose
+    drift under a loaded machine the rule would read as a difference."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("YOLOPROF_SWEEP_ID", raising=False)
     tiny = ["size=n", "mode=infer", "imgsz=32", "capture.warmup=1", "capture.runs=2", "repeat=1",
             "capture.trace=false", "capture.modules=false", "capture.warmup_max=1"]
+    isolated = [a for a in QUIET if not a.startswith("launch.isolation=")] + ["launch.isolation=process"]
     assert main(["trial=auto", "capture.trace_active=1,2", "hydra.sweep.dir=S", "adaptive.min_trials=2",
-                 "adaptive.max_trials=3", *QUIET, *tiny]) == 0
+                 "adaptive.max_trials=3", *isolated, *tiny]) == 0
     record = json.loads((tmp_path / "S" / files.MANIFEST).read_text())["adaptive"]
     assert [d["code"] for d in record["comparisons"].values()] != [] and \
         not {d["code"] for d in record["comparisons"].values()} & {"improved", "regressed"}
