@@ -132,7 +132,7 @@ BAD_ARGS = [
     (("run", "weights=X.pt"), 2, "did you mean --weights X.pt?"),
     (("run", "amp_dtype=bfloat16"), 2, "did you mean --precision"),
     (("infer", "trace=false"), 2, "did you mean --no-trace?"),
-    (("run", "--size", "x"), 2, "argument --size: invalid choice: 'x'"),
+    (("run", "--size", "x"), 2, "--size x: the built-in detector's sizes are n, t, s, m, l"),
     (("run", "nosuchdata"), 2, "nosuchdata"),
     (("infer", "--batch", "-1"), 2, "needs a CUDA device"),
 ]

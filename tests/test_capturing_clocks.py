@@ -102,7 +102,7 @@ def _linear_context(scaler, loss_scale: float = 1.0) -> tuple[TrainContext, np.n
     x = torch.randn(4, 3)
     loader = [(x, torch.zeros(4, 6))]
     ctx = TrainContext(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-                       loss_fn=lambda out, targets: ((out ** 2).mean() * loss_scale, {}), loader=loader,
+                       forward_loss=lambda m, x, targets: ((m(x) ** 2).mean() * loss_scale, {}), loader=loader,
                        device=torch.device("cpu"), autocast=contextlib.nullcontext, scaler=scaler)
     return ctx, x.numpy().astype(np.float64), model.weight.detach().numpy().astype(np.float64).copy()
 

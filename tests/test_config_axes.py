@@ -25,7 +25,7 @@ OLD_AXES_INT = ("batch", "imgsz", "workers", "threads", "warmup", "steps", "runs
 # analysis/configs.py's hand-typed tables (AXIS_COLUMNS as a set: its order is now field order).
 OLD_ANALYSIS = {"mode", "model", "size", "data", "device", "batch", "imgsz", "precision", "threads",
                 "workers", "warmup", "steps", "runs", "repeat"}
-OLD_KEY_COLUMNS = {"model._target_": "model", "model.name": "model", "capture.warmup": "warmup",
+OLD_KEY_COLUMNS = {"model._target_": "model", "model.name": "model", "model.cfg": "model", "model.family": "model", "capture.warmup": "warmup",
                    "capture.steps": "steps", "capture.runs": "runs", "data.path": "data"}
 OLD_LABELS = ("source", "mode", "model", "size", "precision", "device", "batch", "imgsz", "workers",
               "warmup", "steps", "runs", "repeat", "sweep_name", "swept")

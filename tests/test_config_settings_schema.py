@@ -102,8 +102,9 @@ def test_help_shows_every_default(command, capsys):
     for action in sub._actions:
         if action.dest in FIELDS and action.option_strings and action.const is None:
             assert action.help and "(default: " in action.help, action.dest
-    for shown in ("--size {n,t,s,m,l} built-in detector size (default: n)",
-                  "--weights WEIGHTS 'none' (seeded random init) or a state-dict file (default: none)",
+    for shown in ("--size SIZE model size: the built-in detector's (n t s m l) or a family's",
+                  "--model-arg KEY=VALUE keyword arguments of the model's factory or builder",
+                  "--weights WEIGHTS 'none' (seeded random init), a state-dict file, or a checkpoint",
                   "--trace-active TRACE_ACTIVE"):
         assert shown in text
 

@@ -345,3 +345,26 @@ def leaky_sweep_env(tmp_path, monkeypatch):
         [one] = sorted((tmp_path / "runs" / "profile" / "sweeps" / "adhoc").iterdir())
         return one
     return sweep_dir
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch):
+    """A user's module in the working directory: a factory, a loss factory that takes the model,
+    one that takes nothing, and a post-process with keywords."""
+    (tmp_path / "famhooks.py").write_text(textwrap.dedent("""
+        import torch
+        SEEN = {}
+        def net(width=4):
+            return torch.nn.Conv2d(3, width, 3)
+        def loss_with_model(model):
+            SEEN["model"] = model
+            return lambda out, targets: (out.square().mean(), {"sq": out.square().mean().detach()})
+        def loss_plain():
+            return lambda out, targets: out.abs().mean()
+        def post(outputs, conf, max_det):
+            return outputs.flatten(1).topk(max_det).values > conf
+    """))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield
+    sys.modules.pop("famhooks", None)

@@ -41,6 +41,7 @@ from yoloprof.config.device_spec import DeviceSpec, parse_device
 from yoloprof.defs.json_types import JSON, JSONObject
 from yoloprof.config.fields import field_default, flag_name
 from yoloprof.config.steady_thresholds import CAP_EXTRA
+from yoloprof.config.model_families import BUILTIN, FACTORY, SIZED, family_of
 from yoloprof.errors import UsageError
 
 MODES = ("train", "infer")
@@ -131,25 +132,35 @@ class CaptureSettings:
     mode: str = setting("train", "train: time optimizer steps; infer: time pipeline calls",
                         choices=MODES, hydra=None, flag=None, axis=Axis())
     # from Python also a factory callable or an nn.Module instance (copied per trial, never modified)
-    model: str = setting("yolo", "'yolo' (built-in detector) or an importable factory of an nn.Module, "
+    model: str = setting("yolo", "'yolo' (built-in detector), a family's model (ultralytics:yolov8n.yaml, "
+                         "libreyolo:yolo9, torchvision:resnet18) or an importable factory of an nn.Module, "
                          "e.g. mymodels.Net", hydra=None,
-                         axis=Axis(keys=("model._target_", "model.name"), value=lambda s: model_label(s.model),
+                         axis=Axis(keys=("model._target_", "model.name", "model.cfg", "model.family"),
+                                   value=lambda s: model_label(s.model),
                                    causes=("model", "model_args", "model_size", "params")))
-    model_kwargs: dict[str, JSON] = setting({}, "keyword arguments of a model factory (sweeps: model.*)",
-                                           hydra=None, flag=None)
-    loss: str | None = setting(None, "user models: an importable loss factory; none = a generic "
-                               "reduction of the outputs", hydra=None, flag=None, modes=("train",))
-    size: str = setting("n", "built-in detector size", choices=SIZES,
-                        axis=Axis(value=lambda s: s.size if s.model == "yolo" else None,
+    model_kwargs: dict[str, JSON] = setting({}, "keyword arguments of the model's factory or builder, "
+                                           "KEY=VALUE, repeatable (sweeps: model.*)",
+                                           hydra=None, flag="--model-arg")
+    loss: str | None = setting(None, "an importable loss factory (called with model= where it takes it), "
+                               "returning fn(outputs, targets); none = the family's own loss (a generic "
+                               "reduction of the outputs for a factory)", hydra=None, modes=("train",))
+    postprocess: str | None = setting(None, "an importable fn(outputs, [meta, conf, iou, max_det]) timed as "
+                                      "the post-process stage; none = the family's own", hydra=None,
+                                      modes=("infer",), hashed="unless_default")
+    size: str = setting("n", "model size: the built-in detector's (n t s m l) or a family's (LibreYOLO: t s m c "
+                        "...); ignored where the size is in the model's name",
+                        axis=Axis(value=lambda s: s.size if sized(s.model) else None,
                                   causes=("model_size", "params")))
-    weights: str = setting("none", "'none' (seeded random init) or a state-dict file")
+    weights: str = setting("none", "'none' (seeded random init), a state-dict file, or a checkpoint of the "
+                           "model's family")
     data: str | None = setting(None, "train: synthetic | data.yaml | dataset folder; infer: image or "
                                "folder (none = the bundled sample image)",
                                per_mode={"train": "synthetic", "infer": None}, hydra=None, flag=None,
                                axis=Axis(keys=("data.path",), history=False))
     batch: int = setting(1, "batch size; -1 = the largest that fits in ~70% of GPU memory (CUDA only)",
                          per_mode={"train": 16, "infer": 1}, axis=Axis())
-    imgsz: int = setting(640, "square input size in pixels, a multiple of 32", minimum=32, axis=Axis())
+    imgsz: int = setting(640, "square input size in pixels (the built-in detector and factories: a multiple of "
+                         "32; a family rounds it as its own pipeline does)", minimum=32, axis=Axis())
     workers: int = setting(0, "data-loader worker processes (capped at the CPU count)",
                            per_mode={"train": 8, "infer": 0}, modes=("train",), minimum=0, axis=Axis())
     precision: str = setting("auto", "arithmetic of the step: float32 (no autocast), float16 or bfloat16 "
@@ -229,10 +240,12 @@ class CaptureSettings:
         if self.batch == 0 or self.batch < -1:
             raise UsageError(f"{flag_of('batch')} must be >= 1, or -1 for the largest that fits on a GPU "
                              f"(got {self.batch})")
-        if self.imgsz % 32:
+        if self.imgsz % 32 and family_of(self.model) in (BUILTIN, FACTORY):
             raise UsageError(f"{flag_of('imgsz')} must be a multiple of 32 and >= 32 (got {self.imgsz})")
         if not 0.0 <= self.conf <= 1.0 or not 0.0 <= self.iou <= 1.0:
             raise UsageError(f"{flag_of('conf')} and {flag_of('iou')} must be within [0, 1]")
+        if self.model == BUILTIN and self.size not in SIZES:
+            raise UsageError(f"{flag_of('size')} {self.size}: the built-in detector's sizes are {', '.join(SIZES)}")
         if self.mode == "train" and self.model == "yolo" and 1 <= self.batch * (self.imgsz // 32) ** 2 < 2:
             # the detector's stride-32 batch norm needs more than one value per channel to train
             raise UsageError(f"training the built-in detector at --batch {self.batch} needs --imgsz >= 64 "
@@ -269,6 +282,11 @@ class CaptureSettings:
             return cast("JSONObject", dataclasses.asdict(self))  # every field is JSON-able but `model`
         finally:
             self.model = model
+
+
+def sized(model: Any) -> bool:
+    """Whether the model's family has sizes (`size` describes it: a row axis, a header field)."""
+    return isinstance(model, str) and family_of(model) in SIZED
 
 
 def model_label(model: Any) -> str:

@@ -49,6 +49,9 @@ def add_capture_arguments(parser: argparse.ArgumentParser, mode: str) -> None:
         kind = _base_type(name)
         if name == "precision":
             _add_precision(parser, mode, text)
+        elif kind is dict:  # --model-arg KEY=VALUE, repeatable
+            parser.add_argument(flag_of(name), dest=name, action="append", default=None, help=text,
+                                metavar="KEY=VALUE")
         elif kind is bool:
             parser.add_argument(flag_of(name), dest=name, action=argparse.BooleanOptionalAction,
                                 default=default, help=text)
@@ -74,7 +77,27 @@ def settings_from_args(args: argparse.Namespace, mode: str) -> CaptureSettings:
     """The validated settings of a parsed `run`/`infer` command line."""
     values = {name: getattr(args, name) for name in cli_settings(mode)}
     values["data"] = getattr(args, POSITIONAL[mode][0])
+    for name in [n for n in values if _base_type(n) is dict]:
+        values[name] = key_values(values[name] or [], flag_of(name))
     return CaptureSettings.for_mode(mode, **values).validate()
+
+
+def key_values(items: Sequence[str], flag: str) -> dict[str, Any]:
+    """`KEY=VALUE` items -> a dict, each value read as YAML reads a scalar (3 -> int, 0.5 -> float,
+    true -> bool, null -> None, anything else a string), as Hydra's `model.KEY=VALUE` would."""
+    import yaml
+
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"{flag} {item!r}: expected KEY=VALUE")
+        try:
+            value = yaml.safe_load(text) if text.strip() else ""
+        except yaml.YAMLError:
+            value = text
+        out[key.strip()] = value if isinstance(value, (str, int, float, bool, type(None), list)) else text
+    return out
 
 
 def key_value_hint(tokens: Sequence[str], mode: str) -> None:

@@ -47,10 +47,11 @@ def field_default(f: dataclasses.Field) -> Any:
 
 
 def value_type(cls: type, name: str) -> Any:
-    """The field's type without `None` (int for `int | None`); `tuple` for `tuple[str, ...]`."""
+    """The field's type without `None` (int for `int | None`); `tuple` for `tuple[str, ...]`, `dict`
+    for `dict[str, X]`."""
     hint = typing.get_type_hints(cls)[name]
-    if typing.get_origin(hint) is tuple:
-        return tuple
+    if typing.get_origin(hint) in (tuple, dict):
+        return typing.get_origin(hint)
     args = [a for a in typing.get_args(hint) if a is not type(None)]
     return args[0] if args else hint
 

@@ -18,8 +18,9 @@ END = "<!-- end of settings table -->"
 def _key(name: str) -> str:
     where = spec_of(name).hydra
     if where is None:
-        return {"mode": "`mode` (group)", "model": "`model` (group: `_target_` + kwargs)",
-                "model_kwargs": "`model.*`", "loss": "`model.loss`",
+        return {"mode": "`mode` (group)",
+                "model": "`model` (group: `_target_` + kwargs, or a family: `model=ultralytics model.cfg=...`)",
+                "model_kwargs": "`model.*`", "loss": "`model.loss`", "postprocess": "`model.postprocess`",
                 "data": "`data` (group), `data.path`"}.get(name, "")
     return f"`{name}`" if where == "top" else f"`{where}.{name}`" if where == "capture" else f"`{where}`"
 

@@ -57,9 +57,35 @@ def node_list(node: Any, *, resolve: bool = True) -> list[Any]:
     return value
 
 
+# The key of a model family's config entry (conf/model/ultralytics.yaml: `kind: ultralytics`).
+FAMILY_KEY = "kind"
+# Keys of any model entry that are hooks, not the model's keyword arguments.
+_HOOK_KEYS = ("loss", "postprocess")
+
+
+def _family_fields(model: dict[str, Any]) -> dict[str, Any]:
+    """`kind: <family>` entries: `model=ultralytics model.cfg=yolov8n.yaml` -> the setting
+    `ultralytics:yolov8n.yaml` (the family's name key: config/model_families.py), its other keys
+    the builder's keyword arguments."""
+    from yoloprof.config.model_families import FAMILIES, NAMED, SEPARATOR
+
+    family = model.pop(FAMILY_KEY)
+    if family not in NAMED:
+        raise UsageError(f"model.{FAMILY_KEY}={family}: unknown model family; families: {', '.join(NAMED)}")
+    key = FAMILIES[family].name_key or "name"
+    name = model.pop(key, None)
+    if not name:
+        raise UsageError(f"model={family}: name the model with model.{key}=..., e.g. "
+                         f"model.{key}={FAMILIES[family].example}")
+    hooks = {k: model.pop(k, None) for k in _HOOK_KEYS}
+    return {"model": f"{family}{SEPARATOR}{name}", "model_kwargs": model, **hooks}
+
+
 def model_fields(cfg: DictConfig) -> dict[str, Any]:
     """The CaptureSettings fields that come from the `model` group."""
     model = _plain(OmegaConf.to_container(cfg.model, resolve=True))
+    if FAMILY_KEY in model and "_target_" not in model:
+        return _family_fields(model)
     target = model.pop("_target_", None)
     if not target:
         raise UsageError("model config has no _target_ (an importable factory of an nn.Module)")
@@ -70,8 +96,8 @@ def model_fields(cfg: DictConfig) -> dict[str, Any]:
         # `model._target_=pkg.Factory` on the default (built-in) entry: its keys are not the
         # factory's arguments; pass only what the user added (`+model.width=32`)
         model = {k: v for k, v in model.items() if k not in _BUILTIN_KEYS}
-    loss = model.pop("loss", None)
-    return {"model": target, "model_kwargs": model, "loss": loss}
+    hooks = {k: model.pop(k, None) for k in _HOOK_KEYS}
+    return {"model": target, "model_kwargs": model, **hooks}
 
 
 def job_values(cfg: DictConfig) -> dict[str, Any]:

@@ -53,12 +53,24 @@ def compute_summary(profile: dict) -> dict[str, Any]:
     return result
 
 
+def _sized(model: Any) -> bool:
+    from yoloprof.config.capture_settings import sized
+    from yoloprof.errors import UsageError
+
+    try:
+        return sized(model)
+    except UsageError:  # a family this version does not know: its size is shown as recorded
+        return True
+
+
 def _workload(profile: dict) -> dict[str, Any]:
     """The few settings that identify the run, for the title line."""
     cfg = profile.get("config") or {}
     env = profile.get("env") or {}
     keys = ("mode", "model", "size", "batch", "imgsz", "precision", "threads", "device")
     out = {k: cfg[k] for k in keys if cfg.get(k) is not None}
+    if "model" in out and not _sized(out["model"]):
+        out.pop("size", None)  # a user's model or a family without sizes: `size=n` would say nothing true
     for k in ("device_name", "torch"):
         if env.get(k):
             out[k] = env[k]

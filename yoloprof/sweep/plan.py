@@ -177,6 +177,10 @@ def validate_job_configs(jobs: list[list[str]], compose: Callable[[list[str]], D
     # the built-in factory is yoloprof's own: importing it to check it would only load torch early
     for target in sorted(t for t in targets if t and t != BUILTIN_TARGET):
         check_target(target)
+    from yoloprof.workloads.families import check_installed, family_of  # a family's extra, before any job
+
+    for family in sorted({family_of(s.model) for s in settings}):
+        check_installed(family)
     return settings
 
 

@@ -31,12 +31,13 @@ class ModelRef:
     """What the settings say about the model, in the family's own words."""
 
     family: str  # the table's key: "yolo", "factory", "ultralytics", "libreyolo", "torchvision"
-    name: str  # the family's model: an Ultralytics yaml or .pt, a LibreYOLO family ("yolo9"), a torchvision builder
+    name: Any  # the family's model: an Ultralytics yaml or .pt, a LibreYOLO family ("yolo9"), a torchvision builder
     size: str | None = None  # a family's size letter where it has sizes (LibreYOLO "t", built-in "n"), else None
     num_classes: int = 80
     seed: int = 0
     weights: str = "none"  # "none" = seeded random init; else a checkpoint file of this family
     kwargs: Mapping[str, Any] = field(default_factory=dict)  # --model-arg KEY=VALUE / extra model.* keys
+    imgsz: int | None = None  # the capture's imgsz, for models whose build depends on it (a transform's size)
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ class Names:
         return f"{self.key(name)}={value}" if self.hydra else f"{self.key(name)} {value}"
 
     def kwarg(self, name: str) -> str:
-        return f"model.{name}" if self.hydra else f"model_kwargs[{name!r}]"
+        return f"model.{name}" if self.hydra else f"--model-arg {name}"
 
 
 CLI, HYDRA = Names(hydra=False), Names(hydra=True)
@@ -129,9 +129,11 @@ def check_fills(images: int, settings: CaptureSettings, names: Names, where: str
 
 def check_model_kwargs(settings: CaptureSettings, names: Names) -> None:
     """Every keyword argument is one the factory takes (its signature), with a "did you mean"."""
+    from yoloprof.config.model_families import BUILTIN, FACTORY, family_of
+
     kwargs = dict(settings.model_kwargs or {})
-    if not kwargs or not isinstance(settings.model, str):
-        return
+    if not kwargs or not isinstance(settings.model, str) or family_of(settings.model) not in (BUILTIN, FACTORY):
+        return  # a family's builder checks its own keywords
     from yoloprof.workloads.models import import_target, is_builtin  # torch: only for a model with kwargs
 
     if is_builtin(settings.model):

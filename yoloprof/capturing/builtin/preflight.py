@@ -54,12 +54,16 @@ def check_output_dir(out_dir: str | Path) -> Path:
 def check_model_inputs(settings: CaptureSettings) -> None:
     """The model, loss and weights named by the flags exist, before the data is read: a typo in
     `--weights` or `--model` must not wait for a large dataset to be verified first."""
-    from yoloprof.workloads.models import import_target, is_builtin
+    from yoloprof.workloads.families import FACTORY, check_installed, family_of
+    from yoloprof.workloads.models import import_target
 
-    if isinstance(settings.model, str) and not is_builtin(settings.model):  # else an object from Python
+    family = family_of(settings.model)
+    if family == FACTORY and isinstance(settings.model, str):  # else an object from Python
         import_target(settings.model)
-    if settings.loss:
-        import_target(settings.loss)
+    check_installed(family)
+    for hook in (settings.loss, settings.postprocess):
+        if hook:
+            import_target(hook)
     if settings.weights and settings.weights != "none":
         path = Path(settings.weights).expanduser()
         if not path.is_file():

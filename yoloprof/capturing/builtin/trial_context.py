@@ -27,14 +27,14 @@ def autocast_factory(settings: CaptureSettings, device: DeviceInfo, enabled: boo
     return lambda: torch.autocast(device.type, dtype=dtype)
 
 
-def build_model(settings: CaptureSettings, device: DeviceInfo, train: bool) -> Any:
+def build_model(settings: CaptureSettings, device: DeviceInfo, train: bool, work: Any = None) -> Any:
+    """The chosen family's model (workloads/families.py), seeded, on the device, in train or eval mode."""
     import torch
 
-    from yoloprof.workloads.models import build_model as _build
+    from yoloprof.workloads.families import workload
 
     torch.manual_seed(settings.seed)
-    model = _build(settings.model, size=settings.size, num_classes=settings.num_classes,
-                   seed=settings.seed, weights=settings.weights, kwargs=dict(settings.model_kwargs))
+    model = (work or workload(settings)).build()
     model = model.to(device.torch_device)
     if settings.nvtx and _nvtx_usable(device):
         from yoloprof.capturing.extras.nvtx import NvtxModules
@@ -112,17 +112,19 @@ def build_train_context(settings: CaptureSettings, device: DeviceInfo, dataset: 
     import torch
 
     from yoloprof.workloads.data import make_loader
-    from yoloprof.workloads.models import build_loss
+    from yoloprof.workloads.families import workload
 
-    model = build_model(settings, device, train=True)
+    work = workload(settings)
+    model = build_model(settings, device, train=True, work=work)
     optimizer = torch.optim.SGD(model.parameters(), lr=settings.lr, momentum=0.9, nesterov=True)
-    loss_fn = build_loss(settings.loss, settings.model, settings.num_classes)
     loader = make_loader(dataset, batch=settings.batch, workers=effective_workers(settings),
                          shuffle=False, seed=settings.seed, pin_memory=device.is_cuda)
     scaler = grad_scaler() if needs_grad_scaler(amp, device, settings.precision) else None
-    return TrainContext(model=model, optimizer=optimizer, loss_fn=loss_fn, loader=loader,
-                        device=device.torch_device, autocast=autocast_factory(settings, device, amp),
-                        scaler=scaler, nvtx=settings.nvtx and _nvtx_usable(device))
+    adapter, target = work.adapter, device.torch_device
+    return TrainContext(model=model, optimizer=optimizer, forward_loss=work.forward_loss(model), loader=loader,
+                        device=target, autocast=autocast_factory(settings, device, amp),
+                        scaler=scaler, nvtx=settings.nvtx and _nvtx_usable(device),
+                        to_device=lambda images, targets: adapter.to_device(model, images, targets, target))
 
 
 def load_infer_sources(settings: CaptureSettings) -> tuple[list[Any], list[str]]:
@@ -139,11 +141,15 @@ def load_infer_sources(settings: CaptureSettings) -> tuple[list[Any], list[str]]
 
 def build_infer_context(settings: CaptureSettings, device: DeviceInfo, sources: list[Any], amp: bool
                         ) -> InferContext:
-    from yoloprof.workloads.pipeline import postprocess_fn, preprocess
+    from yoloprof.workloads.families import workload
 
-    model = build_model(settings, device, train=False)
+    work = workload(settings)
+    model = build_model(settings, device, train=False, work=work)
+    adapter, post = work.adapter, work.postprocess()
     return InferContext(model=model, sources=sources, batch=settings.batch, imgsz=settings.imgsz,
                         device=device.torch_device, autocast=autocast_factory(settings, device, amp),
-                        preprocess=preprocess, postprocess=postprocess_fn(settings.model),
+                        preprocess=lambda images, imgsz, dev: adapter.preprocess(model, images, imgsz, dev),
+                        postprocess=lambda raw, meta, conf, iou, max_det: post(model, raw, meta, conf, iou, max_det),
+                        forward=adapter.forward,
                         conf=settings.conf, iou=settings.iou, max_det=settings.max_det,
                         nvtx=settings.nvtx and _nvtx_usable(device))

@@ -57,12 +57,16 @@ class TrainContext:
 
     model: Any
     optimizer: Any
-    loss_fn: Callable[..., Any]
+    # (model, inputs, targets) -> (loss, parts): the family's forward + loss (workloads/family_api.py)
+    forward_loss: Callable[..., Any]
     loader: Any
     device: Any  # torch.device
     autocast: Callable[[], ContextManager[Any]]
     scaler: Any = None  # torch.amp.GradScaler for CUDA float16, else None
     nvtx: bool = False  # --nvtx on a CUDA device: NVTX ranges around the phases
+    # (images, targets) of the loader -> (inputs, targets) on the device in the family's format;
+    # None: both moved as they are, uint8 images normalised to [0, 1] on the device
+    to_device: Callable[[Any, Any], tuple[Any, Any]] | None = None
     _iter: Iterator[Any] | None = field(default=None, repr=False)
 
     def next_batch(self, cycle: bool = False) -> Any:
@@ -91,21 +95,27 @@ class TrainContext:
             shutdown()
 
 
-def train_step(ctx: TrainContext, phase: PhaseFn, cycle: bool = False) -> None:
+def _move(images: Any, targets: Any, device: Any) -> tuple[Any, Any]:
     import torch
 
+    images = images.to(device, non_blocking=True)
+    targets = targets.to(device, non_blocking=True)
+    if images.dtype == torch.uint8:  # loaders hand over uint8; normalising is device work
+        images = images.float().div_(255.0)
+    return images, targets
+
+
+def train_step(ctx: TrainContext, phase: PhaseFn, cycle: bool = False) -> None:
     if ctx.nvtx:
         phase = nvtx_phases(phase)
     with phase("dataload"):
         images, targets = ctx.next_batch(cycle)
     with phase("to_device"):
-        images = images.to(ctx.device, non_blocking=True)
-        targets = targets.to(ctx.device, non_blocking=True)
-        if images.dtype == torch.uint8:  # loaders hand over uint8; normalising is device work
-            images = images.float().div_(255.0)
+        inputs, targets = (ctx.to_device(images, targets) if ctx.to_device is not None
+                           else _move(images, targets, ctx.device))
     with phase("forward"):
         with ctx.autocast():
-            loss, _ = ctx.loss_fn(ctx.model(images), targets)  # every loss returns (loss, parts)
+            loss, _ = ctx.forward_loss(ctx.model, inputs, targets)  # every loss returns (loss, parts)
     with phase("backward"):
         (ctx.scaler.scale(loss) if ctx.scaler is not None else loss).backward()
     with phase("optimizer"):
@@ -127,6 +137,7 @@ class InferContext:
     autocast: Callable[[], ContextManager[Any]]
     preprocess: Callable[..., Any]
     postprocess: Callable[..., Any]  # identity for user models (pipeline.postprocess_fn)
+    forward: Callable[[Any, Any], Any] | None = None  # (model, x) -> raw outputs; None = model(x)
     conf: float = 0.25
     iou: float = 0.45
     max_det: int = 300
@@ -150,7 +161,7 @@ def infer_call(ctx: InferContext, phase: PhaseFn) -> Any:
             x, meta = ctx.preprocess(ctx.next_inputs(), ctx.imgsz, ctx.device)
         with phase("forward"):
             with ctx.autocast():
-                raw = ctx.model(x)
+                raw = ctx.model(x) if ctx.forward is None else ctx.forward(ctx.model, x)
         with phase("postprocess"):
             out = ctx.postprocess(raw, meta, ctx.conf, ctx.iou, ctx.max_det)
     return out

@@ -1,0 +1,152 @@
+"""The model families' adapters: which adapter serves the model a setting names (the table of
+names, packages and extras is config/model_families.py), and the user's hooks over any of them.
+
+A model setting names its family: `yolo` (the built-in detector), `ultralytics:yolov8n.yaml`,
+`libreyolo:yolo9`, `torchvision:resnet18`; anything else is a user's factory by dotted path
+(`mymodels.Net`), or, from Python, a callable or an `nn.Module`. Sweeps spell the same with the
+config group `model=<family>` and the family's name key (`model.cfg=`, `model.family=`,
+`model.name=`: `name_key` below). A family's package is an optional extra of yoloprof; choosing a
+family whose package is missing is one line naming the extra to install.
+
+Two hooks work for every family (docs/workloads.md "Hooks"):
+- `loss`: a dotted path to a loss factory. It is called with `model=<the module>` where its
+  signature takes a `model` keyword (or **kwargs), else with no argument, and returns
+  `fn(outputs, targets) -> loss | (loss, parts)`; `targets` are in the family's training format.
+- `postprocess`: a dotted path to `fn(outputs, **kw)`, given of `meta`, `conf`, `iou`, `max_det`
+  the keywords its signature takes; it replaces the family's post-process stage.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from yoloprof.config.model_families import BUILTIN, FACTORY, FAMILIES, family_of, split_model
+from yoloprof.errors import UsageError
+from yoloprof.workloads.family_api import Adapter, ForwardLoss, InputSize, ModelRef
+
+__all__ = ["BUILTIN", "FACTORY", "FAMILIES", "Workload", "adapter_of", "check_installed", "family_of",
+           "input_size", "model_ref", "size_of", "split_model", "user_loss", "user_postprocess", "workload"]
+
+
+def check_installed(family: str) -> None:
+    """A one-line UsageError naming the extra when the family's package is not installed."""
+    row = FAMILIES[family]
+    if row.package is not None and importlib.util.find_spec(row.package) is None:
+        raise UsageError(f"model family {family!r} needs the package {row.package!r}, which is not installed: "
+                         f"pip install 'yoloprof[{row.extra}]'")
+
+
+def adapter_of(family: str) -> Adapter:
+    """The family's adapter (its package imported now, not before)."""
+    check_installed(family)
+    module, _, attr = FAMILIES[family].adapter.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def model_ref(settings: Any) -> ModelRef:
+    """What the capture settings say about the model, for its family's adapter."""
+    family, name = split_model(settings.model)
+    return ModelRef(family=family, name=name, size=settings.size, num_classes=settings.num_classes,
+                    seed=settings.seed, weights=settings.weights, kwargs=dict(settings.model_kwargs or {}),
+                    imgsz=settings.imgsz)
+
+
+def size_of(settings: Any) -> str | None:
+    """The size a profile records: the family's size where it has sizes, else None (a torchvision
+    builder or an Ultralytics yaml has its scale in its name; a user's factory has none)."""
+    family = family_of(settings.model)
+    if family == BUILTIN:
+        return str(settings.size)
+    if family == FACTORY:
+        return None
+    sizes = getattr(adapter_of(family), "sizes", None)
+    return None if sizes is None else str(settings.size)
+
+
+def input_size(settings: Any) -> InputSize:
+    """What `imgsz` is to the chosen model (rounded up, followed by its transform, or ignored)."""
+    ref = model_ref(settings)
+    return adapter_of(ref.family).input_size(ref, settings.imgsz)
+
+
+def _takes(fn: Callable[..., Any], name: str) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in params)
+
+
+def _as_pair(value: Any, target: str) -> tuple[Any, dict[str, Any]]:
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], dict):
+        return value
+    numel = getattr(value, "numel", None)
+    if numel is not None and numel() == 1:
+        return value.reshape(()), {}
+    raise UsageError(f"loss {target!r} must return a scalar tensor or (scalar, dict), got {type(value).__name__}")
+
+
+def user_loss(model: Any, target: str) -> ForwardLoss:
+    """The forward + loss of a user's loss factory `target` (see the module docstring)."""
+    from yoloprof.workloads.models import import_target
+
+    factory = import_target(target)
+    if not callable(factory):
+        raise UsageError(f"--loss {target}: not callable")
+    try:
+        fn = factory(model=model) if _takes(factory, "model") else factory()
+    except Exception as exc:  # noqa: BLE001 - user code: report, do not crash with a traceback
+        raise UsageError(f"--loss {target}: calling the loss factory failed: {type(exc).__name__}: {exc}") from None
+    if not callable(fn):
+        raise UsageError(f"--loss {target}: the factory returned a {type(fn).__name__}, not a callable")
+    return lambda m, inputs, targets: _as_pair(fn(m(inputs), targets), target)
+
+
+POSTPROCESS_KEYWORDS = ("meta", "conf", "iou", "max_det")
+
+
+def user_postprocess(target: str) -> Callable[..., Any]:
+    """`(model, raw, meta, conf, iou, max_det) -> fn(raw, **the keywords fn takes)`."""
+    from yoloprof.workloads.models import import_target
+
+    fn = import_target(target)
+    if not callable(fn):
+        raise UsageError(f"--postprocess {target}: not callable")
+    taken = [k for k in POSTPROCESS_KEYWORDS if _takes(fn, k)]
+
+    def post(model: Any, raw: Any, meta: Any, conf: float, iou: float, max_det: int) -> Any:
+        given = {"meta": meta, "conf": conf, "iou": iou, "max_det": max_det}
+        return fn(raw, **{k: given[k] for k in taken})
+    return post
+
+
+@dataclass
+class Workload:
+    """The chosen model's pieces for one capture: its adapter and reference, with the user's loss
+    and post-process hooks in place of the family's where given."""
+
+    adapter: Adapter
+    ref: ModelRef
+    loss: str | None = None
+    postprocess_target: str | None = None
+
+    def build(self) -> Any:
+        return self.adapter.build(self.ref)
+
+    def forward_loss(self, model: Any) -> ForwardLoss:
+        return user_loss(model, self.loss) if self.loss else self.adapter.make_loss(model, None)
+
+    def postprocess(self) -> Callable[..., Any]:
+        return user_postprocess(self.postprocess_target) if self.postprocess_target else self.adapter.postprocess
+
+
+def workload(settings: Any) -> Workload:
+    """The workload of these capture settings (the family's package imported now)."""
+    ref = model_ref(settings)
+    return Workload(adapter_of(ref.family), ref, loss=settings.loss,
+                    postprocess_target=getattr(settings, "postprocess", None))
