@@ -13,7 +13,8 @@ from yoloprof.capturing.passes.run_result import RunResult, phase_timing_name
 from yoloprof.config.capture_settings import CaptureSettings
 from yoloprof.capturing.passes.step_calls import TRAIN_PHASES, no_phases, train_step
 from yoloprof.capturing.passes.steady_steps import cap_warnings
-from yoloprof.capturing.passes.timing import run_trials, time_train_trial, trial_metrics, warmup_cap_of, warmup_used
+from yoloprof.capturing.passes.timing import (cap_by_data, run_trials, time_train_trial, trial_metrics, warmup_cap_of,
+                                              warmup_used)
 from yoloprof.capturing.passes.tracing import TraceSchedule, run_trace_pass
 
 prepare = prepare_dataset  # exit 3 here, before anything is measured
@@ -29,10 +30,11 @@ def measure(settings: CaptureSettings, device: DeviceInfo, amp: bool, bar: Captu
     flops = mix.total if mix is not None else None
     from yoloprof.workloads.data import num_batches
 
-    cap = warmup_cap_of(settings, num_batches(dataset, settings.batch))  # no loader restart when timed
+    data_steps = num_batches(dataset, settings.batch)
+    cap = warmup_cap_of(settings, data_steps)  # no loader restart when timed
     trials = run_trials(settings, device, lambda: build_train_context(settings, device, dataset, amp),
                         time_train_trial, bar, cap=cap)
-    warmup = warmup_used(settings, trials, cap)
+    warmup = warmup_used(settings, trials, cap, cap_by_data(settings, data_steps))
     return RunResult(samples=trial_metrics(trials, settings.batch), phase_order=TRAIN_PHASES,
                      workers=workers, phase_timing=phase_timing_name(device.is_cuda), flops=flops,
                      flop_mix=mix, warnings=warnings + cap_warnings(warmup), warmup=warmup)

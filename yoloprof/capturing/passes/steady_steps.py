@@ -71,9 +71,15 @@ def warmup_section(minimum: int, cap: int, records: list[dict[str, Any]]) -> dic
             "min": int(minimum), "max": int(cap), "window": conf.WINDOW}
 
 
-def cap_warnings(section: dict[str, Any], what: str = "trial", knob: str = "--warmup-max") -> list[str]:
-    """One warning per trial that reached the cap without steady step times."""
+# the setting that caps warm-up, as a capture names it: a flag of `run`/`infer`, and its sweep key
+CAP_KNOB = "--warmup-max (capture.warmup_max in a sweep)"
+
+
+def cap_warnings(section: dict[str, Any], what: str = "trial", knob: str = CAP_KNOB) -> list[str]:
+    """One warning per trial that reached the cap without steady step times, naming what set the
+    cap: the setting, or the data's size (`cap_by`)."""
     many = len(section["steps"]) > 1
+    cap = section.get("cap_by") or f"{knob} {section['max']}"
     return [f"{what}{f' {i + 1}' if many else ''}: step times not steady after {steps} warm-up steps "
-            f"(the cap, {knob} {section['max']}); its measured steps may still include warm-up"
+            f"(the cap: {cap}); its measured steps may still include warm-up"
             for i, (steps, steady) in enumerate(zip(section["steps"], section["steady"])) if steady is False]

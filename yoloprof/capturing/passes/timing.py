@@ -105,10 +105,26 @@ def warmup_cap_of(settings: Any, data_steps: int | None = None) -> int:
     return max(settings.warmup, cap)
 
 
-def warmup_used(settings: Any, trials: list[TrialResult], cap: int) -> dict[str, Any]:
-    """`config.warmup_used` of a capture's profile."""
-    return warmup_section(settings.warmup, cap, [t.warmup or {"steps": settings.warmup, "steady": None}
-                                                 for t in trials])
+def cap_by_data(settings: Any, data_steps: int | None) -> str | None:
+    """Why the cap is lower than the setting gives, where the data's size lowered it; else None."""
+    from yoloprof.config.steady_thresholds import warmup_cap
+
+    if data_steps is None:
+        return None
+    cap = warmup_cap_of(settings, data_steps)
+    if cap >= warmup_cap(settings.warmup, settings.measured, getattr(settings, "warmup_max", None)):
+        return None
+    return (f"the data's {data_steps} batches leave room for {cap} warm-up steps before the measured ones; "
+            "a larger dataset or fewer steps raises it")
+
+
+def warmup_used(settings: Any, trials: list[TrialResult], cap: int, cap_by: str | None = None) -> dict[str, Any]:
+    """`config.warmup_used` of a capture's profile (`cap_by`: what set the cap, where not the setting)."""
+    section = warmup_section(settings.warmup, cap, [t.warmup or {"steps": settings.warmup, "steady": None}
+                                                    for t in trials])
+    if cap_by:
+        section["cap_by"] = cap_by
+    return section
 
 
 def _close(ctx: Any) -> None:
