@@ -126,3 +126,21 @@ def test_summary_header_has_no_size_for_a_model_without_sizes():
     assert "size" not in _workload({"config": {"model": "torchvision:resnet18", "size": "n"}})
     assert _workload({"config": {"model": "yolo", "size": "s"}})["size"] == "s"
     assert _workload({"config": {"model": "libreyolo:yolo9", "size": "t"}})["size"] == "t"
+
+
+def test_an_ultralytics_yolo_wrapper_from_a_factory_is_unwrapped(tmp_path, monkeypatch):
+    """`model._target_=ultralytics.YOLO model.model=yolov8n.yaml`: the capture gets the network;
+    YOLO.train (a whole training run that downloads coco8 and writes runs/detect) never runs."""
+    pytest.importorskip("ultralytics")
+    monkeypatch.setenv("YOLO_CONFIG_DIR", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    from ultralytics import YOLO
+    from ultralytics.nn.tasks import DetectionModel
+
+    from yoloprof.workloads.models import build_model
+
+    monkeypatch.setattr(YOLO, "train", lambda self, *a, **k: pytest.fail("YOLO.train ran"))
+    model = build_model("ultralytics.YOLO", kwargs={"model": "yolov8n.yaml", "verbose": False})
+    assert type(model) is DetectionModel
+    model.train(False)
+    assert not (tmp_path / "runs").exists()

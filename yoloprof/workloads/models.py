@@ -140,8 +140,19 @@ def build_model(name: Any = BUILTIN, size: str = "n", num_classes: int = 80, see
             model = _call_factory(name, kwargs or {})
         if not isinstance(model, nn.Module):
             raise UsageError(f"{name!r} returned {type(model).__name__}, not a torch.nn.Module")
+    model = unwrapped(model)
     if weights and weights != "none":
         load_weights(model, weights)
+    return model
+
+
+def unwrapped(model: nn.Module) -> nn.Module:
+    """The network inside a wrapper whose `train` is not `nn.Module.train`: Ultralytics' `YOLO`
+    (an nn.Module whose `train()` starts a whole training run, downloading its dataset) holds its
+    network as `.model`; `model.train(False)` must never start one. Any other module as it is."""
+    inner = getattr(model, "model", None)
+    if type(model).train is not nn.Module.train and isinstance(inner, nn.Module):
+        return inner
     return model
 
 
