@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.helpers.paths import CLI_ENV
+from helpers.paths import CLI_ENV
 
 SITE = Path(__file__).resolve().parent / "offline_site"
 

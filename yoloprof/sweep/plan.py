@@ -181,7 +181,23 @@ def validate_job_configs(jobs: list[list[str]], compose: Callable[[list[str]], D
 
     for family in sorted({family_of(s.model) for s in settings}):
         check_installed(family)
+    check_imgsz_axis(settings)
     return settings
+
+
+def check_imgsz_axis(settings: list[Any]) -> None:
+    """An imgsz axis over a model that ignores imgsz (a torchvision classifier's fixed resize, say)
+    would compare identical work under different labels: refused, naming the model."""
+    if len({s.imgsz for s in settings}) < 2:
+        return
+    from yoloprof.workloads.families import input_size
+
+    for s in settings:
+        size = input_size(s)
+        if size.imgsz is None:
+            why = size.note or "it resizes its inputs itself"
+            raise UsageError(f"imgsz is swept but model {s.model} ignores it ({why}): every imgsz would be "
+                             "the same work; drop the imgsz axis")
 
 
 _TRIAL_USE = re.compile(r"\$\{[^}]*\btrial\b")  # an interpolation that reads `trial`

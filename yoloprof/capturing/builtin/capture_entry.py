@@ -63,6 +63,21 @@ def _resolve_batch(settings: CaptureSettings, device: DeviceInfo) -> tuple[Captu
     return dataclasses.replace(settings, batch=plan.chosen), plan
 
 
+def input_size_notes(settings: CaptureSettings) -> list[str]:
+    """What the model makes of `imgsz` where it is not what was asked (rounded up to its stride,
+    or ignored), from its family's adapter (workloads/families.py)."""
+    from yoloprof.workloads.families import input_size
+
+    size = input_size(settings)
+    if size.note:
+        return [size.note]
+    if size.imgsz is None:
+        return [f"--imgsz {settings.imgsz}: the model ignores it (it resizes its inputs itself)"]
+    if size.imgsz != settings.imgsz:
+        return [f"--imgsz {settings.imgsz}: the model runs at {size.imgsz}"]
+    return []
+
+
 def device_warnings(settings: CaptureSettings, device: DeviceInfo) -> list[str]:
     """What the device cannot do natively at this precision (capturing/device/gpu_capability.py)."""
     from yoloprof.capturing.device.gpu_capability import capability_warnings
@@ -87,7 +102,7 @@ def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = 
     check_model_inputs(settings)
     check_inputs(settings, CLI)  # data exists, has images and labels, fills the steps; model keywords
     amp = settings.autocast
-    warnings = precision_warnings(settings, device) + device_warnings(settings, device)
+    warnings = precision_warnings(settings, device) + device_warnings(settings, device) + input_size_notes(settings)
     check_memory(settings, device, amp)  # --batch -1: estimated at batch 1, the least it can be
     out_dir = check_output_dir(out_dir)  # after the flags: a refused flag leaves no new folder
     # the chosen GPU is the current device for the whole capture (capturing/device/torch_device.py)
