@@ -37,7 +37,7 @@ def test_bad_input_exit_2_one_line(tmp_path, args, word, as_a_user):
 
 
 def test_python_dash_m_entry_point(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "yoloprof.sweep", "size=x"], cwd=tmp_path,
+    proc = subprocess.run([sys.executable, "-m", "yoloprof.sweep", "size=x", "device=cpu"], cwd=tmp_path,
                           capture_output=True, text=True, env={**os.environ, **ENV})
     assert proc.returncode == 2 and "size" in proc.stderr and "Traceback" not in proc.stderr
 

@@ -228,6 +228,8 @@ class CaptureSettings:
         """Raise UsageError naming the setting and its valid values; return self for chaining."""
         if not isinstance(self.model, str) and not callable(self.model):
             raise UsageError(f"model must be a name, a factory or an nn.Module, not {type(self.model).__name__}")
+        if self.model == BUILTIN and self.size not in SIZES:
+            raise UsageError(f"{flag_of('size')} {self.size}: the built-in detector's sizes are {', '.join(SIZES)}")
         for f in dataclasses.fields(self):
             if f.name != "model" or isinstance(self.model, str):
                 check_value(f.name, getattr(self, f.name), self.mode, f.metadata["spec"])
@@ -244,8 +246,6 @@ class CaptureSettings:
             raise UsageError(f"{flag_of('imgsz')} must be a multiple of 32 and >= 32 (got {self.imgsz})")
         if not 0.0 <= self.conf <= 1.0 or not 0.0 <= self.iou <= 1.0:
             raise UsageError(f"{flag_of('conf')} and {flag_of('iou')} must be within [0, 1]")
-        if self.model == BUILTIN and self.size not in SIZES:
-            raise UsageError(f"{flag_of('size')} {self.size}: the built-in detector's sizes are {', '.join(SIZES)}")
         if self.mode == "train" and self.model == "yolo" and 1 <= self.batch * (self.imgsz // 32) ** 2 < 2:
             # the detector's stride-32 batch norm needs more than one value per channel to train
             raise UsageError(f"training the built-in detector at --batch {self.batch} needs --imgsz >= 64 "

@@ -27,13 +27,18 @@ def pil_open(path: Path | str | BinaryIO) -> Image.Image:
     """Pillow's own `Image.open`, also where another package has replaced it in this process:
     Ultralytics' replacement answers a file Pillow cannot identify by installing `pi-heif` from
     the network, so one corrupt image would reach for the network (and fail offline with a
-    traceback). Its wrapper keeps Pillow's function as `_image_open`; any other wrapper is used
-    as it is."""
-    opener = Image.open
-    if getattr(opener, "__module__", "PIL.Image") != "PIL.Image":
-        import sys
+    traceback). Its wrapper keeps the function it replaced as `_image_open` (followed down to
+    Pillow's own); any other wrapper is used as it is."""
+    import sys
 
-        opener = getattr(sys.modules.get(opener.__module__), "_image_open", opener)
+    opener = Image.open
+    for _ in range(8):  # wrappers of wrappers: each keeps the one it replaced as `_image_open`
+        if getattr(opener, "__module__", "PIL.Image") == "PIL.Image":
+            break
+        inner = getattr(sys.modules.get(opener.__module__), "_image_open", None)
+        if inner is None or inner is opener:
+            break
+        opener = inner
     return opener(path)
 
 
