@@ -409,6 +409,15 @@ class Profile(LoopDevice):
         run = RunResult(samples=samples, phase_order=tuple(self._phase_order), workers=0,
                         phase_timing=phase_timing_name(self.device.is_cuda), flops=self._flops, flop_mix=self._mix,
                         sections={"model": model_section, **self._sections})
+        if self.kind == "infer":  # the latency block `yoloprof infer` writes (capturing/passes/latency.py)
+            from yoloprof.capturing.passes.latency import latency_of
+            from yoloprof.capturing.passes.step_calls import INFER_STAGES
+
+            # the stage split where every phase is one of the pipeline's stages (the schema's names)
+            stages = INFER_STAGES if set(self._phase_order) <= set(INFER_STAGES) else ()
+            latency = latency_of(self._trials, stages)
+            samples.update(latency.per_trial)
+            run.latency, run.stages, run.warnings = latency.table, latency.stages, latency.warnings
         config = {"source": "yoloprof.profile", "mode": self.kind,
                   "model": type(self.model).__name__ if self.model is not None else None,
                   "device": str(self.device.torch_device), "batch": self.batch_size, "amp": None,
