@@ -8,7 +8,7 @@ import io
 import numpy as np
 from helpers.profiles import infer_profile
 
-from yoloprof.capturing.builtin.infer import latency_table, tail_warnings
+from yoloprof.capturing.passes.latency import latency_table, tail_warnings
 from yoloprof.metrics.quantiles import quantile_interval
 from yoloprof.profiles.model import metric
 from yoloprof.profiles.validate import validate_profile

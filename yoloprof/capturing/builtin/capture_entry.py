@@ -210,7 +210,10 @@ def fill_profile(profile: dict[str, Any], run: Any, device: DeviceInfo, compute_
     from yoloprof.capturing.builtin.profile_sections import (add_flops, merge_trace_sections, metrics_from_samples,
                                                    phases_from_run)
 
-    profile["warnings"] = [*warnings, *run.warnings]
+    from yoloprof.capturing.passes.steady_steps import trial_spread_warnings
+
+    spread = trial_spread_warnings(run.samples.get("step_ms") or [], profile.get("config") or {})
+    profile["warnings"] = [*warnings, *run.warnings, *spread]
     profile["metrics"] = metrics_from_samples(run.samples)
     add_flops(profile, run.flops, device, compute_dtype, run.flop_mix)
     profile["phases"] = phases_from_run(run)

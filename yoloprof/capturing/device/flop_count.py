@@ -1,7 +1,14 @@
 """FLOPs of one step split by what ran them, and the peak that MFU divides by.
 
 Counting: torch's `FlopCounterMode` counts the FLOPs of every matmul and convolution (forward and
-backward). A dispatch mode stacked inside it sees each of those ops after autocast has cast its
+backward), 2 FLOPs per multiply-add, bias ignored. Its convolution forward holds for any groups (the
+weight's second dimension is already C_in/groups), but its `convolution_backward` counts the weight
+gradient as if there were one group (groups times too many: 64x on a 64-channel depthwise conv), so
+`conv_backward_flops` below replaces it: each gradient the backward computes (its `output_mask`)
+costs what the forward costs,
+    forward = 2 * N * C_out * (C_in / groups) * prod(kernel) * prod(out spatial)   (a plain conv)
+    forward = 2 * N * C_in * (C_out / groups) * prod(kernel) * prod(in spatial)    (a transposed one)
+which equals torch's own count exactly where groups = 1. A dispatch mode stacked inside it sees each of those ops after autocast has cast its
 inputs (autocast's dispatch key runs before Python dispatch modes), so the dtype of an op's first
 floating input is the dtype that actually ran; each op's FLOPs (the counter's total after minus
 before) go to (kind, dtype), kind = "conv" (cuDNN) or "matmul" (cuBLAS, attention).
@@ -54,15 +61,40 @@ def _dtype(args: Any) -> str:
     return "unknown"
 
 
+def conv_backward_flops(grad_out_shape: Any, x_shape: Any, w_shape: Any, _bias: Any, _stride: Any,
+                        _padding: Any, _dilation: Any, transposed: bool, _output_padding: Any, _groups: Any,
+                        output_mask: Any, out_shape: Any = None, **_: Any) -> int:
+    """FLOPs of `aten.convolution_backward` (torch's argument order; shapes, as `FlopCounterMode`
+    passes them): the forward's count (grad_out's shape is the forward output's) once for grad_input
+    and once for grad_weight, each only where `output_mask` asks for it (see the module docstring)."""
+    from torch.utils.flop_counter import conv_flop_count
+
+    forward = conv_flop_count(list(x_shape), list(w_shape), list(grad_out_shape), transposed=bool(transposed))
+    return forward * (int(bool(output_mask[0])) + int(bool(output_mask[1])))
+
+
+def _custom_formulas() -> dict[Any, Any]:
+    """The formulas that replace torch's in the counter: keyed by op packet, as its registry is."""
+    import torch
+
+    return {torch.ops.aten.convolution_backward: conv_backward_flops}
+
+
+def flop_counter_mode() -> Any:
+    """A torch `FlopCounterMode` (display off) with the grouped-convolution backward counted right."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    return FlopCounterMode(display=False, custom_mapping=_custom_formulas())
+
+
 class FlopCounter:
     """`with FlopCounter() as fc: ...` then `fc.mix` (a FlopMix); enter/exit may be called by hand
     (the user loop's FLOPs window spans iterations)."""
 
     def __init__(self) -> None:
         from torch.utils._python_dispatch import TorchDispatchMode
-        from torch.utils.flop_counter import FlopCounterMode
 
-        self._counter = FlopCounterMode(display=False)
+        self._counter = flop_counter_mode()
         by: dict[tuple[str, str], float] = defaultdict(float)
         counter = self._counter
 

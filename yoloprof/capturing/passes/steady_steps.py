@@ -83,3 +83,25 @@ def cap_warnings(section: dict[str, Any], what: str = "trial", knob: str = CAP_K
     return [f"{what}{f' {i + 1}' if many else ''}: step times not steady after {steps} warm-up steps "
             f"(the cap: {cap}); its measured steps may still include warm-up"
             for i, (steps, steady) in enumerate(zip(section["steps"], section["steady"])) if steady is False]
+
+
+def trial_spread_warnings(step_ms: list[float], config: dict[str, Any]) -> list[str]:
+    """One warning when the trials' step times disagree: their CV (sample SD / mean, n >= 2) above
+    `metrics.stats.CV_WARN` (10%, the instability threshold `compare` uses) makes any one figure
+    of them unreliable, whatever each trial's own warm-up test said. Names the intra-op thread
+    count the capture ran with (`config.threads`), and `threads=` when the user loop left torch's
+    count as found (`config.threads_set` false): on a small machine the thread count is the usual
+    cause (2 threads on 2 busy CPUs gave trials of 87, 13.5 and 14.3 ms)."""
+    from yoloprof.metrics.stats import CV_WARN, mean_ci
+
+    cv = mean_ci(step_ms)["cv"]
+    if cv is None or cv <= CV_WARN:
+        return []
+    threads = config.get("threads")
+    cause = "the machine's load or its intra-op threads"
+    if isinstance(threads, int):
+        cause += f" ({threads}" + (", left as torch had them: threads= sets them)" if config.get("threads_set") is False
+                                  else ")")
+    values = ", ".join(f"{ms:.4g}" for ms in step_ms)
+    return [f"trials disagree: step_ms CV {100 * cv:.0f}% > {100 * CV_WARN:.0f}% across {len(step_ms)} trials "
+            f"({values} ms), so no one figure of them is reliable; {cause} may differ between them"]

@@ -61,7 +61,7 @@ class Profile(LoopDevice):
                  warmup_max: int = -1, steps: int = 20, trace_steps: int = 3, repeat: int = 1, modules: bool = True,
                  module_steps: int = 2, python_hotspots: bool = False, hotspot_steps: int = 3,
                  flops: bool = True, nvtx: bool = False, device: Any = None, kind: str = "train",
-                 batch_size: int | None = None) -> None:
+                 batch_size: int | None = None, threads: int | None = None) -> None:
         check_counts(warmup=warmup, steps=steps, trace_steps=trace_steps, repeat=repeat,
                       module_steps=module_steps, hotspot_steps=hotspot_steps)
         if kind not in ("train", "infer"):
@@ -69,6 +69,9 @@ class Profile(LoopDevice):
         if warmup_max != -1 and (not isinstance(warmup_max, int) or warmup_max < warmup):
             raise UsageError(f"yoloprof.profile: warmup_max must be -1 (auto) or an integer >= warmup "
                              f"{warmup} (got {warmup_max!r})")
+        if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 0):
+            raise UsageError(f"yoloprof.profile: threads must be None (leave torch's), 0 (auto: half the usable "
+                             f"CPUs) or a positive integer (got {threads!r})")
         if repeat > steps:
             raise UsageError(f"yoloprof.profile: repeat={repeat} blocks need steps >= {repeat} (got {steps})")
         job = current_job()
@@ -84,6 +87,7 @@ class Profile(LoopDevice):
                         "python_hotspots": bool(python_hotspots), "hotspot_steps": hotspot_steps,
                         "flops": bool(flops), "nvtx": bool(nvtx)}
         self._device_arg = device
+        self._threads_arg = threads
         self._notes: list[str] = []
         if modules and model is None:
             self._notes.append("modules: no model= given, so no per-module breakdown")
@@ -155,6 +159,7 @@ class Profile(LoopDevice):
         with contextlib.ExitStack() as stack:
             stack.callback(self._scope.close)  # left when the block ends (or if entering fails)
             self._scope.enter_context(self.device.scope())
+            self._threads = self._set_threads()
             self._setup_nvtx()
             stack.enter_context(frozen_heap())  # the loop's heap as it is now: frozen until the block ends
             self._begin_window()
@@ -171,6 +176,19 @@ class Profile(LoopDevice):
         if exc_type is not None:
             return  # the user's error goes on; nothing is written
         self.result = self._write(completed, window)
+
+    def _set_threads(self) -> int:
+        """torch's intra-op thread count for the block: `threads=` as the CLI's `--threads` sets it
+        (0 = auto, `config.capture_settings.effective_threads`), restored when the block ends;
+        None leaves the count as found. The count in force is `config.threads`."""
+        import torch
+
+        if self._threads_arg is not None:
+            from yoloprof.config.capture_settings import effective_threads
+
+            self._scope.callback(torch.set_num_threads, torch.get_num_threads())
+            torch.set_num_threads(effective_threads(self._threads_arg))
+        return int(torch.get_num_threads())
 
     # ---- windows -------------------------------------------------------------------------------
     @property
@@ -409,12 +427,22 @@ class Profile(LoopDevice):
         run = RunResult(samples=samples, phase_order=tuple(self._phase_order), workers=0,
                         phase_timing=phase_timing_name(self.device.is_cuda), flops=self._flops, flop_mix=self._mix,
                         sections={"model": model_section, **self._sections})
+        if self.kind == "infer":  # the latency block `yoloprof infer` writes (capturing/passes/latency.py)
+            from yoloprof.capturing.passes.latency import latency_of
+            from yoloprof.capturing.passes.step_calls import INFER_STAGES
+
+            # the stage split where every phase is one of the pipeline's stages (the schema's names)
+            stages = INFER_STAGES if set(self._phase_order) <= set(INFER_STAGES) else ()
+            latency = latency_of(self._trials, stages)
+            samples.update(latency.per_trial)
+            run.latency, run.stages, run.warnings = latency.table, latency.stages, latency.warnings
         config = {"source": "yoloprof.profile", "mode": self.kind,
                   "model": type(self.model).__name__ if self.model is not None else None,
                   "device": str(self.device.torch_device), "batch": self.batch_size, "amp": None,
                   **self.options, "warmup_used": warmup, "phase_timing": run.phase_timing,
                   "iterations_run": self.iterations,
-                  "iterations_lacking": lacked, "rank": self._rank, "world_size": self._world}
+                  "iterations_lacking": lacked, "rank": self._rank, "world_size": self._world,
+                  "threads": self._threads, "threads_set": self._threads_arg is not None}
         from yoloprof.capturing.userloop.loop_device import device_lines
 
         env = collect_env(self.device)

@@ -36,3 +36,4 @@ class LoopOptions(TypedDict, total=False):
     device: str | torch.device | None
     kind: Literal["train", "infer"]
     batch_size: int | None
+    threads: int | None
