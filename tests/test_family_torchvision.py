@@ -86,8 +86,10 @@ def test_classifier_inference_is_resize_normalise_softmax_top5() -> None:
         torch.testing.assert_close(got["scores"], p[order], atol=1e-5, rtol=1e-5)
 
 
-# two images 128 wide, 96 high; rows (image, class, cx, cy, w, h); image 1 has one box
-ROWS = torch.tensor([[0, 1, 0.5, 0.5, 0.4, 0.3], [0, 2, 0.25, 0.75, 0.25, 0.5], [1, 0, 0.75, 0.25, 0.5, 0.5]])
+# two images 128 wide, 96 high; rows (image, class, cx, cy, w, h); image 1 has one box (its second
+# row has no width: dropped for the detectors, which refuse it)
+ROWS = torch.tensor([[0, 1, 0.5, 0.5, 0.4, 0.3], [0, 2, 0.25, 0.75, 0.25, 0.5], [1, 0, 0.75, 0.25, 0.5, 0.5],
+                     [1, 2, 0.5, 0.5, 0.0, 0.2]])
 BOXES = [torch.tensor([[38.4, 33.6, 89.6, 62.4], [16.0, 48.0, 48.0, 96.0]]),  # by hand: (cx -+ w/2) * 128, ...
          torch.tensor([[64.0, 0.0, 128.0, 48.0]])]
 
@@ -116,6 +118,8 @@ def test_classifier_training_is_cross_entropy_on_first_box_class() -> None:
     images = torch.randint(0, 256, (3, 3, 64, 64), dtype=torch.uint8, generator=torch.Generator().manual_seed(2))
     inputs, labels = ADAPTER.to_device(model, images, ROWS, "cpu")
     assert labels.tolist() == [1, 0, 0]  # image 0: first row's class 1; image 1: class 0; image 2: no box
+    assert ADAPTER.to_device(model, images, ROWS[[1, 0, 3, 2]], "cpu")[1].tolist() == [2, 2, 0]  # first row, not min
+    assert ADAPTER.to_device(model, images, ROWS[:0], "cpu")[1].tolist() == [0, 0, 0]
     mean = torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1)
     std = torch.tensor(IMAGENET_STD).view(1, 3, 1, 1)
     torch.testing.assert_close(inputs, (images.float() / 255.0 - mean) / std)

@@ -18,7 +18,7 @@ becomes imgsz x imgsz); a ViT gets `image_size=imgsz`. `ref.imgsz = None` keeps 
 
 Training. `to_device` takes the loader's batch (uint8 [B, 3, H, W], rows (image, class, cx, cy, w,
 h) in [0, 1]). Detectors: a list of float images in [0, 1] (the model's transform normalises) and a
-list of {boxes: xyxy pixels, labels: int64} (Mask R-CNN also gets each box filled as its mask; a
+list of {boxes: xyxy pixels, labels: int64} (rows of zero width or height dropped: the models refuse them) (Mask R-CNN also gets each box filled as its mask; a
 Keypoint R-CNN cannot be trained from boxes). Classifiers: the batch in [0, 1] normalised with the
 ImageNet mean/std and one label per image: the class of its first target row, 0 where it has none.
 The loss: a detector's own loss dict summed (parts = the dict); a classifier's cross-entropy (an
@@ -195,7 +195,7 @@ class TorchvisionAdapter:
         scale = targets.new_tensor([width, height, width, height])
         out = []
         for i in range(images.shape[0]):
-            rows = targets[targets[:, 0] == i]
+            rows = targets[(targets[:, 0] == i) & (targets[:, 4] > 0) & (targets[:, 5] > 0)]
             cxcywh = rows[:, 2:6] * scale
             boxes = torch.cat([cxcywh[:, :2] - cxcywh[:, 2:] / 2, cxcywh[:, :2] + cxcywh[:, 2:] / 2], dim=1)
             target = {"boxes": boxes, "labels": rows[:, 1].long() + (1 if kind.background else 0)}
@@ -283,13 +283,15 @@ def _normalise(images: torch.Tensor) -> torch.Tensor:
 
 
 def _first_labels(targets: torch.Tensor, batch: int) -> torch.Tensor:
-    """One class per image: that of its first target row, 0 where it has none."""
-    labels = torch.zeros(batch, dtype=torch.long, device=targets.device)
-    for i in range(batch):
-        rows = targets[targets[:, 0] == i]
-        if rows.shape[0]:
-            labels[i] = rows[0, 1].long()
-    return labels
+    """One class per image: that of its first target row, 0 where it has none (no host sync)."""
+    rows = targets.shape[0]
+    if rows == 0:
+        return torch.zeros(batch, dtype=torch.long, device=targets.device)
+    first = torch.full((batch,), rows, dtype=torch.long, device=targets.device)
+    order = torch.arange(rows, device=targets.device)
+    first = first.scatter_reduce(0, targets[:, 0].long(), order, reduce="amin")
+    has = first < rows
+    return torch.where(has, targets[first.clamp(max=rows - 1), 1].long(), torch.zeros_like(first))
 
 
 def _box_masks(boxes: torch.Tensor, height: int, width: int) -> torch.Tensor:
