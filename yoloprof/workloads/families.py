@@ -49,11 +49,14 @@ def adapter_of(family: str) -> Adapter:
 
 
 def model_ref(settings: Any) -> ModelRef:
-    """What the capture settings say about the model, for its family's adapter."""
+    """What the capture settings say about the model, for its family's adapter; `imgsz` is the size
+    the model runs at (`Adapter.input_size`), None where it ignores it."""
+    import dataclasses
+
     family, name = split_model(settings.model)
-    return ModelRef(family=family, name=name, size=settings.size, num_classes=settings.num_classes,
-                    seed=settings.seed, weights=settings.weights, kwargs=dict(settings.model_kwargs or {}),
-                    imgsz=settings.imgsz)
+    ref = ModelRef(family=family, name=name, size=settings.size, num_classes=settings.num_classes,
+                   seed=settings.seed, weights=settings.weights, kwargs=dict(settings.model_kwargs or {}))
+    return dataclasses.replace(ref, imgsz=adapter_of(family).input_size(ref, settings.imgsz).imgsz)
 
 
 def size_of(settings: Any) -> str | None:
@@ -70,8 +73,10 @@ def size_of(settings: Any) -> str | None:
 
 def input_size(settings: Any) -> InputSize:
     """What `imgsz` is to the chosen model (rounded up, followed by its transform, or ignored)."""
-    ref = model_ref(settings)
-    return adapter_of(ref.family).input_size(ref, settings.imgsz)
+    family, name = split_model(settings.model)
+    ref = ModelRef(family=family, name=name, size=settings.size, num_classes=settings.num_classes,
+                   seed=settings.seed, weights=settings.weights, kwargs=dict(settings.model_kwargs or {}))
+    return adapter_of(family).input_size(ref, settings.imgsz)
 
 
 def _takes(fn: Callable[..., Any], name: str) -> bool:

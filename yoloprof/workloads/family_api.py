@@ -37,7 +37,9 @@ class ModelRef:
     seed: int = 0
     weights: str = "none"  # "none" = seeded random init; else a checkpoint file of this family
     kwargs: Mapping[str, Any] = field(default_factory=dict)  # --model-arg KEY=VALUE / extra model.* keys
-    imgsz: int | None = None  # the capture's imgsz, for models whose build depends on it (a transform's size)
+    # the size the trial runs at (`Adapter.input_size(...).imgsz`), for families whose build depends
+    # on it (torchvision's detector transforms, ViT position embeddings); None = the model's default
+    imgsz: int | None = None
 
 
 @dataclass(frozen=True)

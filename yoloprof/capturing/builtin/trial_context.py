@@ -146,7 +146,7 @@ def build_infer_context(settings: CaptureSettings, device: DeviceInfo, sources: 
     work = workload(settings)
     model = build_model(settings, device, train=False, work=work)
     adapter, post = work.adapter, work.postprocess()
-    return InferContext(model=model, sources=sources, batch=settings.batch, imgsz=settings.imgsz,
+    return InferContext(model=model, sources=sources, batch=settings.batch, imgsz=work.ref.imgsz or settings.imgsz,
                         device=device.torch_device, autocast=autocast_factory(settings, device, amp),
                         preprocess=lambda images, imgsz, dev: adapter.preprocess(model, images, imgsz, dev),
                         postprocess=lambda raw, meta, conf, iou, max_det: post(model, raw, meta, conf, iou, max_det),

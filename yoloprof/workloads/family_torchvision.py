@@ -1,0 +1,328 @@
+"""The torchvision family: classification and detection builders of `torchvision.models`, by name.
+
+`ModelRef.name` is a builder of `torchvision.models.list_models()` of the classification or the
+detection module (segmentation, video, optical-flow and quantized builders are refused). Every
+model is built with `weights=None` (and `weights_backbone=None` for detectors), seeded with
+`ModelRef.seed`; `ModelRef.weights` may name a state-dict file of that builder. Nothing downloads.
+
+Classes. `ModelRef.num_classes` counts the data's classes. Where the detector's classifier counts a
+background class at index 0 (SSD, SSDlite, Faster/Mask/Keypoint R-CNN) the model gets
+`num_classes + 1` and a box of data class `c` is label `c + 1`; RetinaNet and FCOS (sigmoid
+classifiers, no background) get `num_classes` and label `c`. Detections carry the model's labels.
+
+Size. `input_size(ref, imgsz)` says what `imgsz` becomes (detectors and most classifiers: `imgsz`;
+ViT: rounded up to its patch size, as `image_size` must be; SSD300-VGG16: at least 268); the caller then builds with
+`ModelRef(..., imgsz=that)`. `build` reads `ref.imgsz`: a detector's `GeneralizedRCNNTransform`
+resizes every image so its longer side is `imgsz` (min_size = max_size = imgsz; SSD's fixed size
+becomes imgsz x imgsz); a ViT gets `image_size=imgsz`. `ref.imgsz = None` keeps the model's own.
+
+Training. `to_device` takes the loader's batch (uint8 [B, 3, H, W], rows (image, class, cx, cy, w,
+h) in [0, 1]). Detectors: a list of float images in [0, 1] (the model's transform normalises) and a
+list of {boxes: xyxy pixels, labels: int64} (rows of zero width or height dropped: the models refuse them) (Mask R-CNN also gets each box filled as its mask; a
+Keypoint R-CNN cannot be trained from boxes). Classifiers: the batch in [0, 1] normalised with the
+ImageNet mean/std and one label per image: the class of its first target row, 0 where it has none.
+The loss: a detector's own loss dict summed (parts = the dict); a classifier's cross-entropy (an
+Inception/GoogLeNet aux output adds 0.4 x its cross-entropy).
+
+Inference. `preprocess` decodes and runs the model's own transform (detectors: normalise, resize,
+batch into an `ImageList`; classifiers: resize to imgsz x imgsz and normalise). `forward` is the
+network without the transform: for SSD/SSDlite/RetinaNet/FCOS the backbone, head and anchors (their
+box decoding, score filter and NMS run in `postprocess`); for the R-CNN family the backbone, the
+RPN and the ROI heads: the second stage needs the first stage's proposals, so the RPN's NMS and
+the ROI heads' box decoding and NMS run inside `forward`, and `postprocess` is only the transform's
+rescale to the original images. Outputs equal `model.eval()(images)`.
+`conf`, `iou`, `max_det` are set on the model as its score_thresh, nms_thresh and
+detections_per_img (R-CNN: on its ROI heads) before the detections are made; for R-CNN that is the
+next call's `forward`, so this call's detections are also filtered to score >= conf and the
+`max_det` best (exact for conf and max_det, since the ROI heads sort and filter the same way;
+`iou` takes effect from the next call). Classifiers: softmax and the top 5 {scores, labels}.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from yoloprof.errors import UsageError
+from yoloprof.workloads.family_api import ForwardLoss, InputSize, ModelRef
+from yoloprof.workloads.pipeline import _decode
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)  # what torchvision's classification weights were trained with
+IMAGENET_STD = (0.229, 0.224, 0.225)
+AUX_WEIGHT = 0.4  # an aux classifier's share of the loss (Inception-v3 paper)
+TOP_K = 5  # classes a classifier's postprocess keeps per image
+DOWNLOAD_KWARGS = ("weights", "weights_backbone", "pretrained", "pretrained_backbone")
+MIN_IMGSZ = {"ssd300_vgg16": 268}  # below it the VGG extra layers' 3x3 convs outgrow their input
+
+
+@dataclass(frozen=True)
+class DetectorKind:
+    """How one detector architecture is split and labelled."""
+
+    background: bool  # the classifier counts a background class at index 0
+    two_stage: bool  # R-CNN: box NMS inside forward (the ROI heads need the RPN's proposals)
+    per_level: bool  # head outputs split per feature level before postprocess_detections
+    masks: bool = False  # Mask R-CNN: training targets need masks
+    keypoints: bool = False  # Keypoint R-CNN: training targets need keypoints
+
+
+DETECTORS: dict[str, DetectorKind] = {  # builder name prefix -> kind
+    "ssd": DetectorKind(background=True, two_stage=False, per_level=False),  # ssd300, ssdlite320
+    "retinanet": DetectorKind(background=False, two_stage=False, per_level=True),
+    "fcos": DetectorKind(background=False, two_stage=False, per_level=True),
+    "fasterrcnn": DetectorKind(background=True, two_stage=True, per_level=False),
+    "maskrcnn": DetectorKind(background=True, two_stage=True, per_level=False, masks=True),
+    "keypointrcnn": DetectorKind(background=True, two_stage=True, per_level=False, keypoints=True),
+}
+
+
+def _names() -> tuple[list[str], list[str]]:
+    import torchvision.models as tvm
+
+    return tvm.list_models(module=tvm), tvm.list_models(module=tvm.detection)
+
+
+def detector_kind(name: str) -> DetectorKind | None:
+    """The kind of a detection builder; None for a classifier."""
+    return next((kind for prefix, kind in DETECTORS.items() if name.startswith(prefix)), None)
+
+
+def _check_name(name: str) -> None:
+    classify, detect = _names()
+    if name in classify or name in detect:
+        return
+    import torchvision.models as tvm
+
+    if name in tvm.list_models():
+        raise UsageError(f"torchvision model {name!r} is not a classification or detection model (the only ones profiled)")
+    close = difflib.get_close_matches(name, classify + detect, n=3)
+    hint = f"; did you mean {', '.join(close)}?" if close else "; see torchvision.models.list_models()"
+    raise UsageError(f"unknown torchvision model {name!r}{hint}")
+
+
+def _vit_patch(name: str) -> int | None:
+    """A ViT's patch size from its builder name (vit_b_16 -> 16), else None."""
+    head, _, tail = name.rpartition("_")
+    return int(tail) if name.startswith("vit_") and head and tail.isdigit() else None
+
+
+def _round_up(value: int, step: int) -> int:
+    return -(-value // step) * step
+
+
+def _load_weights(model: Any, path: str) -> None:
+    file = Path(path)
+    if not file.is_file():
+        raise UsageError(f"model weights file {path!r} not found")
+    try:
+        state = torch.load(file, map_location="cpu", weights_only=True)
+        if isinstance(state, Mapping) and not any(isinstance(v, torch.Tensor) for v in state.values()):
+            state = state.get("model", state.get("state_dict", state))
+        model.load_state_dict(state)
+    except Exception as exc:  # noqa: BLE001 - a bad file is the user's to fix
+        raise UsageError(f"cannot load torchvision weights {path!r}: {type(exc).__name__}: {str(exc).splitlines()[0]}") from None
+
+
+def _set_size(model: Any, imgsz: int) -> None:
+    """Make a detector's transform resize to `imgsz` on the longer side (SSD: imgsz x imgsz)."""
+    t = model.transform
+    t.min_size = (imgsz,)
+    t.max_size = imgsz
+    if t.fixed_size is not None:
+        t.fixed_size = (imgsz, imgsz)
+
+
+class TorchvisionAdapter:
+    """The `Adapter` of torchvision's classification and detection builders (module docstring)."""
+
+    sizes = None
+
+    def input_size(self, ref: ModelRef, imgsz: int) -> InputSize:
+        _check_name(ref.name)
+        smallest = MIN_IMGSZ.get(ref.name, 0)
+        if imgsz < smallest:
+            return InputSize(smallest, f"imgsz {imgsz} raised to {smallest}, the smallest {ref.name} runs at")
+        patch = _vit_patch(ref.name)
+        if patch is not None and imgsz % patch:
+            size = _round_up(imgsz, patch)
+            return InputSize(size, f"imgsz {imgsz} rounded up to {size} (a multiple of {ref.name}'s patch size {patch})")
+        return InputSize(imgsz)
+
+    def build(self, ref: ModelRef) -> Any:
+        import torchvision.models as tvm
+
+        _check_name(ref.name)
+        given = [k for k in DOWNLOAD_KWARGS if k in ref.kwargs]
+        if given:
+            raise UsageError(f"torchvision model argument {given[0]!r} is not taken: weights come from model.weights (a state-dict file)")
+        kind = detector_kind(ref.name)
+        kwargs: dict[str, Any] = {"weights": None, **dict(ref.kwargs)}
+        if kind is not None:
+            kwargs["weights_backbone"] = None
+            kwargs.setdefault("num_classes", ref.num_classes + (1 if kind.background else 0))
+        else:
+            kwargs.setdefault("num_classes", ref.num_classes)
+            if _vit_patch(ref.name) is not None and ref.imgsz is not None:
+                kwargs.setdefault("image_size", ref.imgsz)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(ref.seed)
+            try:
+                model = tvm.get_model(ref.name, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - bad --model-arg values are the user's to fix
+                raise UsageError(f"building torchvision model {ref.name!r} failed: {type(exc).__name__}: {str(exc).splitlines()[0]}") from None
+        if ref.weights != "none":
+            _load_weights(model, ref.weights)
+        if kind is not None and ref.imgsz is not None:
+            _set_size(model, ref.imgsz)
+        return model.train()
+
+    # ---- training -------------------------------------------------------------------------------
+
+    def to_device(self, model: Any, images: Any, targets: Any, device: Any) -> tuple[Any, Any]:
+        kind = model_kind(model)
+        images = images.to(device, non_blocking=True).float().div_(255.0)
+        targets = targets.to(device, non_blocking=True)
+        if kind is None:
+            return _normalise(images), _first_labels(targets, images.shape[0])
+        if kind.keypoints:
+            raise UsageError("a Keypoint R-CNN cannot be trained from the loader's boxes (it needs keypoints)")
+        height, width = images.shape[-2:]
+        scale = targets.new_tensor([width, height, width, height])
+        out = []
+        for i in range(images.shape[0]):
+            rows = targets[(targets[:, 0] == i) & (targets[:, 4] > 0) & (targets[:, 5] > 0)]
+            cxcywh = rows[:, 2:6] * scale
+            boxes = torch.cat([cxcywh[:, :2] - cxcywh[:, 2:] / 2, cxcywh[:, :2] + cxcywh[:, 2:] / 2], dim=1)
+            target = {"boxes": boxes, "labels": rows[:, 1].long() + (1 if kind.background else 0)}
+            if kind.masks:
+                target["masks"] = _box_masks(boxes, height, width)
+            out.append(target)
+        return list(images.unbind(0)), out
+
+    def make_loss(self, model: Any, loss: str | None = None) -> ForwardLoss:
+        detector = model_kind(model) is not None
+        if loss is not None:
+            from yoloprof.workloads.models import build_loss
+
+            user_fn = build_loss(loss, model_name=type(model).__name__)
+            # detectors hand the user's loss their own loss dict (their outputs in training mode)
+            return lambda m, inputs, targets: user_fn(m(inputs, targets) if detector else m(inputs), targets)
+        return _detector_loss if detector else _classifier_loss
+
+    # ---- inference ------------------------------------------------------------------------------
+
+    def preprocess(self, model: Any, images: Sequence[Any], imgsz: int, device: Any) -> tuple[Any, Any]:
+        from torchvision.transforms.functional import pil_to_tensor
+
+        tensors = [pil_to_tensor(_decode(item)).to(device, non_blocking=True).float().div_(255.0) for item in images]
+        if model_kind(model) is None:
+            resized = [torch.nn.functional.interpolate(t[None], size=(imgsz, imgsz), mode="bilinear",
+                                                       antialias=True, align_corners=False)[0] for t in tensors]
+            return _normalise(torch.stack(resized)), None
+        original_sizes = [(int(t.shape[-2]), int(t.shape[-1])) for t in tensors]
+        image_list, _ = model.transform(tensors)
+        return image_list, original_sizes
+
+    def forward(self, model: Any, inputs: Any) -> Any:
+        kind = model_kind(model)
+        if kind is None:
+            return model(inputs)
+        features = model.backbone(inputs.tensors)
+        if isinstance(features, torch.Tensor):
+            features = {"0": features}
+        if kind.two_stage:
+            proposals, _ = model.rpn(inputs, features)
+            detections, _ = model.roi_heads(features, proposals, inputs.image_sizes)
+            return {"detections": detections, "image_sizes": inputs.image_sizes}
+        levels = list(features.values())
+        head = model.head(levels)
+        anchors = model.anchor_generator(inputs, levels)
+        return {"head": head, "anchors": anchors, "image_sizes": inputs.image_sizes,
+                "level_sizes": [f.size(2) * f.size(3) for f in levels]}
+
+    def postprocess(self, model: Any, raw: Any, meta: Any, conf: float, iou: float, max_det: int) -> Any:
+        kind = model_kind(model)
+        if kind is None:
+            probs = raw.softmax(dim=1)
+            top = probs.topk(min(TOP_K, probs.shape[1]), dim=1)
+            return [{"scores": s, "labels": i} for s, i in zip(top.values, top.indices)]
+        if kind.two_stage:
+            heads = model.roi_heads
+            heads.score_thresh, heads.nms_thresh, heads.detections_per_img = conf, iou, max_det
+            detections = [_keep(d, conf, max_det) for d in raw["detections"]]
+        else:
+            model.score_thresh, model.nms_thresh, model.detections_per_img = conf, iou, max_det
+            head, anchors = raw["head"], raw["anchors"]
+            if kind.per_level:  # as RetinaNet.forward / FCOS.forward: split outputs per level
+                per_level = [hw * (head["cls_logits"].size(1) // sum(raw["level_sizes"])) for hw in raw["level_sizes"]]
+                head = {k: list(v.split(per_level, dim=1)) for k, v in head.items()}
+                anchors = [list(a.split(per_level)) for a in anchors]
+            detections = model.postprocess_detections(head, anchors, raw["image_sizes"])
+        return model.transform.postprocess(detections, raw["image_sizes"], meta)
+
+
+def model_kind(model: Any) -> DetectorKind | None:
+    """The kind of a built detector, by its class (subclasses first); None for a classifier."""
+    from torchvision.models.detection import FCOS, FasterRCNN, KeypointRCNN, MaskRCNN, RetinaNet
+    from torchvision.models.detection.ssd import SSD
+
+    classes = (("keypointrcnn", KeypointRCNN), ("maskrcnn", MaskRCNN), ("fasterrcnn", FasterRCNN),
+               ("ssd", SSD), ("retinanet", RetinaNet), ("fcos", FCOS))
+    return next((DETECTORS[prefix] for prefix, cls in classes if isinstance(model, cls)), None)
+
+
+def _normalise(images: torch.Tensor) -> torch.Tensor:
+    mean = images.new_tensor(IMAGENET_MEAN).view(1, 3, 1, 1)
+    std = images.new_tensor(IMAGENET_STD).view(1, 3, 1, 1)
+    return (images - mean) / std
+
+
+def _first_labels(targets: torch.Tensor, batch: int) -> torch.Tensor:
+    """One class per image: that of its first target row, 0 where it has none (no host sync)."""
+    rows = targets.shape[0]
+    if rows == 0:
+        return torch.zeros(batch, dtype=torch.long, device=targets.device)
+    first = torch.full((batch,), rows, dtype=torch.long, device=targets.device)
+    order = torch.arange(rows, device=targets.device)
+    first = first.scatter_reduce(0, targets[:, 0].long(), order, reduce="amin")
+    has = first < rows
+    return torch.where(has, targets[first.clamp(max=rows - 1), 1].long(), torch.zeros_like(first))
+
+
+def _box_masks(boxes: torch.Tensor, height: int, width: int) -> torch.Tensor:
+    """Each box filled as a uint8 [N, H, W] mask (Mask R-CNN's targets from boxes alone)."""
+    ys = torch.arange(height, device=boxes.device).view(1, -1, 1) + 0.5
+    xs = torch.arange(width, device=boxes.device).view(1, 1, -1) + 0.5
+    b = boxes.view(-1, 4, 1, 1)
+    return ((xs >= b[:, 0]) & (xs <= b[:, 2]) & (ys >= b[:, 1]) & (ys <= b[:, 3])).to(torch.uint8)
+
+
+def _keep(detection: dict[str, torch.Tensor], conf: float, max_det: int) -> dict[str, torch.Tensor]:
+    """An R-CNN image's detections (sorted by score) with score >= conf, the max_det best."""
+    keep = (detection["scores"] >= conf).nonzero().flatten()[:max_det]
+    return {k: v[keep] for k, v in detection.items()}
+
+
+def _detector_loss(model: Any, inputs: Any, targets: Any) -> tuple[Any, dict[str, Any]]:
+    parts = model(inputs, targets)
+    return sum(parts.values()), parts
+
+
+def _classifier_loss(model: Any, inputs: Any, targets: Any) -> tuple[Any, dict[str, Any]]:
+    out = model(inputs)
+    cross_entropy: Callable[..., torch.Tensor] = torch.nn.functional.cross_entropy
+    if isinstance(out, torch.Tensor):
+        loss = cross_entropy(out, targets)
+        return loss, {"cross_entropy": loss.detach()}
+    main = cross_entropy(out.logits, targets)  # Inception-v3 / GoogLeNet in training: (logits, aux...)
+    aux = [cross_entropy(v, targets) for k, v in out._asdict().items() if k != "logits" and v is not None]
+    loss = main + AUX_WEIGHT * sum(aux) if aux else main
+    return loss, {"cross_entropy": main.detach(), **{f"aux{i + 1}": a.detach() for i, a in enumerate(aux)}}
+
+
+ADAPTER = TorchvisionAdapter()
