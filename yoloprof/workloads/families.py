@@ -53,10 +53,15 @@ def model_ref(settings: Any) -> ModelRef:
     the model runs at (`Adapter.input_size`), None where it ignores it."""
     import dataclasses
 
+    ref = _asked(settings)
+    return dataclasses.replace(ref, imgsz=adapter_of(ref.family).input_size(ref, settings.imgsz).imgsz)
+
+
+def _asked(settings: Any) -> ModelRef:
+    """The settings' model as asked, before its family says what `imgsz` becomes."""
     family, name = split_model(settings.model)
-    ref = ModelRef(family=family, name=name, size=settings.size, num_classes=settings.num_classes,
-                   seed=settings.seed, weights=settings.weights, kwargs=dict(settings.model_kwargs or {}))
-    return dataclasses.replace(ref, imgsz=adapter_of(family).input_size(ref, settings.imgsz).imgsz)
+    return ModelRef(family=family, name=name, size=settings.size, num_classes=settings.num_classes,
+                    seed=settings.seed, weights=settings.weights, kwargs=dict(settings.model_kwargs or {}))
 
 
 def size_of(settings: Any) -> str | None:
@@ -73,10 +78,8 @@ def size_of(settings: Any) -> str | None:
 
 def input_size(settings: Any) -> InputSize:
     """What `imgsz` is to the chosen model (rounded up, followed by its transform, or ignored)."""
-    family, name = split_model(settings.model)
-    ref = ModelRef(family=family, name=name, size=settings.size, num_classes=settings.num_classes,
-                   seed=settings.seed, weights=settings.weights, kwargs=dict(settings.model_kwargs or {}))
-    return adapter_of(family).input_size(ref, settings.imgsz)
+    ref = _asked(settings)
+    return adapter_of(ref.family).input_size(ref, settings.imgsz)
 
 
 def _takes(fn: Callable[..., Any], name: str) -> bool:
