@@ -50,7 +50,7 @@ import torch
 
 from yoloprof.errors import UsageError
 from yoloprof.workloads.family_api import ForwardLoss, InputSize, ModelRef
-from yoloprof.workloads.pipeline import _decode
+from yoloprof.workloads.pipeline import decode
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)  # what torchvision's classification weights were trained with
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -219,7 +219,7 @@ class TorchvisionAdapter:
     def preprocess(self, model: Any, images: Sequence[Any], imgsz: int, device: Any) -> tuple[Any, Any]:
         from torchvision.transforms.functional import pil_to_tensor
 
-        tensors = [pil_to_tensor(_decode(item)).to(device, non_blocking=True).float().div_(255.0) for item in images]
+        tensors = [pil_to_tensor(decode(item)).to(device, non_blocking=True).float().div_(255.0) for item in images]
         if model_kind(model) is None:
             resized = [torch.nn.functional.interpolate(t[None], size=(imgsz, imgsz), mode="bilinear",
                                                        antialias=True, align_corners=False)[0] for t in tensors]

@@ -67,7 +67,8 @@ def batch_sources(sources: Sequence[ImageSource], batch: int) -> list[ImageSourc
     return list(islice(cycle(sources), batch))
 
 
-def _decode(item: ImageSource) -> Image.Image:
+def decode(item: ImageSource) -> Image.Image:
+    """One image source (PIL image, path or encoded bytes) -> an RGB PIL image, fully decoded."""
     if isinstance(item, Image.Image):
         return to_rgb(item)
     if isinstance(item, (bytes, bytearray, memoryview)):
@@ -82,7 +83,7 @@ def preprocess(images: Sequence[ImageSource], imgsz: int, device: torch.device |
 
     The uint8 batch crosses to the device and is converted there (4x fewer bytes moved than float).
     """
-    boxed = [letterbox(_decode(item), imgsz) for item in images]
+    boxed = [letterbox(decode(item), imgsz) for item in images]
     batch = torch.stack([to_chw_uint8(im) for im, _ in boxed])
     if str(device) != "cpu" and non_blocking:
         batch = batch.pin_memory() if torch.cuda.is_available() else batch
