@@ -59,9 +59,8 @@ class Out:
               right: Sequence[int] = (), shrink: int = 0) -> None:
         """A table that fits the room without splitting a value (`render.fit`): the terminal's
         width, or piped $COLUMNS else 100 columns. `right` lists the columns to right-align
-        (numbers: they never shrink); text columns give way widest first, abbreviated so that
-        their values stay distinct (`shrink` is kept for callers; every text column may give
-        way). Columns empty in every row are left out."""
+        (numbers: they never shrink); text columns give way, `shrink` first, then the widest,
+        abbreviated so that their values stay distinct. Columns empty in every row are left out."""
         from yoloprof.render.fit import fit_rows, table_width
 
         srows = [[str(c) for c in r] for r in rows]
@@ -69,10 +68,12 @@ class Out:
         headers = [headers[i] for i in keep]
         srows = [[r[i] for i in keep] for r in srows]
         right = [keep.index(i) for i in right if i in keep]
+        first = [keep.index(shrink)] if shrink in keep else []
         if self._console:
-            headers, srows = fit_rows(headers, srows, self._console.width, right=right, sep=3, margin=4)
+            headers, srows = fit_rows(headers, srows, self._console.width, right=right, first=first,
+                                      sep=3, margin=4)
         else:
-            headers, srows = fit_rows(headers, srows, table_width(), right=right)
+            headers, srows = fit_rows(headers, srows, table_width(), right=right, first=first)
         widths = [max([len(h)] + [len(r[i]) for r in srows]) for i, h in enumerate(headers)]
         if self._console:
             self._rich_table(self._console, headers, srows, widths, title, right)
