@@ -137,7 +137,7 @@ class Profile:
         return cast(HotspotsResult, self._read("hotspots", HotspotsOptions(sort=sort, top=top, grep=grep)))
 
     def what_if(self, remove_category: str | None = None, remove_launches: int | None = None) -> WhatIfResult:
-        """As `yoloprof what-if`: exactly one of remove_category or remove_launches."""
+        """As `yoloprof what-if`: remove_category, remove_launches, or both (combined as libreyolo combines them)."""
         return cast(WhatIfResult, self._read("what-if", WhatIfOptions(remove_category=remove_category,
                                                                        remove_launches=remove_launches)))
 

@@ -2,7 +2,8 @@
 
 Fields are the metric names (`step_ms`, `img_per_s`, ...) plus dotted paths into the scalar
 sections (`latency.p99_ms`, `verdict.bound`, `model.params_total`, `config.batch`, `env.torch`,
-`trace.steps_analyzed`).
+`trace.steps_analyzed`), and libreyolo's metric names (`gpu_util`, `latency_p50_ms`, `nms_ms`,
+`throughput_img_s`, `bound`, ...: `readers.libreyolo.ALIASES`) as aliases of yoloprof's fields.
 This module is on the fast path: it imports nothing heavy (DESIGN.md section 2).
 """
 
@@ -13,6 +14,7 @@ from typing import Any, Iterator
 from yoloprof.errors import UsageError
 from yoloprof.defs import metrics as registry
 from yoloprof.readers._common import KNOWN_METRICS, finite, na_reason
+from yoloprof.readers.libreyolo import ALIASES
 
 # Sections whose scalar leaves are fields, as dotted paths. Order = listing order.
 DOTTED_SECTIONS = ("latency", "verdict", "trace", "model", "config", "env", "tool")
@@ -56,6 +58,29 @@ def _metric_row(profile: dict, name: str, entry: dict) -> dict[str, Any]:
     return row
 
 
+def _alias(profile: dict, alias: str) -> dict[str, Any]:
+    """A libreyolo metric name (`readers.libreyolo.ALIASES`): the yoloprof field's row, its value
+    scaled to libreyolo's unit (gpu_util: a fraction of 1, where device_util_pct is a percentage)."""
+    target, factor = ALIASES[alias]
+    row = dict(compute_get(profile, target))
+    value = finite(row.get("value"))
+    if factor != 1.0 and value is not None:
+        row["value"] = value * factor
+        row["unit"] = "fraction" if target.endswith("_pct") else registry.unit(alias)
+        row["samples"] = [v * factor for v in row.get("samples") or []]
+        row["std"] = None if finite(row.get("std")) is None else row["std"] * factor
+    row.update(field=alias, alias_of=target)
+    return row
+
+
+def _sharing_a_word(field: str, names: list[str]) -> list[str]:
+    """Names sharing a word of 3+ letters with `field` (`gpu_utilisation` -> device_util_pct)."""
+    words = {w for w in field.lower().replace(".", "_").split("_") if len(w) >= 3 and w != "per"}
+    hits = [n for n in dict.fromkeys(names)
+            if words & {w for w in n.lower().replace(".", "_").split("_") if len(w) >= 3}]
+    return sorted(hits, key=len)
+
+
 def _path_unit(path: str) -> str:
     """The unit of a dotted field (`latency.p50_ms`), by the registry's name families."""
     return registry.unit(path.rsplit(".", 1)[-1])
@@ -74,13 +99,16 @@ def compute_get(profile: dict, field: str | None) -> dict[str, Any]:
     bare = field[len("metrics."):] if field.startswith("metrics.") else field
     if bare != field and bare in (profile.get("metrics") or {}):
         return compute_get(profile, bare)
+    if bare in ALIASES:  # libreyolo's name: yoloprof's figure, in libreyolo's unit
+        return _alias(profile, bare)
     if bare in KNOWN_METRICS:  # a known metric this profile has no value for: n/a, as summary says
         return {"field": bare, "value": None, "unit": registry.unit(bare), "n": 0,
                 "na": na_reason(profile, bare)}
     import difflib  # only on the error path: `get` stays fast
 
     names = [r["field"] for r in fields]
-    close = list(dict.fromkeys(difflib.get_close_matches(field, names, n=5, cutoff=0.5)
-                               + sorted((n for n in names if field.lower() in n.lower()), key=len)))
+    close = list(dict.fromkeys(difflib.get_close_matches(field, [*names, *ALIASES], n=5, cutoff=0.5)
+                               + sorted((n for n in names if field.lower() in n.lower()), key=len)
+                               + _sharing_a_word(field, [*names, *KNOWN_METRICS, *ALIASES])))
     hint = f" (did you mean: {', '.join(close[:5])}?)" if close else ""
     raise UsageError(f"unknown field {field!r}{hint}; valid: {', '.join(names)}")

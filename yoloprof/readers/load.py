@@ -5,7 +5,8 @@ It lives here, above traces/, so that profiles/ (the storage layer) never import
 engine. Detection does not depend on key order: a profile names `"schema": "yoloprof.profile/..."`
 somewhere in the file. The first bytes (`Input.head`) usually show it; when they do not (a `jq -S`
 sorted profile.json puts the key after "config", "env", ...) the whole file is searched before the
-trace engine is tried. The full parse then confirms that the schema is the top-level key, and a
+trace engine is tried. libreyolo's profile.json (`"schema": "libreyolo.profile.analysis/v1"`, its
+first key) is read by `readers.libreyolo`. The full parse then confirms that the schema is the top-level key, and a
 document whose top level is a Kineto trace ("traceEvents") goes to the trace engine even if some
 event name happens to contain the mark. For a gzipped trace, decompression runs on a thread while
 the engine's modules (numpy...) are imported.
@@ -20,6 +21,7 @@ from typing import Any
 from yoloprof.errors import ProfileError
 from yoloprof.profiles.inputs import Input
 from yoloprof.profiles.io import looks_like_profile, nonblank, parse_profile
+from yoloprof.readers.libreyolo import looks_like_libreyolo, profile_from_libreyolo
 
 
 def load_any(path: str | os.PathLike, select: Any = None) -> dict[str, Any]:
@@ -39,6 +41,8 @@ def load_any(path: str | os.PathLike, select: Any = None) -> dict[str, Any]:
     src = Input(path)
     if looks_like_profile(src.head):
         return parse_profile(nonblank(src.read(), path), str(path))
+    if looks_like_libreyolo(src.head):  # libreyolo's profile.json: its schema is its first key
+        return profile_from_libreyolo(nonblank(src.read(), path), str(path))
     src.prefetch()
     # Imported while the prefetch thread inflates or reads the file (both release the GIL): numpy's
     # import and the I/O overlap. A profile whose mark is past the first bytes pays this import.

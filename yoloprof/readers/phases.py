@@ -46,7 +46,7 @@ def compute_phases(profile: dict) -> dict[str, Any]:
             warnings.append("phase wall times add up to more than the step time: phases overlap "
                             "(e.g. backward on the autograd thread) or were measured in another pass")
     if not rows:
-        warnings.append("no phases found: the trace has no yoloprof/<phase>, ## forward ## or "
+        warnings.append("no phases found: the trace has no yoloprof/<phase>, step/<phase>, ## forward ## or "
                         "optimizer annotations")
     if not device and rows:
         warnings.append("no device kernels: device ms and kernels per phase are n/a")

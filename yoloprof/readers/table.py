@@ -318,7 +318,7 @@ READERS: tuple[Reader, ...] = (
     Reader("hotspots", "Python functions by self and cumulative time (--python-hotspots)", HotspotsOptions,
            _hotspots, _R + "render_hotspots", results=(res.HotspotsResult,)),
     Reader("what-if", "estimate the gain of a change before writing it", WhatIfOptions, _what_if,
-           _R + "render_what_if", one_of=("remove_category", "remove_launches"), results=(res.WhatIfResult,)),
+           _R + "render_what_if", results=(res.WhatIfResult,)),
     Reader("compare", "deltas and a significance verdict per metric", CompareOptions, _compare,
            _R + "render_compare", sides=2, cli_built=False, results=(res.CompareResult,)),
 )

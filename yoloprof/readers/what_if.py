@@ -13,6 +13,8 @@ predicted step is S - (max(H, D) - max(H', D')), so it never falls below the oth
   without C), so communication hidden under compute saves only its exposed part; profiles
   without that figure fall back to the category's summed time (an upper bound, said so). Its
   launches go too (H' = H - n_C c). C is a category name or a unique prefix/substring of one.
+- Both flags together (as `libreyolo profile what-if` combines them): the category goes as above,
+  and N launches more besides its own: H' = H - (n_C + N) c, D' = D - the category's saving.
 - The prediction never falls below max(H', D'): whatever is removed, the remaining host work and
   the remaining device union still have to run.
 - CPU profiles (no device kernels): `--remove-launches N` removes N op dispatches at the measured
@@ -102,8 +104,8 @@ def compute_what_if(profile: dict, *, remove_category: str | None = None,
                     remove_launches: int | None = None) -> dict[str, Any]:
     """The predicted step time after removing a kernel category or N launches, with the model's
     inputs and assumptions in the result."""
-    if (remove_category is None) == (remove_launches is None):
-        raise UsageError("what-if needs exactly one of --remove-category C or --remove-launches N")
+    if remove_category is None and remove_launches is None:
+        raise UsageError("what-if needs --remove-category C, --remove-launches N, or both")
     if remove_launches is not None and remove_launches < 0:
         raise UsageError(f"--remove-launches must be >= 0 (got {remove_launches})")
     step = _step_ms(profile)
@@ -117,15 +119,9 @@ def compute_what_if(profile: dict, *, remove_category: str | None = None,
     cost = h / launches
     assumptions.append(f"host cost per launch c = H / launches per step = {1000 * cost:.1f} us "
                        "(framework + dispatch + launch API time per kernel)")
-    change: dict[str, Any]
-    if remove_launches is not None:
-        if remove_launches > launches:
-            raise UsageError(f"--remove-launches {remove_launches} exceeds the {launches:.0f} launches per step")
-        assumptions.append("the removed launches' device work stays (fused into remaining kernels)")
-        h2, d2 = h - remove_launches * cost, d
-        change = {"remove_launches": remove_launches}
-    else:
-        assert remove_category is not None  # exactly one of the two is set (checked by what_if)
+    change: dict[str, Any] = {}
+    h2, d2 = h, d
+    if remove_category is not None:
         remove_category = match_category(remove_category, categories_present(profile),
                                           "--remove-category")
         rows = [c for c in profile.get("categories") or [] if c.get("category") == remove_category]
@@ -147,6 +143,16 @@ def compute_what_if(profile: dict, *, remove_category: str | None = None,
         h2, d2 = max(h - nc * cost, 0.0), max(d - ds, 0.0)
         change = {"remove_category": remove_category, "category_device_ms": dc,
                   "category_busy_saving_ms": ds, "category_launches": nc}
+    if remove_launches is not None:
+        left = launches - change.get("category_launches", 0.0)
+        if remove_launches > left:
+            extra = " besides the category's" if remove_category is not None else ""
+            raise UsageError(f"--remove-launches {remove_launches} exceeds the {left:.0f} launches per step{extra}")
+        assumptions.append(f"{remove_launches} more launches go, their device work stays (fused into "
+                           "remaining kernels)" if remove_category is not None else
+                           "the removed launches' device work stays (fused into remaining kernels)")
+        h2 = max(h2 - remove_launches * cost, 0.0)
+        change["remove_launches"] = remove_launches
     warnings = []
     if d > step:
         warnings.append(f"the device is busy {d:.3f} ms per step, longer than the measured {step:.3f} ms step: "
@@ -177,7 +183,7 @@ def cheapest_ops_ms(ops: list[dict], n: float) -> float:
 def _cpu_what_if(profile: dict, step: float, remove_category: str | None,
                  remove_launches: int | None) -> dict[str, Any]:
     """CPU profile: launches are op dispatches, at the mean self CPU time per op."""
-    if remove_launches is None:  # exactly one of the two is set (what_if): --remove-category
+    if remove_category is not None or remove_launches is None:
         raise UsageError("--remove-category needs device kernel categories, and this profile has no "
                          "device kernels (CPU trace); use --remove-launches N to model N fewer op "
                          "dispatches")

@@ -57,18 +57,26 @@ class Out:
 
     def table(self, headers: Sequence[str], rows: Sequence[Sequence[Any]], *, title: str | None = None,
               right: Sequence[int] = (), shrink: int = 0) -> None:
-        """A table; `right` lists the columns to right-align (numbers), `shrink` the one column
-        that gives way (cut with an ellipsis) when the terminal is narrow. Columns empty in every
-        row are left out."""
+        """A table that fits the room without splitting a value (`render.fit`): the terminal's
+        width, or piped $COLUMNS else 100 columns. `right` lists the columns to right-align
+        (numbers: they never shrink); text columns give way, `shrink` first, then the widest,
+        abbreviated so that their values stay distinct. Columns empty in every row are left out."""
+        from yoloprof.render.fit import fit_rows, table_width
+
         srows = [[str(c) for c in r] for r in rows]
         keep = [i for i in range(len(headers)) if not srows or any(r[i] for r in srows)]
         headers = [headers[i] for i in keep]
         srows = [[r[i] for i in keep] for r in srows]
         right = [keep.index(i) for i in right if i in keep]
-        shrink = keep.index(shrink) if shrink in keep else 0
+        first = [keep.index(shrink)] if shrink in keep else []
+        if self._console:
+            headers, srows = fit_rows(headers, srows, self._console.width, right=right, first=first,
+                                      sep=3, margin=4)
+        else:
+            headers, srows = fit_rows(headers, srows, table_width(), right=right, first=first)
         widths = [max([len(h)] + [len(r[i]) for r in srows]) for i, h in enumerate(headers)]
         if self._console:
-            self._rich_table(self._console, headers, srows, widths, title, right, shrink)
+            self._rich_table(self._console, headers, srows, widths, title, right)
             return
         if title:
             self._plain(f"{title}:")
@@ -77,22 +85,19 @@ class Out:
             self._plain(("  " + "  ".join(cells)).rstrip())
 
     def _rich_table(self, console: Console, headers: Sequence[str], rows: list[list[str]], widths: list[int],
-                    title: str | None, right: Sequence[int], shrink: int) -> None:
+                    title: str | None, right: Sequence[int]) -> None:
         from rich import box
         from rich.table import Table
 
-        # SIMPLE_HEAD: no vertical rules (a column costs its width + 3): width-friendly
+        # SIMPLE_HEAD: no vertical rules (a column costs its width + 3): width-friendly. Cells come
+        # fitted (render.fit); a table that cannot fit is printed wider, never cut or folded.
         t = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD)
-        others = sum(w + 3 for i, w in enumerate(widths) if i != shrink) + 6
-        room = max(8, console.width - others)
         for i, h in enumerate(headers):
-            fixed = i != shrink
-            t.add_column(h, justify="right" if i in right else "left", overflow="ellipsis", no_wrap=True,
-                         min_width=widths[i] if fixed else None,
-                         max_width=None if fixed else min(widths[i], room))
+            t.add_column(h, justify="right" if i in right else "left", no_wrap=True, min_width=widths[i])
         for r in rows:
             t.add_row(*(_esc(c) for c in r))
-        console.print(t)
+        need = sum(w + 3 for w in widths) + 4
+        console.print(t, width=max(console.width, need), crop=False)
 
     def line(self, text: str, style: str | None = None) -> None:
         if self._console:

@@ -11,7 +11,7 @@ from yoloprof.render.fmt import (NA, COMPARISON_HEADERS, RATIO_NOTE, VERDICT_STY
                                    fmt_ratio)
 
 
-PLAIN_WIDTH = 100  # piped, COLUMNS unset: the tables fold their widest cells into 100 columns
+PLAIN_WIDTH = 100  # piped, COLUMNS unset: the tables fit 100 columns (render.fit), never folding a value
 MAX_NOTES = 20  # per-comparison notes printed; all of them are in comparison.md and the HTML
 
 
@@ -30,19 +30,35 @@ def _console(console: Any) -> Any:
     return make_console() if console is None else console
 
 
-def _table(console: Any, title: str, headers: list[str], right: tuple[int, ...] = ()) -> Any:
+def _print_table(console: Any, title: str, headers: list[str], rows: list[list[str]],
+                 right: tuple[int, ...] = (), styles: list[str] | None = None) -> None:
+    """One table, fitted to the console's width without splitting a value (render.fit: text
+    columns abbreviated, keeping what tells their values apart); one that cannot fit prints wider,
+    never folded. `styles`: a rich style per row for its last cell (the verdict)."""
     from rich import box
+    from rich.markup import escape
     from rich.table import Table
 
+    from yoloprof.render.fit import fit_rows
+
     fancy = console.is_terminal and not console.no_color
-    # plain: rich's SIMPLE_HEAD in ASCII (a rule under the header, no vertical rules: a column
-    # costs its width + 2, so the demo's comparison table fits 100 columns without folding)
+    # plain: rich's SIMPLE_HEAD in ASCII (a rule under the header, no vertical rules); a column
+    # costs its width + 2 (padding and the gap rich keeps), the edge up to 3
     plain = box.Box("    \n    \n -- \n    \n    \n    \n    \n    \n", ascii=True)
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD if fancy else plain,
                   header_style="bold" if fancy else None, expand=False, padding=(0, 1, 0, 0), show_edge=False)
-    for i, h in enumerate(headers):
-        table.add_column(h, justify="right" if i in right else "left", overflow="fold")
-    return table
+    heads, cells = fit_rows(headers, rows, console.width, right=right, sep=2, margin=3)
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(heads)]
+    for i, h in enumerate(heads):
+        table.add_column(h, justify="right" if i in right else "left", no_wrap=True, min_width=widths[i])
+    for k, r in enumerate(cells):
+        out = [escape(c) for c in r]
+        style = styles[k] if styles else ""
+        if style and out:
+            out[-1] = f"[{style}]{out[-1]}[/]"
+        table.add_row(*out)
+    need = sum(w + 2 for w in widths) + 3
+    console.print(table, width=max(console.width, need), crop=False)
 
 
 def _comparisons(console: Any, result: Any) -> None:
@@ -59,25 +75,20 @@ def _comparisons(console: Any, result: Any) -> None:
     keep = [i for i in range(len(COMPARISON_HEADERS))
             if i != adj or any(r.get("p_adj") is not None and r.get("p_adj") == r.get("p_adj") for r in rows)]
     right = tuple(keep.index(i) for i in (2, 3, 5, 6) if i in keep)
-    t = _table(console, f"comparisons ({RATIO_NOTE}; {s['correction']} correction, alpha {s['alpha']}, "
-                        f"noise {s['noise']:.0%})", [COMPARISON_HEADERS[i] for i in keep], right=right)
-    for row in rows:
-        cells = comparison_cells(row)
-        style = VERDICT_STYLE.get(row["verdict_code"], ("",))[0]
-        cells[-1] = f"[{style}]{cells[-1]}[/]" if style else cells[-1]
-        t.add_row(*(cells[i] for i in keep))
-    console.print(t)
+    cells = [[c[i] for i in keep] for c in (comparison_cells(row) for row in rows)]
+    styles = [VERDICT_STYLE.get(row["verdict_code"], ("",))[0] for row in rows]
+    _print_table(console, f"comparisons ({RATIO_NOTE}; {s['correction']} correction, alpha {s['alpha']}, "
+                          f"noise {s['noise']:.0%})", [COMPARISON_HEADERS[i] for i in keep], cells,
+                 right=right, styles=styles)
 
 
 def _best(console: Any, result: Any) -> None:
     if result.best.empty:
         return
-    t = _table(console, "best configuration per metric",
-               ["metric", "best", "value", "runner-up", "margin [CI]", "p"], right=(2, 5))
-    for _, b in result.best.iterrows():
-        t.add_row(b["metric"], str(b["best"]), fmt_in(b["value"], b.get("unit")), str(b["runner_up"] or NA),
-                  fmt_ratio(b["margin"], b["ci_low"], b["ci_high"]), fmt_p(b["p"]))
-    console.print(t)
+    rows = [[str(b["metric"]), str(b["best"]), fmt_in(b["value"], b.get("unit")), str(b["runner_up"] or NA),
+             fmt_ratio(b["margin"], b["ci_low"], b["ci_high"]), fmt_p(b["p"])] for _, b in result.best.iterrows()]
+    _print_table(console, "best configuration per metric",
+                 ["metric", "best", "value", "runner-up", "margin [CI]", "p"], rows, right=(2, 5))
 
 
 def _pareto_and_scaling(console: Any, result: Any) -> None:
@@ -122,13 +133,13 @@ def print_analyses(items: list[dict[str, Any]], sweep_dir: str, console: Any = N
         console.print(f"no analyses in {sweep_dir} yet (run: yoloprof analyze {sweep_dir})", markup=False,
                       highlight=False)
         return
-    t = _table(console, f"analyses of {sweep_dir}", ["name", "created (UTC)", "settings", "command"])
+    rows = []
     for a in items:
         if a["incomplete"]:
-            t.add_row(a["name"], NA, "incomplete: no settings.json (interrupted while written)", NA)
+            rows.append([a["name"], NA, "incomplete: no settings.json (interrupted while written)", NA])
             continue
         s = a["settings"] or {}
         text = "; ".join(f"{k} {', '.join(v) if isinstance(v, list) else v}" for k, v in s.items()
                          if v not in (None, []))
-        t.add_row(a["name"], str(a["created_at"] or NA), text, str(a["command"] or NA))
-    console.print(t)
+        rows.append([a["name"], str(a["created_at"] or NA), text, str(a["command"] or NA)])
+    _print_table(console, f"analyses of {sweep_dir}", ["name", "created (UTC)", "settings", "command"], rows)

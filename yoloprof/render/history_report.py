@@ -10,7 +10,8 @@ from html import escape
 from typing import Any
 
 from yoloprof.render._out import Out
-from yoloprof.render.fmt import NA, cut, fmt_num, fmt_p, fmt_ratio, missing
+from yoloprof.render.fit import abbreviate
+from yoloprof.render.fmt import NA, fmt_num, fmt_p, fmt_ratio, missing
 
 MAX_SERIES_ROWS = 40  # series listed per machine in the terminal (--json has them all)
 MAX_PLOTS = 24  # series plotted in the HTML page: those with change points first
@@ -61,7 +62,9 @@ def render_history(result: dict[str, Any], out: Out | None = None) -> None:
     for m in result["machines"]:
         out.line(f"machine {m['machine']}: {_fingerprint(m)}; hosts: {', '.join(m['hostnames']) or NA}")
         series = sorted(m["series"], key=lambda s: (-len(s["change_points"]), s["config"]))
-        rows = [[cut(s["config"], 56), s["config_key"][:8], s["captures"], s["commits"], s["order"],
+        # labels abbreviated together, keeping what tells them apart (render.fit), never cut blind
+        label = dict(zip((s["config"] for s in series), abbreviate([s["config"] for s in series], 56)))
+        rows = [[label[s["config"]], s["config_key"][:8], s["captures"], s["commits"], s["order"],
                  fmt_num(s["points"]["mean"][-1]),
                  f"{100 * s['noise_cv']:.1f}%" if s.get("noise_cv") is not None else NA, len(s["change_points"])]
                 for s in series[:MAX_SERIES_ROWS]]
@@ -72,11 +75,11 @@ def render_history(result: dict[str, Any], out: Out | None = None) -> None:
         cps = [(s, cp) for s in series for cp in s["change_points"]]
         if cps:
             out.table(["configuration", "came with", "likely commits", "change [95% CI]", "p", "what"],
-                      [[cut(s["config"], 40), attribution(cp), likely(cp), fmt_change(cp), fmt_p(cp["p"]),
+                      [[label[s["config"]], attribution(cp), likely(cp), fmt_change(cp), fmt_p(cp["p"]),
                         cp.get("direction") or "change"] for s, cp in cps], title="change points", shrink=0)
         quiet = [s for s in series[:MAX_SERIES_ROWS] if s.get("detectable")]
         for s in quiet:  # what each series without a change point could have found
-            out.note(f"{cut(s['config'], 56)}: {s['detectable']['words']}" if len(quiet) > 1
+            out.note(f"{label[s['config']]}: {s['detectable']['words']}" if len(quiet) > 1
                      else s["detectable"]["words"])
     for note in result.get("notes") or []:
         out.note(note)

@@ -286,8 +286,9 @@ def _render_trace_compare(out: Out, result: dict[str, Any]) -> None:
 def render_what_if(result: dict[str, Any], out: Out | None = None) -> None:
     out = out or Out()
     ch = result.get("change") or {}
-    what = (f"remove {ch['remove_launches']} launch(es) per step" if "remove_launches" in ch
-            else f"remove category {ch.get('remove_category')}")
+    parts = ([f"remove category {ch['remove_category']}"] if "remove_category" in ch else []) + \
+        ([f"remove {ch['remove_launches']} launch(es) per step"] if "remove_launches" in ch else [])
+    what = " and ".join(parts)
     out.title(f"what if: {what}")
     speed = result.get("speedup")
     out.kv([("step now", fmt_val(result.get("step_ms"), "ms")),

@@ -137,18 +137,33 @@ COLUMNS = ("job", "status", "overrides", "step ms", "headline", "error")
 
 
 def print_summary(df: Any, sweep_dir: str, file: Any = None) -> None:
-    """The end-of-sweep table (stdout by default: it is the sweep's result, not its chatter)."""
+    """The end-of-sweep table (stdout by default: it is the sweep's result, not its chatter).
+    Fitted to the terminal (piped: $COLUMNS, else 100 columns) without splitting a value
+    (render.fit: overrides abbreviated keeping what tells jobs apart); the error column is prose
+    and wraps at words."""
     from rich.console import Console
     from rich.table import Table
+
+    from yoloprof.render.fit import fit_rows, table_width
 
     records = summary_records(df)
     # the scheduler's job ids, when a cluster launcher ran the jobs (to find them in sacct)
     columns = COLUMNS[:1] + (("cluster job",) if any(r["cluster job"] for r in records) else ()) + COLUMNS[1:]
+    console = Console(file=file or sys.stdout)
+    width = console.width if console.is_terminal else table_width()
+    values = [c for c in columns if c != "error"]
+    right = tuple(i for i, c in enumerate(values) if c in ("job", "step ms"))
+    errors = max([0] + [len(r["error"]) for r in records])
+    heads, cells = fit_rows(values, [[r[c] for c in values] for r in records],
+                            width - (min(errors, 30) + 3 if errors else 0), right=right, sep=3, margin=4)
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(heads)]
     table = Table(title=f"sweep {sweep_dir}", title_justify="left")
-    for column in columns:
-        table.add_column(column, justify="right" if column in ("job", "step ms") else "left",
-                         overflow="fold")
+    for i, column in enumerate(heads):
+        table.add_column(column, justify="right" if i in right else "left", no_wrap=True, min_width=widths[i])
+    if errors:
+        table.add_column("error", overflow="fold", min_width=min(errors, 30))
     styles = {"ok": "green", "failed": "red", "skipped": "yellow"}
-    for rec in records:
-        table.add_row(*(rec[c] for c in columns), style=styles.get(rec["status"]))
-    Console(file=file or sys.stdout).print(table)
+    for rec, row in zip(records, cells):
+        table.add_row(*row, *([rec["error"]] if errors else []), style=styles.get(rec["status"]))
+    need = sum(w + 3 for w in widths) + 4 + (min(errors, 30) + 3 if errors else 0)
+    console.print(table, width=max(width, need), crop=False)

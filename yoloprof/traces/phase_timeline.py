@@ -19,9 +19,11 @@ import numpy as np
 
 from yoloprof.traces.parse import GPU_SIDE_CATS, HOST_API_CATS, Events
 
-# (pattern, phase): phase None = the pattern's group 1 names it (yoloprof's own annotations).
+# (pattern, phase): phase None = the pattern's group 1 names it: yoloprof's own annotations
+# (`yoloprof/<phase>`) and libreyolo's profilers' (`step/<phase>`: dataload, forward, backward,
+# optimizer in training; preprocess, forward, postprocess in inference).
 PHASE_RULES: tuple[tuple[re.Pattern[str], str | None], ...] = (
-    (re.compile(r"^yoloprof/([A-Za-z_][\w-]*)$"), None),
+    (re.compile(r"^(?:yoloprof|step)/([A-Za-z_][\w-]*)$"), None),
     (re.compile(r"^## ?forward\b.*##$"), "forward"),
     (re.compile(r"^## ?backward\b.*##$"), "backward"),
     (re.compile(r"^## ?(optimizer|zero_grad)\b.*##$"), "optimizer"),
