@@ -151,7 +151,8 @@ class UltralyticsAdapter:
         box = LetterBox((imgsz, imgsz), auto=False, stride=int(max(model.stride)))
         arrays = [np.asarray(decode(item)) for item in images]
         shapes = [a.shape[:2] for a in arrays]
-        batch = torch.from_numpy(np.stack([box(image=a) for a in arrays])).to(device)
+        boxed: list[Any] = [box(image=a) for a in arrays]  # LetterBox(image=...) returns the image
+        batch = torch.from_numpy(np.stack(boxed)).to(device)
         x = batch.permute(0, 3, 1, 2).contiguous().float().div_(255)
         return x, (tuple(x.shape[2:]), shapes)  # meta: the network input's (h, w), each original's
 
