@@ -68,9 +68,20 @@ def _normalise(x: torch.Tensor) -> torch.Tensor:
 
 def train_step(name: str, batch: int, imgsz: int, device: str | None = None) -> Callable[[], None]:
     """One training step of torchvision model `name` on a random `batch` x 3 x imgsz x imgsz batch."""
+    phases = train_phases(name, batch, imgsz, device)
+
+    def step() -> None:
+        for run in phases.values():
+            run()
+
+    return step
+
+
+def train_phases(name: str, batch: int, imgsz: int, device: str | None = None) -> dict[str, Callable[[], None]]:
+    """{forward, backward, optimizer}: one training step, phase by phase (each synchronised)."""
     dev = _device(device)
     model = _build(name, imgsz, dev).train()
-    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9, nesterov=True)
     gen = torch.Generator().manual_seed(1)
     images = torch.rand(batch, 3, imgsz, imgsz, generator=gen).to(dev)
     if _is_detector(name):
@@ -92,22 +103,33 @@ def train_step(name: str, batch: int, imgsz: int, device: str | None = None) -> 
             out = model(x)
             return torch.nn.functional.cross_entropy(out if isinstance(out, torch.Tensor) else out.logits, labels)
 
+    state: dict[str, Any] = {}
+
+    def forward() -> None:
+        state["loss"] = loss()
+        _sync(dev)
+
+    def backward() -> None:
+        state.pop("loss").backward()
+        _sync(dev)
+
     def step() -> None:
-        loss().backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         _sync(dev)
 
-    return step
+    return {"forward": forward, "backward": backward, "optimizer": step}
 
 
-def infer_call(name: str, batch: int, imgsz: int, device: str | None = None) -> Callable[[], Any]:
-    """One inference call of torchvision model `name` on `batch` PNG-encoded imgsz x imgsz images."""
+def infer_call(name: str, batch: int, imgsz: int, device: str | None = None,
+               source: bytes | None = None) -> Callable[[], Any]:
+    """One inference call of torchvision model `name` on `batch` PNG-encoded imgsz x imgsz images
+    (`source`: `batch` copies of this encoded image instead)."""
     dev = _device(device)
     model = _build(name, imgsz, dev).eval()
     rng = np.random.default_rng(0)
-    sources = []
-    for _ in range(batch):
+    sources = [source] * batch if source is not None else []
+    for _ in range(batch - len(sources)):
         buf = io.BytesIO()
         Image.fromarray(rng.integers(0, 256, (imgsz, imgsz, 3), dtype=np.uint8)).save(buf, format="PNG")
         sources.append(buf.getvalue())

@@ -1,0 +1,103 @@
+"""Plain Ultralytics loops, written with Ultralytics' public pieces only (no yoloprof), for
+bench/bench_families.py to time with `time.perf_counter` beside yoloprof's own figures.
+
+- training: `DetectionModel(cfg, nc=80)` seeded with 0, `model.args` = the trainer's defaults, the
+  batch dict its trainer hands the model (made once beforehand), `model.loss(batch, model(img))`,
+  `loss.sum().backward()`, SGD step, zero_grad; phases forward (forward + loss), backward, optimizer;
+- inference: PNG decode (PIL) + `LetterBox` + HWC->CHW / 255, `model(x)`, `non_max_suppression`
+  + `scale_boxes`, under `torch.inference_mode()`; stages preprocess, forward, postprocess.
+On CUDA each phase synchronises before it returns, so a wall clock around it times the work.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from PIL import Image
+
+NUM_CLASSES = 80
+CONF, IOU, MAX_DET = 0.25, 0.45, 300  # yoloprof infer's defaults
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _model(cfg: str, device: torch.device) -> Any:
+    from ultralytics.cfg import get_cfg
+    from ultralytics.nn.tasks import DetectionModel
+    from ultralytics.utils import DEFAULT_CFG
+
+    torch.manual_seed(0)
+    model = DetectionModel(cfg, nc=NUM_CLASSES, verbose=False).to(device)
+    model.args = get_cfg(DEFAULT_CFG)
+    for name, p in model.named_parameters():
+        p.requires_grad_(".dfl" not in name)
+    return model
+
+
+def train_phases(cfg: str, batch: int, imgsz: int, device: str = "cpu") -> dict[str, Callable[[], None]]:
+    """{forward, backward, optimizer}: one training step of `cfg`, phase by phase."""
+    dev = torch.device(device)
+    model = _model(cfg, dev).train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, nesterov=True)
+    gen = torch.Generator().manual_seed(1)
+    img = torch.randint(0, 256, (batch, 3, imgsz, imgsz), dtype=torch.uint8, generator=gen).to(dev).float() / 255
+    n = 3 * batch
+    boxes = torch.rand(n, 4, generator=gen) * 0.4 + torch.tensor([0.3, 0.3, 0.1, 0.1])
+    data = {"img": img, "batch_idx": torch.arange(batch).repeat_interleave(3).float().to(dev),
+            "cls": torch.randint(0, NUM_CLASSES, (n, 1), generator=gen).float().to(dev), "bboxes": boxes.to(dev)}
+    state: dict[str, Any] = {}
+
+    def forward() -> None:
+        loss, _ = model.loss(data, model(data["img"]))
+        state["loss"] = loss.sum()
+        _sync(dev)
+
+    def backward() -> None:
+        state.pop("loss").backward()
+        _sync(dev)
+
+    def optimizer() -> None:
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        _sync(dev)
+
+    return {"forward": forward, "backward": backward, "optimizer": optimizer}
+
+
+def infer_stages(cfg: str, source: bytes, batch: int, imgsz: int, device: str = "cpu") -> dict[str, Callable[[], None]]:
+    """{preprocess, forward, postprocess}: one inference call on `batch` copies of the encoded image."""
+    from ultralytics.data.augment import LetterBox
+    from ultralytics.utils import nms, ops
+
+    dev = torch.device(device)
+    model = _model(cfg, dev).eval()
+    box = LetterBox((imgsz, imgsz), auto=False, stride=32)
+    state: dict[str, Any] = {}
+
+    def preprocess() -> None:
+        with torch.inference_mode():
+            arrays = [np.asarray(Image.open(io.BytesIO(source)).convert("RGB")) for _ in range(batch)]
+            state["shapes"] = [a.shape[:2] for a in arrays]
+            x = torch.from_numpy(np.stack([box(image=a) for a in arrays])).to(dev)
+            state["x"] = x.permute(0, 3, 1, 2).contiguous().float().div_(255)
+        _sync(dev)
+
+    def forward() -> None:
+        with torch.inference_mode():
+            state["raw"] = model(state["x"])
+        _sync(dev)
+
+    def postprocess() -> None:
+        with torch.inference_mode():
+            dets = nms.non_max_suppression(state.pop("raw"), CONF, IOU, max_det=MAX_DET)
+            for d, shape in zip(dets, state["shapes"]):
+                d[:, :4] = ops.scale_boxes((imgsz, imgsz), d[:, :4], shape)
+        _sync(dev)
+
+    return {"preprocess": preprocess, "forward": forward, "postprocess": postprocess}
