@@ -56,8 +56,10 @@ def effective_workers(settings: CaptureSettings) -> int:
 
 def build_dataset(settings: CaptureSettings, images_needed: int) -> Any:
     from yoloprof.workloads.data import build_dataset as _build
+    from yoloprof.workloads.families import input_size
 
-    return _build(settings.data or "synthetic", imgsz=settings.imgsz, num_classes=settings.num_classes,
+    imgsz = input_size(settings).imgsz or settings.imgsz  # the size the model runs at (rounded up by its family)
+    return _build(settings.data or "synthetic", imgsz=imgsz, num_classes=settings.num_classes,
                   n_images_hint=settings.synthetic_images or images_needed, seed=settings.seed)
 
 
