@@ -29,6 +29,8 @@ class Family:
     name_key: str | None  # its Hydra key for the model's name (conf/model/<family>.yaml)
     example: str  # a model name of the family, for help and errors
     help: str
+    # environment its package reads at import to stay offline (set unless the user set it)
+    offline_env: tuple[tuple[str, str], ...] = ()
 
 
 FAMILIES: dict[str, Family] = {
@@ -37,7 +39,9 @@ FAMILIES: dict[str, Family] = {
     "factory": Family("yoloprof.workloads.family_builtin:FACTORY", None, None, "_target_", "mymodels.Net",
                       "any importable factory of an nn.Module, by dotted path"),
     "ultralytics": Family("yoloprof.workloads.family_ultralytics:ADAPTER", "ultralytics", "ultralytics", "cfg",
-                          "yolov8n.yaml", "an Ultralytics model yaml (yolov8n.yaml, yolo11n.yaml) or .pt"),
+                          "yolov8n.yaml", "an Ultralytics model yaml (yolov8n.yaml, yolo11n.yaml) or .pt",
+                          # its import resolves two DNS names to decide whether it is online
+                          offline_env=(("YOLO_OFFLINE", "1"),)),
     "libreyolo": Family("yoloprof.workloads.family_libreyolo:ADAPTER", "libreyolo", "libreyolo", "family",
                         "yolo9", "a LibreYOLO model family, its size by --size"),
     "torchvision": Family("yoloprof.workloads.family_torchvision:ADAPTER", "torchvision", "torchvision", "name",
@@ -70,3 +74,14 @@ def split_model(model: Any) -> tuple[str, Any]:
 def family_of(model: Any) -> str:
     return split_model(model)[0]
 
+
+def stay_offline(module: str) -> None:
+    """Before `module` is imported: the environment that keeps its package from reaching for the
+    network (a family's `offline_env`), where the user has not set it."""
+    import os
+
+    top = module.split(".")[0]
+    for row in FAMILIES.values():
+        if row.package == top:
+            for key, value in row.offline_env:
+                os.environ.setdefault(key, value)

@@ -50,6 +50,9 @@ def locate(target: str) -> Any:
     parts = target.split(".")
     if len(parts) < 2 or not all(parts):
         raise UsageError(f"target {target!r} must be a dotted path like 'mymodule.Factory'")
+    from yoloprof.config.model_families import stay_offline
+
+    stay_offline(target)
     obj, n = _import_prefix(parts, target)
     owner = ".".join(parts[:n])
     for attr in parts[n:]:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from yoloprof.config.model_families import BUILTIN, FACTORY, FAMILIES, family_of, split_model
+from yoloprof.config.model_families import BUILTIN, FACTORY, FAMILIES, family_of, split_model, stay_offline
 from yoloprof.errors import UsageError
 from yoloprof.workloads.family_api import Adapter, ForwardLoss, InputSize, ModelRef
 
@@ -45,6 +45,7 @@ def adapter_of(family: str) -> Adapter:
     """The family's adapter (its package imported now, not before)."""
     check_installed(family)
     module, _, attr = FAMILIES[family].adapter.partition(":")
+    stay_offline(FAMILIES[family].package or module)
     return getattr(importlib.import_module(module), attr)
 
 

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from yoloprof.config.model_families import stay_offline
 from yoloprof.config.targets import missing_attribute
 from yoloprof.errors import UsageError
 from yoloprof.workloads.loss import DetectionLoss
@@ -49,6 +50,7 @@ def import_target(target: str) -> Any:
     module_name, _, attr = target.rpartition(".")
     if not module_name or not attr:
         raise UsageError(f"model/loss target {target!r} must be a dotted path like 'mymodule.Factory'")
+    stay_offline(module_name)  # `ultralytics.YOLO` as a factory: its import stays offline too
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # noqa: BLE001 - any failure inside the user's module is a usage problem

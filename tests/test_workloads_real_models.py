@@ -1,0 +1,73 @@
+"""Real models nobody here wrote, built from their configs, captured with zero lines of user code:
+one capture per family and mode (in-process, tiny), and one sweep over batch and imgsz across the
+three families run as a user runs it, with the network unreachable (tests/helpers/offline.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+import yoloprof
+from helpers.offline import run_offline
+from yoloprof.config.capture_settings import CaptureSettings
+from yoloprof.defs import files
+
+TINY = dict(device="cpu", warmup=1, warmup_max=1, repeat=1, trace=True, trace_wait=0, trace_warmup=0,
+            trace_active=1, modules=False, workers=0, threads=1)
+CASES = [  # (model, size, mode, imgsz)
+    ("ultralytics:yolov8n.yaml", "n", "train", 64),
+    ("ultralytics:yolo11n.yaml", "n", "infer", 64),
+    ("libreyolo:yolo9", "t", "train", 64),
+    ("libreyolo:yolo9", "t", "infer", 64),
+    ("torchvision:ssdlite320_mobilenet_v3_large", "n", "train", 96),
+    ("torchvision:fasterrcnn_mobilenet_v3_large_320_fpn", "n", "infer", 96),
+    ("torchvision:resnet18", "n", "train", 64),
+    ("torchvision:resnet18", "n", "infer", 64),
+]
+
+
+@pytest.mark.parametrize("model, size, mode, imgsz", CASES, ids=[f"{m}-{mode}" for m, _, mode, _ in CASES])
+def test_a_real_model_is_captured_with_its_own_pieces(model, size, mode, imgsz, tmp_path, monkeypatch):
+    family = model.split(":")[0]
+    pytest.importorskip(family)
+    monkeypatch.setenv("YOLO_CONFIG_DIR", str(tmp_path / "ultralytics"))
+    counts = {"steps": 2, "batch": 2} if mode == "train" else {"runs": 3, "batch": 1}
+    settings = CaptureSettings.for_mode(mode, model=model, size=size, imgsz=imgsz, **counts, **TINY)
+    prof = yoloprof.capture(settings, tmp_path / "p")
+    data = prof.data
+    assert data["config"]["model"] == model
+    if mode == "train":
+        ms = {p["phase"]: p["wall_ms_per_step"] for p in data["phases"]}
+        assert all(ms[p] > 0 for p in ("to_device", "forward", "backward", "optimizer")), ms
+        assert data["metrics"]["step_ms"]["value"] > 0
+    else:
+        stages = {s["stage"]: s["ms"] for s in data["stages"]}
+        assert set(stages) == {"preprocess", "forward", "postprocess"} and all(v > 0 for v in stages.values())
+        assert data["latency"]["p50_ms"] > 0
+    header = prof.summary()["workload"]
+    assert ("size" in header) == (family == "libreyolo")
+
+
+@pytest.mark.slow
+def test_a_sweep_over_batch_and_imgsz_of_each_family_offline(tmp_path):
+    """`yoloprof sweep model=ultralytics,libreyolo,torchvision ...` as a user types it, in a
+    process that cannot reach the network and logs every try: every job ok, no attempt at all."""
+    for family in ("ultralytics", "libreyolo", "torchvision"):
+        pytest.importorskip(family)
+    done, attempts = run_offline(
+        "sweep", "-m", "model=ultralytics,libreyolo,torchvision", "size=t", "mode=train", "batch=1,2",
+        "imgsz=64,96", "device=cpu", "workers=0", "threads=1", "capture.steps=1", "capture.warmup=1",
+        "capture.warmup_max=1", "capture.trace=false", "capture.modules=false", "launch.isolation=inprocess",
+        "analysis.enabled=false", "hydra.sweep.dir=S", tmp=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert attempts == []
+    rows = pd.read_parquet(tmp_path / "S" / files.RESULTS)
+    assert (rows["status"] == "ok").all() and len(rows) == 12
+    assert set(rows["model"]) == {"ultralytics:yolov8n.yaml", "libreyolo:yolo9", "torchvision:resnet18"}
+    assert set(zip(rows["batch"], rows["imgsz"])) == {(1, 64), (1, 96), (2, 64), (2, 96)}
+    # the size column describes the one family that has sizes
+    assert set(rows.loc[rows["model"] != "libreyolo:yolo9", "size"].dropna()) == set()
+    profile = json.loads(next((tmp_path / "S").rglob(files.PROFILE)).read_text())
+    assert profile["metrics"]["step_ms"]["value"] > 0
