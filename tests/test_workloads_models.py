@@ -8,14 +8,18 @@ import torch
 
 from yoloprof.errors import UsageError
 from yoloprof.workloads.loss import DetectionLoss
-from yoloprof.workloads.models import build_loss, build_model, generic_loss, is_builtin
+from yoloprof.workloads.family_builtin import BUILTIN, FACTORY
+from yoloprof.workloads.families import user_loss
+from yoloprof.workloads.models import build_model, generic_loss, is_builtin
 
 
 def test_builtin_model_and_loss():
     assert is_builtin("yolo") and not is_builtin("pkg.Net")
     model = build_model("yolo", "t", num_classes=5, seed=1)
     assert model.num_classes == 5 and model.size == "t"
-    assert isinstance(build_loss(None, "yolo", 5), DetectionLoss)
+    x, targets = torch.rand(1, 3, 64, 64), torch.tensor([[0, 1, 0.5, 0.5, 0.2, 0.2]])
+    loss, _ = BUILTIN.make_loss(model)(model, x, targets)
+    assert loss.item() == pytest.approx(DetectionLoss(5)(model(x), targets)[0].item())
     with pytest.raises(UsageError, match="unknown size 'xl'"):
         build_model("yolo", "xl")
 
@@ -24,8 +28,9 @@ def test_user_model_from_the_working_directory(user_project):
     model = build_model("ymods_user.Net", kwargs={"width": 4, "heads": 3}, seed=5)
     again = build_model("ymods_user.Net", kwargs={"width": 4, "heads": 3}, seed=5)
     assert model.fc.out_features == 3 and torch.equal(model.conv.weight, again.conv.weight)
-    out = model(torch.rand(2, 3, 32, 32))
-    loss, parts = build_loss(None, "ymods_user.Net")(out, torch.zeros((0, 6)))
+    x = torch.rand(2, 3, 32, 32)
+    out = model(x)
+    loss, parts = FACTORY.make_loss(model)(model, x, torch.zeros((0, 6)))
     expected = out["logits"].mean() + out["feats"].mean()  # the long tensor is not part of it
     assert loss.item() == pytest.approx(expected.item()) and parts == {}
     loss.backward()
@@ -34,9 +39,10 @@ def test_user_model_from_the_working_directory(user_project):
 
 def test_user_loss_factory(user_project):
     model = build_model("ymods_user.Net")
-    out = model(torch.rand(2, 3, 16, 16))
-    loss, parts = build_loss("ymods_user.make_loss", "ymods_user.Net", kwargs={"scale": 2.0})(out, torch.zeros((0, 6)))
-    assert loss.item() == pytest.approx(2.0 * out["logits"].pow(2).mean().item()) and parts == {}
+    x = torch.rand(2, 3, 16, 16)
+    out = model(x)
+    loss, parts = user_loss(model, "ymods_user.make_loss")(model, x, torch.zeros((0, 6)))
+    assert loss.item() == pytest.approx(out["logits"].pow(2).mean().item()) and parts == {}
 
 
 @pytest.mark.parametrize("target, match", [

@@ -12,8 +12,8 @@ from PIL import Image
 from yoloprof.errors import UsageError
 from yoloprof.workloads.images import PAD_VALUE
 from yoloprof.workloads.models import build_model
-from yoloprof.workloads.pipeline import (batch_sources, load_sources, passthrough, postprocess, postprocess_fn,
-                                         preprocess)
+from yoloprof.workloads.family_builtin import FACTORY
+from yoloprof.workloads.pipeline import batch_sources, load_sources, postprocess, preprocess
 from yoloprof.workloads.sample import SAMPLE_SIZE, sample_image_path
 from yoloprof.workloads.yolo import STRIDES
 
@@ -138,11 +138,10 @@ def test_end_to_end_on_the_sample_image():
     assert all(len(d) == 0 for d in postprocess(raw, meta))
 
 
-def test_user_models_get_passthrough_postprocess():
-    assert postprocess_fn("yolo") is postprocess
-    assert postprocess_fn("mymodels.Net") is passthrough
+def test_user_models_get_their_outputs_as_they_are():
     raw = {"logits": torch.ones(2)}
-    assert passthrough(raw, []) is raw
+    assert FACTORY.postprocess(None, raw, [], 0.25, 0.45, 300) is raw
+
 
 
 def test_corrupt_image_with_a_replaced_pillow_opener(tmp_path, monkeypatch):

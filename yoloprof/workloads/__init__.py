@@ -1,12 +1,13 @@
-"""What a capture runs: the built-in YOLO-style detector (or a user's model), its loss, its data,
-and the inference pipeline. Nothing here imports at package import time: readers must start
+"""What a capture runs: a model family's model, loss and pipeline (the built-in YOLO-style
+detector, a user's factory, Ultralytics, LibreYOLO, torchvision), its data. Nothing here imports at package import time: readers must start
 without torch (DESIGN.md section 2), so callers import the submodules they need.
 
 Public entry points (the capture calls these):
 
+* `families.workload(settings)` -> `Workload` (the family's adapter, family_api.py, with the
+  user's loss and post-process hooks); `families.adapter_of(family)`, `families.input_size(settings)`.
 * `models.build_model(name="yolo", size="n", num_classes=80, seed=0, weights="none", kwargs=None)`
-  -> nn.Module; `models.build_loss(loss_target, model_name="yolo", num_classes=80, kwargs=None)`
-  -> callable `(outputs, targets) -> (loss, parts)`; `models.is_builtin(name)`;
+  -> nn.Module (the built-in detector or a factory's); `models.is_builtin(name)`;
   `models.generic_loss(outputs)`.
 * `data.build_dataset(data, imgsz, num_classes=80, n_images_hint=None, seed=0)`,
   `data.make_loader(dataset, batch, workers=0, shuffle=False, seed=0, pin_memory=False)` yielding
@@ -15,7 +16,7 @@ Public entry points (the capture calls these):
 * `pipeline.load_sources(source)`, `pipeline.batch_sources(sources, batch)`,
   `pipeline.preprocess(images, imgsz, device="cpu", dtype=float32)` -> `(tensor, meta)`,
   `pipeline.postprocess(raw, meta, conf=0.25, iou=0.45, max_det=300)` -> list of [K, 6],
-  `pipeline.postprocess_fn(model_name)` (identity for user models).
+  `pipeline.decode(source)` -> RGB PIL image.
 * `nms.batched_nms(boxes, scores, classes, iou)`, `nms.nms_backend()`.
 * `sample.sample_image_path()`.
 """

@@ -15,7 +15,8 @@ from typing import Any
 from yoloprof.workloads.family_api import ForwardLoss, InputSize, ModelRef
 
 
-def _to_device(model: Any, images: Any, targets: Any, device: Any) -> tuple[Any, Any]:
+def move_to_device(images: Any, targets: Any, device: Any) -> tuple[Any, Any]:
+    """The loader's batch on `device` as it is, uint8 images normalised to [0, 1] there."""
     import torch
 
     images = images.to(device, non_blocking=True)
@@ -63,7 +64,7 @@ class BuiltinAdapter:
         return _stride_multiple(imgsz)
 
     def to_device(self, model: Any, images: Any, targets: Any, device: Any) -> tuple[Any, Any]:
-        return _to_device(model, images, targets, device)
+        return move_to_device(images, targets, device)
 
     def make_loss(self, model: Any, loss: str | None = None) -> ForwardLoss:
         from yoloprof.workloads.loss import DetectionLoss
@@ -99,7 +100,7 @@ class FactoryAdapter:
         return _stride_multiple(imgsz)
 
     def to_device(self, model: Any, images: Any, targets: Any, device: Any) -> tuple[Any, Any]:
-        return _to_device(model, images, targets, device)
+        return move_to_device(images, targets, device)
 
     def make_loss(self, model: Any, loss: str | None = None) -> ForwardLoss:
         from yoloprof.workloads.models import generic_loss

@@ -205,14 +205,7 @@ class TorchvisionAdapter:
         return list(images.unbind(0)), out
 
     def make_loss(self, model: Any, loss: str | None = None) -> ForwardLoss:
-        detector = model_kind(model) is not None
-        if loss is not None:
-            from yoloprof.workloads.models import build_loss
-
-            user_fn = build_loss(loss, model_name=type(model).__name__)
-            # detectors hand the user's loss their own loss dict (their outputs in training mode)
-            return lambda m, inputs, targets: user_fn(m(inputs, targets) if detector else m(inputs), targets)
-        return _detector_loss if detector else _classifier_loss
+        return _detector_loss if model_kind(model) is not None else _classifier_loss
 
     # ---- inference ------------------------------------------------------------------------------
 

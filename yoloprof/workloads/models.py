@@ -2,10 +2,8 @@
 
 A user names a factory by dotted path (`mymodels.Net`, `pkg.sub.build(...)` with kwargs), as a
 Hydra `_target_` does. The current working directory is put on `sys.path` first so a module that
-lives in the user's project imports without installing it.
-
-Every loss returned by `build_loss` has one calling convention, `(outputs, targets) -> (loss,
-parts)`, so the capture's training step does not care which model it is timing.
+lives in the user's project imports without installing it. Losses and post-processes belong to
+the model families (workloads/families.py, family_builtin.py).
 """
 
 from __future__ import annotations
@@ -25,7 +23,6 @@ from torch import nn
 from yoloprof.config.model_families import stay_offline
 from yoloprof.config.targets import missing_attribute
 from yoloprof.errors import UsageError
-from yoloprof.workloads.loss import DetectionLoss
 from yoloprof.workloads.yolo import SIZE_SCALES, build_yolo
 
 BUILTIN = "yolo"
@@ -214,25 +211,3 @@ def generic_loss(outputs: Any) -> torch.Tensor:
     if not tensors:
         raise UsageError("the model's outputs contain no floating-point tensor to build a training loss from")
     return torch.stack([t.float().mean() for t in tensors]).sum()
-
-
-def _as_pair(value: Any, target: str) -> tuple[torch.Tensor, dict]:
-    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], dict):
-        return value
-    if isinstance(value, torch.Tensor) and value.numel() == 1:
-        return value.reshape(()), {}
-    raise UsageError(f"loss {target!r} must return a scalar tensor or (scalar, dict), got {type(value).__name__}")
-
-
-def build_loss(loss_target: str | None, model_name: str = BUILTIN, num_classes: int = 80,
-               kwargs: Mapping[str, Any] | None = None) -> LossFn:
-    """DetectionLoss for the built-in model; else the user's loss factory (called with `kwargs`,
-    returning `fn(outputs, targets)`), else `generic_loss`. Always `(outputs, targets) -> (loss, parts)`."""
-    if loss_target:
-        user_fn = _call_factory(loss_target, kwargs or {})
-        if not callable(user_fn):
-            raise UsageError(f"loss factory {loss_target!r} returned a {type(user_fn).__name__}, not a callable")
-        return lambda outputs, targets: _as_pair(user_fn(outputs, targets), loss_target)
-    if is_builtin(model_name):
-        return DetectionLoss(num_classes)
-    return lambda outputs, targets: (generic_loss(outputs), {})

@@ -5,25 +5,23 @@
 * `postprocess`: box decode + confidence filter + class-aware NMS + `max_det`, boxes mapped back to
   original image pixels.
 
-User models (anything but the built-in detector) have outputs of unknown meaning, so their
-postprocess is the identity (`postprocess_fn`): the profile then shows a zero-cost postprocess
-stage rather than a made-up one.
+User models (a factory's) have outputs of unknown meaning, so their postprocess is the identity
+(workloads/family_builtin.py FACTORY): the profile then shows a zero-cost postprocess stage rather
+than a made-up one.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from itertools import cycle, islice
 from pathlib import Path
-from typing import Any
 
 import torch
 from PIL import Image
 
 from yoloprof.errors import UsageError
 from yoloprof.workloads.images import Letterbox, letterbox, list_images, load_rgb, readable_images, to_chw_uint8, to_rgb
-from yoloprof.workloads.models import is_builtin
 from yoloprof.workloads.nms import batched_nms
 from yoloprof.workloads.sample import sample_image_path
 from yoloprof.workloads.yolo import STRIDES, decode_outputs
@@ -120,14 +118,3 @@ def postprocess(raw_outputs: list[torch.Tensor], meta: list[Letterbox], conf: fl
     if decoded.shape[0] != len(meta):
         raise ValueError(f"{decoded.shape[0]} images in the outputs but {len(meta)} in meta")
     return [detections_one(d, m, conf, iou, max_det) for d, m in zip(decoded, meta)]
-
-
-def passthrough(raw_outputs: Any, meta: list[Letterbox], conf: float = 0.25, iou: float = 0.45,
-                max_det: int = 300) -> Any:
-    """Postprocess of a user model: its outputs unchanged (their meaning is unknown to yoloprof)."""
-    return raw_outputs
-
-
-def postprocess_fn(model_name: str) -> Callable[..., Any]:
-    """`postprocess` for the built-in detector, `passthrough` for any user model."""
-    return postprocess if is_builtin(model_name) else passthrough

@@ -95,24 +95,16 @@ class TrainContext:
             shutdown()
 
 
-def _move(images: Any, targets: Any, device: Any) -> tuple[Any, Any]:
-    import torch
-
-    images = images.to(device, non_blocking=True)
-    targets = targets.to(device, non_blocking=True)
-    if images.dtype == torch.uint8:  # loaders hand over uint8; normalising is device work
-        images = images.float().div_(255.0)
-    return images, targets
-
-
 def train_step(ctx: TrainContext, phase: PhaseFn, cycle: bool = False) -> None:
+    from yoloprof.workloads.family_builtin import move_to_device
+
     if ctx.nvtx:
         phase = nvtx_phases(phase)
     with phase("dataload"):
         images, targets = ctx.next_batch(cycle)
     with phase("to_device"):
         inputs, targets = (ctx.to_device(images, targets) if ctx.to_device is not None
-                           else _move(images, targets, ctx.device))
+                           else move_to_device(images, targets, ctx.device))
     with phase("forward"):
         with ctx.autocast():
             loss, _ = ctx.forward_loss(ctx.model, inputs, targets)  # every loss returns (loss, parts)
