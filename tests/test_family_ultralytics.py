@@ -104,17 +104,32 @@ def test_checkpoint_weights_load_over_the_model(tmp_path):
         loaded = ADAPTER.build(ref)
         for a, b in zip(loaded.state_dict().values(), source.state_dict().values()):
             torch.testing.assert_close(a, b)
+    assert ADAPTER.input_size(ModelRef("ultralytics", str(path)), 65).imgsz == 96
 
 
-@pytest.mark.parametrize("ref", [
+BAD_REFS = [
     ModelRef("ultralytics", "yolov99z.yaml"),
     ModelRef("ultralytics", "missing/model.yaml"),
     ModelRef("ultralytics", "nothere.pt"),
     ModelRef("ultralytics", "https://example.com/yolov8n.pt"),
     ModelRef("ultralytics", "yolov8n.yaml", weights="no_such_weights.pt"),
-])
+]
+
+
+@pytest.mark.parametrize("ref", BAD_REFS)
 def test_bad_names_are_usage_errors(ref):
     with pytest.raises(UsageError) as err:
         ADAPTER.build(ref)
     message = str(err.value)
     assert "\n" not in message and (ref.weights if ref.weights != "none" else ref.name) in message
+
+
+@pytest.mark.parametrize("ref", [r for r in BAD_REFS if r.weights == "none"])
+def test_bad_names_are_usage_errors_in_input_size_too(ref):
+    with pytest.raises(UsageError, match=ref.name.replace(".", r"\.")):
+        ADAPTER.input_size(ref, 64)
+
+
+def test_bad_model_argument_is_a_usage_error():
+    with pytest.raises(UsageError, match="bogus"):
+        ADAPTER.build(ModelRef("ultralytics", "yolov8n.yaml", kwargs={"bogus": 1}))

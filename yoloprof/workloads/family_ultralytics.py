@@ -108,7 +108,10 @@ class UltralyticsAdapter:
         cfg = (ckpt.get("ema") or ckpt["model"]).yaml if ckpt is not None else _yaml_cfg(ref.name)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(ref.seed)
-            model = DetectionModel(dict(cfg), nc=ref.num_classes, verbose=False, **dict(ref.kwargs))
+            try:
+                model = DetectionModel(dict(cfg), nc=ref.num_classes, verbose=False, **dict(ref.kwargs))
+            except TypeError as err:  # a --model-arg DetectionModel does not take
+                raise UsageError(f"ultralytics model {ref.name!r}: bad model argument ({err})") from err
         if ckpt is not None:
             model.load(ckpt, verbose=False)
         if ref.weights != "none":
@@ -127,8 +130,10 @@ class UltralyticsAdapter:
         return InputSize(size, note)
 
     def _max_stride(self, ref: ModelRef) -> int:
-        cfg = (_load_checkpoint(ref.name, "model")["model"].yaml if ref.name.lower().endswith(".pt")
-               else _yaml_cfg(ref.name))
+        if ref.name.lower().endswith(".pt"):
+            ckpt = _load_checkpoint(ref.name, "model")
+            return int((ckpt.get("ema") or ckpt["model"]).stride.max())
+        cfg = _yaml_cfg(ref.name)
         import torch
 
         _ultralytics()
