@@ -74,6 +74,30 @@ def test_profile_trainer_profiles_a_real_training(tmp_path, monkeypatch):
     assert 0 < load / step < 1  # the share of the step that waits for data (verdict's dataload_share)
 
 
+def test_a_training_that_raises_writes_nothing(tmp_path, monkeypatch):
+    import gc
+
+    from ultralytics import YOLO
+
+    monkeypatch.chdir(tmp_path)
+    data = _dataset(tmp_path, n=8)
+    model = YOLO("yolov8n.yaml")
+    hooks = yoloprof.profile_trainer(model, tmp_path / "prof", warmup=1, steps=2, trace_steps=0, flops=False,
+                                     modules=False)
+    frozen = gc.get_freeze_count()
+
+    def fail(trainer):
+        raise KeyError("user error")
+
+    model.add_callback("on_train_batch_end", fail)
+    with pytest.raises(KeyError, match="user error"):
+        model.train(data=str(data), epochs=1, imgsz=64, batch=BATCH, workers=0, device="cpu", plots=False,
+                    val=False, amp=False, nbs=2, project=str(tmp_path / "runs"), name="t", exist_ok=True,
+                    pretrained=False, verbose=False, save=False, mosaic=0.0)
+    assert hooks.prof is None and hooks.path is None and not (tmp_path / "prof").exists()
+    assert gc.get_freeze_count() <= frozen  # the profile's frozen heap is released
+
+
 def test_profile_trainer_refuses_what_is_not_a_yolo_model():
     with pytest.raises(UsageError, match="add_callback"):
         yoloprof.profile_trainer(object(), "x")

@@ -20,7 +20,8 @@ One iteration of the profile is one batch of the trainer's loop, cut into phases
 What is left of the iteration (logging, progress bar) is in no phase. The first batch's data wait
 comes before `on_train_batch_start` with nothing to mark its start, so the first iteration has no
 "dataload" (it is warm-up anyway). The profile opens at `on_train_start` and is written at
-`on_train_end`; a training that raises writes nothing (as a `yoloprof.profile` block). With
+`on_train_end`; a training that raises writes nothing (as a `yoloprof.profile` block; the
+trainer's `teardown` callback closes it). With
 `stop_when_done=True` the trainer stops (its `stop` flag) once every window is measured.
 """
 
@@ -48,6 +49,7 @@ EVENTS = {
     "on_train_batch_start": "batch_start",
     "on_train_batch_end": "batch_end",
     "on_train_end": "train_end",
+    "teardown": "teardown",  # run by the trainer in a `finally`, after on_train_end
 }
 
 
@@ -122,6 +124,14 @@ class TrainerProfile:
             prof, self.prof = self.prof, None
             prof.__exit__(None, None, None)
             self.result, self.path = prof.result, prof.path
+
+    def teardown(self, trainer: Any) -> None:
+        """A training that raised before on_train_end: leave the profile as a failed block does
+        (nothing written; the heap unfrozen)."""
+        self._end()
+        if self.prof is not None:
+            prof, self.prof = self.prof, None
+            prof.__exit__(RuntimeError, RuntimeError("the training raised"), None)
 
 
 def profile_trainer(model_or_trainer: object, out_dir: str | os.PathLike[str] = DEFAULT_OUT, *,
