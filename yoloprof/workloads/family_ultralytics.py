@@ -15,6 +15,7 @@ Ultralytics writes a settings file when imported (under `YOLO_CONFIG_DIR` where 
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -63,6 +64,20 @@ def _yaml_cfg(name: str) -> dict[str, Any]:
     except (FileNotFoundError, OSError) as err:
         raise UsageError(f"ultralytics model {name!r} does not exist (not a packaged yaml or a file)") from err
     return cfg
+
+
+@functools.lru_cache(maxsize=32)
+def _yaml_stride(name: str) -> int:
+    """The largest stride of the model a yaml builds (as Ultralytics computes it: one forward)."""
+    import torch
+
+    _ultralytics()
+    from ultralytics.nn.tasks import DetectionModel
+
+    cfg = _yaml_cfg(name)
+    with torch.random.fork_rng(devices=[]):
+        model = DetectionModel(dict(cfg), verbose=False)
+    return int(model.stride.max())
 
 
 def _load_checkpoint(path: str, what: str) -> dict[str, Any]:
@@ -133,15 +148,7 @@ class UltralyticsAdapter:
         if ref.name.lower().endswith(".pt"):
             ckpt = _load_checkpoint(ref.name, "model")
             return int((ckpt.get("ema") or ckpt["model"]).stride.max())
-        cfg = _yaml_cfg(ref.name)
-        import torch
-
-        _ultralytics()
-        from ultralytics.nn.tasks import DetectionModel
-
-        with torch.random.fork_rng(devices=[]):
-            model = DetectionModel(dict(cfg), nc=ref.num_classes, verbose=False)
-        return int(model.stride.max())
+        return _yaml_stride(ref.name)
 
     def to_device(self, model: Any, images: Any, targets: Any, device: Any) -> tuple[Any, Any]:
         """Loader batch -> (images float [0, 1] on `device`, Ultralytics batch dict {img, batch_idx,
@@ -153,7 +160,8 @@ class UltralyticsAdapter:
 
     def make_loss(self, model: Any, loss: str | None = None) -> ForwardLoss:
         """Forward + Ultralytics' own criterion (`model.loss`), reduced with `.sum()` as its trainer
-        does; parts box/cls/dfl are the detached, gain-weighted components."""
+        does; parts box/cls/dfl are the detached, gain-weighted components (v8DetectionLoss: the
+        loss is batch size x their sum; for DFL-free heads such as YOLO26 "dfl" is its L1 part)."""
         if loss is not None:
             raise UsageError("ultralytics models train with their own loss: --loss is not accepted for this family")
 
