@@ -42,6 +42,7 @@ _LAZY = {
     "profile": ("yoloprof.capturing.userloop.loop", "profile"),
     "timeit": ("yoloprof.capturing.userloop.decorators", "timeit"),
     "profileit": ("yoloprof.capturing.userloop.decorators", "profileit"),
+    "profile_trainer": ("yoloprof.capturing.userloop.ultralytics_hooks", "profile_trainer"),
 }
 
 # spelled out for tools that read __all__ statically (ruff, type checkers); tests/test_api_typed.py
@@ -59,6 +60,7 @@ __all__ = [
     "compare",
     "load",
     "profile",
+    "profile_trainer",
     "profileit",
     "read_results",
     "timeit",
