@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
-from helpers.libreyolo_made import PHASE_KERNELS, STEPS, gpu_profile, gpu_trace, inference_profile
+from helpers.libreyolo_made import PHASE_KERNELS, STEPS, gpu_trace
 from helpers.paths import run_main
 
 from yoloprof.errors import UsageError
@@ -21,17 +20,6 @@ from yoloprof.readers.load import load_any
 from yoloprof.readers.what_if import compute_what_if
 
 pytest.importorskip("libreyolo")
-
-
-@pytest.fixture(scope="module")
-def infer_made(tmp_path_factory) -> tuple[Path, dict]:
-    out = tmp_path_factory.mktemp("lry_infer")
-    return out / "profile.json", inference_profile(out)
-
-
-@pytest.fixture(scope="module")
-def gpu_made(tmp_path_factory) -> Path:
-    return gpu_profile(tmp_path_factory.mktemp("lry_gpu"))
 
 
 def _json(*args: str) -> dict:

@@ -13,6 +13,7 @@ import msgspec
 import pytest
 
 from helpers.kineto_synth import step_trace
+from helpers.libreyolo_made import gpu_profile, inference_profile
 from helpers.paths import TRACES, run_main, trace_path
 from helpers.profiles import cpu_train_profile, gpu_train_profile, infer_profile
 from yoloprof.metrics.categories import classify
@@ -225,3 +226,15 @@ def trace(request, tmp_path, monkeypatch):
     path = tmp_path / "trace.json"
     path.write_bytes(step_trace(KERNEL_US))
     return path
+
+
+# libreyolo's own files, made by its code (tests/test_readers_libreyolo.py; skipped without libreyolo)
+@pytest.fixture(scope="session")
+def infer_made(tmp_path_factory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("lry_infer")
+    return out / "profile.json", inference_profile(out)
+
+
+@pytest.fixture(scope="session")
+def gpu_made(tmp_path_factory) -> Path:
+    return gpu_profile(tmp_path_factory.mktemp("lry_gpu"))

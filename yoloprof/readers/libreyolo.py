@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any
+from typing import Any, Callable
 
 from yoloprof.errors import ProfileError
 
@@ -90,9 +90,10 @@ def _trace_path(obj: dict, source: str) -> str | None:
     return None
 
 
-def profile_from_libreyolo(data: bytes, source: str) -> dict[str, Any]:
+def profile_from_libreyolo(data: bytes, source: str, load_trace: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
     """A yoloprof profile dict from a libreyolo profile.json (ProfileError naming the file for a
-    version this module does not read or a document that is not libreyolo's)."""
+    version this module does not read or a document that is not libreyolo's); `load_trace` reads
+    the trace it names (readers.load.load_any, passed in: load imports this module)."""
     try:
         obj = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -102,9 +103,7 @@ def profile_from_libreyolo(data: bytes, source: str) -> dict[str, Any]:
         raise ProfileError(f"{source}: schema {got!r} is not read; yoloprof reads libreyolo's {SCHEMA}")
     trace = _trace_path(obj, source)
     if trace is not None:
-        from yoloprof.readers.load import load_any
-
-        profile = load_any(trace)
+        profile = load_trace(trace)
         note = f"read from libreyolo's {os.path.basename(source)}: device, kernel and phase figures from its trace {trace}"
     else:
         profile = _from_figures(obj)

@@ -42,7 +42,7 @@ def load_any(path: str | os.PathLike, select: Any = None) -> dict[str, Any]:
     if looks_like_profile(src.head):
         return parse_profile(nonblank(src.read(), path), str(path))
     if looks_like_libreyolo(src.head):  # libreyolo's profile.json: its schema is its first key
-        return profile_from_libreyolo(nonblank(src.read(), path), str(path))
+        return profile_from_libreyolo(nonblank(src.read(), path), str(path), load_any)
     src.prefetch()
     # Imported while the prefetch thread inflates or reads the file (both release the GIL): numpy's
     # import and the I/O overlap. A profile whose mark is past the first bytes pays this import.
