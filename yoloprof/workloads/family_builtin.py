@@ -9,7 +9,6 @@ a `postprocess` hook gives them one).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from yoloprof.workloads.family_api import ForwardLoss, InputSize, ModelRef
@@ -26,69 +25,11 @@ def move_to_device(images: Any, targets: Any, device: Any) -> tuple[Any, Any]:
     return images, targets
 
 
-def _preprocess(model: Any, images: Sequence[Any], imgsz: int, device: Any) -> tuple[Any, Any]:
-    from yoloprof.workloads.pipeline import preprocess
-
-    return preprocess(images, imgsz, device)
-
-
-def _forward(model: Any, inputs: Any) -> Any:
-    return model(inputs)
-
-
-def _with_loss(loss_fn: Any) -> ForwardLoss:
-    return lambda model, inputs, targets: loss_fn(model(inputs), targets)
-
-
-def _stride_multiple(imgsz: int) -> InputSize:
-    return InputSize(imgsz)  # the settings already refuse an imgsz that is not a multiple of 32
-
-
-@dataclass(frozen=True)
-class BuiltinAdapter:
-    """The built-in detector: DetectionLoss, the pipeline's letterbox, decode and class-aware NMS."""
-
-    @property
-    def sizes(self) -> tuple[str, ...]:
-        from yoloprof.workloads.yolo import SIZE_SCALES
-
-        return tuple(SIZE_SCALES)
-
-    def build(self, ref: ModelRef) -> Any:
-        from yoloprof.workloads.models import build_model
-
-        return build_model("yolo", size=ref.size or "n", num_classes=ref.num_classes, seed=ref.seed,
-                           weights=ref.weights)
-
-    def input_size(self, ref: ModelRef, imgsz: int) -> InputSize:
-        return _stride_multiple(imgsz)
-
-    def to_device(self, model: Any, images: Any, targets: Any, device: Any) -> tuple[Any, Any]:
-        return move_to_device(images, targets, device)
-
-    def make_loss(self, model: Any, loss: str | None = None) -> ForwardLoss:
-        from yoloprof.workloads.loss import DetectionLoss
-
-        return _with_loss(DetectionLoss(model.num_classes))
-
-    def preprocess(self, model: Any, images: Sequence[Any], imgsz: int, device: Any) -> tuple[Any, Any]:
-        return _preprocess(model, images, imgsz, device)
-
-    def forward(self, model: Any, inputs: Any) -> Any:
-        return _forward(model, inputs)
-
-    def postprocess(self, model: Any, raw: Any, meta: Any, conf: float, iou: float, max_det: int) -> Any:
-        from yoloprof.workloads.pipeline import postprocess
-
-        return postprocess(raw, meta, conf, iou, max_det)
-
-
-@dataclass(frozen=True)
 class FactoryAdapter:
     """A user's factory (dotted path, callable or nn.Module): a generic loss over its outputs
     unless a loss hook is given, the pipeline's letterbox, its outputs unchanged as the result."""
 
-    sizes: None = None
+    sizes: tuple[str, ...] | None = None
 
     def build(self, ref: ModelRef) -> Any:
         from yoloprof.workloads.models import build_model
@@ -97,7 +38,7 @@ class FactoryAdapter:
                            kwargs=ref.kwargs)
 
     def input_size(self, ref: ModelRef, imgsz: int) -> InputSize:
-        return _stride_multiple(imgsz)
+        return InputSize(imgsz)  # the settings already refuse an imgsz that is not a multiple of 32
 
     def to_device(self, model: Any, images: Any, targets: Any, device: Any) -> tuple[Any, Any]:
         return move_to_device(images, targets, device)
@@ -108,13 +49,42 @@ class FactoryAdapter:
         return lambda m, inputs, targets: (generic_loss(m(inputs)), {})
 
     def preprocess(self, model: Any, images: Sequence[Any], imgsz: int, device: Any) -> tuple[Any, Any]:
-        return _preprocess(model, images, imgsz, device)
+        from yoloprof.workloads.pipeline import preprocess
+
+        return preprocess(images, imgsz, device)
 
     def forward(self, model: Any, inputs: Any) -> Any:
-        return _forward(model, inputs)
+        return model(inputs)
 
     def postprocess(self, model: Any, raw: Any, meta: Any, conf: float, iou: float, max_det: int) -> Any:
         return raw
+
+
+class BuiltinAdapter(FactoryAdapter):
+    """The built-in detector: its sizes, DetectionLoss, the pipeline's decode and class-aware NMS
+    (its letterbox, device move and forward are a factory's)."""
+
+    def __init__(self) -> None:
+        from yoloprof.config.capture_settings import SIZES
+
+        self.sizes = SIZES
+
+    def build(self, ref: ModelRef) -> Any:
+        from yoloprof.workloads.models import build_model
+
+        return build_model("yolo", size=ref.size or "n", num_classes=ref.num_classes, seed=ref.seed,
+                           weights=ref.weights)
+
+    def make_loss(self, model: Any, loss: str | None = None) -> ForwardLoss:
+        from yoloprof.workloads.loss import DetectionLoss
+
+        fn = DetectionLoss(model.num_classes)
+        return lambda m, inputs, targets: fn(m(inputs), targets)
+
+    def postprocess(self, model: Any, raw: Any, meta: Any, conf: float, iou: float, max_det: int) -> Any:
+        from yoloprof.workloads.pipeline import postprocess
+
+        return postprocess(raw, meta, conf, iou, max_det)
 
 
 BUILTIN = BuiltinAdapter()
