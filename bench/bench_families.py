@@ -46,6 +46,8 @@ CASES = [
      "train", 2, 160),
     ("SSDlite infer", "torchvision:ssdlite320_mobilenet_v3_large", "torchvision", "ssdlite320_mobilenet_v3_large",
      "infer", 1, 160),
+    ("YOLO9-t train", "libreyolo:yolo9", "libreyolo", "yolo9:t", "train", 2, 128),
+    ("YOLO9-t infer", "libreyolo:yolo9", "libreyolo", "yolo9:t", "infer", 1, 160),
     ("resnet18 train", "torchvision:resnet18", "torchvision", "resnet18", "train", 4, 128),
     ("resnet18 infer", "torchvision:resnet18", "torchvision", "resnet18", "infer", 1, 128),
 ]
@@ -96,7 +98,8 @@ def plain_infer(module: Any, name: str, source: bytes, batch: int, imgsz: int, w
 def yoloprof_run(model: str, mode: str, batch: int, imgsz: int, warmup: int, steps: int, data: str | None,
                  out: Path, threads: int) -> dict[str, float]:
     counts = {"steps": steps} if mode == "train" else {"runs": steps}
-    settings = CaptureSettings.for_mode(mode, model=model, batch=batch, imgsz=imgsz, device="cpu", warmup=warmup,
+    size = "t" if model.startswith("libreyolo") else "n"
+    settings = CaptureSettings.for_mode(mode, model=model, size=size, batch=batch, imgsz=imgsz, device="cpu", warmup=warmup,
                                         warmup_max=warmup, repeat=1, trace=False, modules=False, workers=0,
                                         threads=threads, data=data, **counts)
     prof = yoloprof.capture(settings, out, project=out.parent)
