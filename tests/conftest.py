@@ -122,6 +122,8 @@ def _private_machine_registry(tmp_path_factory):
     """Sweep jobs take a machine-wide lock (yoloprof/sweep/machine.py); each test session gets its
     own, so test runs started side by side do not wait for each other's jobs."""
     os.environ["YOLOPROF_RUNTIME_DIR"] = str(tmp_path_factory.mktemp("yoloprof-runtime"))
+    # Ultralytics writes its settings file where this says on its first import (else the home folder)
+    os.environ.setdefault("YOLO_CONFIG_DIR", str(tmp_path_factory.mktemp("ultralytics-config")))
     yield
 
 
