@@ -144,3 +144,21 @@ def test_an_ultralytics_yolo_wrapper_from_a_factory_is_unwrapped(tmp_path, monke
     assert type(model) is DetectionModel
     model.train(False)
     assert not (tmp_path / "runs").exists()
+
+
+def test_an_imgsz_axis_over_a_model_that_ignores_it_is_refused(monkeypatch):
+    """An adapter that says a model ignores imgsz (InputSize(None)): a sweep over imgsz is refused,
+    one over batch is not, and a single capture notes it."""
+    from yoloprof.capturing.builtin.capture_entry import input_size_notes
+    from yoloprof.sweep.plan import check_imgsz_axis
+    from yoloprof.workloads.family_api import InputSize
+
+    monkeypatch.setattr(families, "input_size", lambda s: InputSize(None, "it resizes to 224 itself")
+                        if s.model.startswith("torchvision:") else InputSize(s.imgsz))
+    fixed = [CaptureSettings.for_mode("infer", model="torchvision:resnet18", imgsz=i) for i in (64, 96)]
+    with pytest.raises(UsageError, match=r"imgsz is swept but model torchvision:resnet18 ignores it "
+                                         r"\(it resizes to 224 itself\)"):
+        check_imgsz_axis(fixed)
+    check_imgsz_axis([CaptureSettings.for_mode("infer", model="torchvision:resnet18", batch=b) for b in (1, 2)])
+    check_imgsz_axis([CaptureSettings.for_mode("infer", imgsz=i) for i in (64, 96)])
+    assert input_size_notes(fixed[0]) == ["it resizes to 224 itself"]
