@@ -73,7 +73,12 @@ def test_the_allocator_line_of_a_real_trace_window_goes_to_the_profile(tmp_path)
         "    s.step()\n"
         "    s.stop()\n"
         "print(notes.messages)\n")
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    import os
+
+    # torch's log level as a fresh process has it: Ultralytics, imported by other tests of this
+    # worker, sets TORCH_CPP_LOG_LEVEL=ERROR in the environment a subprocess inherits
+    env = {k: v for k, v in os.environ.items() if k != "TORCH_CPP_LOG_LEVEL"}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr
     assert "Memory block of unknown size" in proc.stdout and "torch: " in proc.stdout
     assert "CPUAllocator" not in proc.stderr and "Memory block" not in proc.stderr
