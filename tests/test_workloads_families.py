@@ -162,3 +162,16 @@ def test_an_imgsz_axis_over_a_model_that_ignores_it_is_refused(monkeypatch):
     check_imgsz_axis([CaptureSettings.for_mode("infer", model="torchvision:resnet18", batch=b) for b in (1, 2)])
     check_imgsz_axis([CaptureSettings.for_mode("infer", imgsz=i) for i in (64, 96)])
     assert input_size_notes(fixed[0]) == ["it resizes to 224 itself"]
+
+
+def test_a_family_import_leaves_the_environment_as_it_was(monkeypatch):
+    """Ultralytics sets OMP_NUM_THREADS, TORCH_CPP_LOG_LEVEL, ... on import; processes started
+    after it (sweep workers) must not inherit them."""
+    import os
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    before = {k: v for k, v in os.environ.items() if k != "YOLO_OFFLINE"}
+    with families.environment_kept():
+        os.environ["OMP_NUM_THREADS"] = "1"
+        os.environ["PATH"] = "changed"
+    assert {k: v for k, v in os.environ.items() if k != "YOLO_OFFLINE"} == before

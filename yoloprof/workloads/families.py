@@ -18,10 +18,11 @@ Two hooks work for every family (docs/workloads.md "Hooks"):
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +47,30 @@ def adapter_of(family: str) -> Adapter:
     check_installed(family)
     module, _, attr = FAMILIES[family].adapter.partition(":")
     stay_offline(FAMILIES[family].package or module)
-    return getattr(importlib.import_module(module), attr)
+    with environment_kept():
+        if FAMILIES[family].package:
+            importlib.import_module(FAMILIES[family].package)  # its import-time settings, then taken back
+        return getattr(importlib.import_module(module), attr)
+
+
+@contextlib.contextmanager
+def environment_kept() -> Iterator[None]:
+    """The process environment as it was, after a family's package is imported: Ultralytics sets
+    OMP_NUM_THREADS=1, TORCH_CPP_LOG_LEVEL=ERROR and KINETO_LOG_LEVEL=5 on import, which every
+    process started later (sweep workers, `compare --run-a` captures) would inherit, with other
+    threads and torch's warnings hidden. What the import set is taken back; the offline switches
+    (`stay_offline`) were set before it and stay."""
+    import os
+
+    before = dict(os.environ)
+    try:
+        yield
+    finally:
+        for key in set(os.environ) - set(before):
+            del os.environ[key]
+        for key, value in before.items():
+            if os.environ.get(key) != value:
+                os.environ[key] = value
 
 
 def model_ref(settings: Any) -> ModelRef:
