@@ -57,8 +57,8 @@ def test_a_sweep_over_batch_and_imgsz_of_each_family_offline(tmp_path):
     for family in ("ultralytics", "libreyolo", "torchvision"):
         pytest.importorskip(family)
     done, attempts = run_offline(
-        "sweep", "-m", "model=ultralytics,libreyolo,torchvision", "size=t", "mode=train", "batch=1,2",
-        "imgsz=64,96", "device=cpu", "workers=0", "threads=1", "capture.steps=1", "capture.warmup=1",
+        "sweep", "-m", "model=ultralytics,libreyolo,torchvision", "size=t", "mode=infer", "batch=1,2",
+        "imgsz=64,96", "device=cpu", "threads=1", "capture.runs=2", "capture.warmup=1",
         "capture.warmup_max=1", "capture.trace=false", "capture.modules=false", "launch.isolation=inprocess",
         "analysis.enabled=false", "hydra.sweep.dir=S", tmp=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -70,4 +70,5 @@ def test_a_sweep_over_batch_and_imgsz_of_each_family_offline(tmp_path):
     # the size column describes the one family that has sizes
     assert set(rows.loc[rows["model"] != "libreyolo:yolo9", "size"].dropna()) == set()
     profile = json.loads(next((tmp_path / "S").rglob(files.PROFILE)).read_text())
-    assert profile["metrics"]["step_ms"]["value"] > 0
+    assert profile["metrics"]["p50_ms"]["value"] > 0 and {s["stage"] for s in profile["stages"]} == {
+        "preprocess", "forward", "postprocess"}
