@@ -48,8 +48,9 @@ def adapter_of(family: str) -> Adapter:
     module, _, attr = FAMILIES[family].adapter.partition(":")
     stay_offline(FAMILIES[family].package or module)
     with environment_kept():
-        if FAMILIES[family].package:
-            importlib.import_module(FAMILIES[family].package)  # its import-time settings, then taken back
+        package = FAMILIES[family].package
+        if package:
+            importlib.import_module(package)  # its import-time settings, then taken back
         return getattr(importlib.import_module(module), attr)
 
 
