@@ -235,3 +235,14 @@ def test_rows_come_from_the_consolidation_unless_rewritten_since(tmp_path: Path,
     # the same rows as reading every file one by one
     every = {int(p.parent.name): pq.read_table(p).column("step_ms")[0].as_py() for p in sweep.glob("*/row.parquet")}
     assert step == every
+
+
+def test_jobs_of_one_process_are_named_as_not_independent():
+    import pandas as pd
+
+    from yoloprof.analysis.collect import _inprocess_warnings
+
+    assert _inprocess_warnings(pd.DataFrame({"isolation": ["process"] * 4})) == []
+    assert _inprocess_warnings(pd.DataFrame({"isolation": ["inprocess"]})) == []
+    [w] = _inprocess_warnings(pd.DataFrame({"isolation": ["inprocess", "inprocess", "process"]}))
+    assert w.startswith("2 jobs ran in one process (launch.isolation=inprocess): they are not independent")

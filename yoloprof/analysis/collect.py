@@ -129,4 +129,15 @@ def collect_rows(rows: pd.DataFrame, sweep_dir: Path, *, load_profiles: bool = T
         listed = "; ".join(notes) or "no job has status ok"
         raise ProfileError(f"{sweep_dir}: no ok job to analyse ({len(rows)} row(s)): {listed}")
     profiles, missing = _load_profiles(sweep_dir, ok) if load_profiles else ({}, [])
-    return Collected(sweep_dir, rows, ok, failed, profiles, notes + missing, _env_warnings(ok))
+    return Collected(sweep_dir, rows, ok, failed, profiles, notes + missing, _env_warnings(ok) + _inprocess_warnings(ok))
+
+
+def _inprocess_warnings(ok: pd.DataFrame) -> list[str]:
+    """Verdicts take one job as one independent replicate: jobs that ran in the launcher's own
+    process (`launch.isolation=inprocess`) are not, and its drift can read as a change."""
+    n = int((ok["isolation"] == "inprocess").sum()) if "isolation" in ok else 0
+    if n < 2:
+        return []
+    return [f"{n} jobs ran in one process (launch.isolation=inprocess): they are not independent replicates, "
+            "so a verdict may read that process's drift (warm-up, caches, allocator) as a change; decide with "
+            "launch.isolation=process"]
