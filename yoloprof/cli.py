@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, cast
 from yoloprof import warn
 from yoloprof.defs import files
 from yoloprof.defs.version import __version__
-from yoloprof.errors import PROG, ProfileError, RegressionError, UsageError, YoloprofError, one_line, run_guarded
+from yoloprof.errors import PROG, ProfileError, RegressionError, UsageError, YoloprofError, one_line, run_guarded, sigint_stops
 
 if TYPE_CHECKING:
     from yoloprof.readers.table import OptionSpec, Reader
@@ -664,6 +664,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     gc.disable()  # while the CLI starts; turned on again below unless the command only reads (`_only_reads`)
     entry = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
+    if entry:
+        sigint_stops()
     try:
         # (a partial, not a lambda: a closure's cells would be allocated before the collector is paused)
         return run_guarded(functools.partial(_dispatch_in_channel, argv, collecting), debug=_debug_wanted(argv))

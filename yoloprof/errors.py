@@ -49,6 +49,19 @@ def one_line(text: str) -> str:
     return "; ".join(part.strip() for part in str(text).splitlines() if part.strip())
 
 
+def sigint_stops() -> None:
+    """Ctrl-C (SIGINT) stops yoloprof wherever it was started. A shell without job control starts
+    a background command (`yoloprof sweep ... &` in a script, CI steps) with SIGINT ignored, and a
+    Python program keeps that: the sweep then went on through every Ctrl-C and `kill -INT` while
+    its worker, whose capture installs its own handler, recorded the job as failed. The program
+    takes Python's default handler back at its start (docs/errors.md "Ctrl-C"); to keep a sweep
+    running past a terminal's Ctrl-C, start it in its own session (`setsid`)."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def run_guarded(fn: Callable[[], int], debug: bool = False) -> int:
     """Run an entry point: a project error -> `yoloprof: error: ...` and its exit code, Ctrl-C ->
     130, a closed pipe -> 0, anything else -> one line naming it and, when the code that failed

@@ -4,9 +4,10 @@ errors and exit codes (errors.run_guarded), without importing the CLI layer abov
 import os
 import sys
 
-from yoloprof.errors import run_guarded
+from yoloprof.errors import run_guarded, sigint_stops
 
 if __name__ == "__main__":
+    sigint_stops()
     from yoloprof.sweep.app import main
 
     argv = sys.argv[1:]

@@ -30,7 +30,7 @@ from yoloprof.defs import files
 from yoloprof.errors import UsageError, YoloprofError
 from yoloprof.sweep import resume as resumes
 from yoloprof.sweep.plan import (dir_overrides, discard_if_unused, new_manifest, plan_sweep, prepare_dir,
-                                 read_manifest)
+                                 read_manifest, set_manifest_state)
 
 register()
 PROG = "yoloprof sweep"
@@ -296,6 +296,7 @@ def _run(argv: list[str]) -> tuple[int, Path | None]:
     from yoloprof.sweep.progress import SweepProgress
 
     started = time.time()
+    set_manifest_state(plan.sweep_dir, "running")
     from yoloprof.sweep.machine import WAITS
 
     WAITS.clear()  # "waits for another timed capture": said once per sweep, then counted
@@ -307,11 +308,13 @@ def _run(argv: list[str]) -> tuple[int, Path | None]:
             discard_if_unused(plan.sweep_dir)
         raise
     except KeyboardInterrupt:
+        set_manifest_state(plan.sweep_dir, "interrupted")
         return interrupted(plan.sweep_dir, plan.total, started), None
     except NoFeasiblePoint as exc:  # the rows are whole: consolidate and show them, then say so
         finish(plan.sweep_dir, plan.total, plan.analysis)
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1, plan.sweep_dir
+    set_manifest_state(plan.sweep_dir, "finished")
     return finish(plan.sweep_dir, plan.total, plan.analysis), plan.sweep_dir
 
 

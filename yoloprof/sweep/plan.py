@@ -319,6 +319,25 @@ def prepare_dir(plan: SweepPlan, *, resume: bool, manifest: dict[str, Any]) -> N
         raise UsageError(f"cannot write the sweep dir {plan.sweep_dir}: {exc.strerror or exc}") from exc
 
 
+# the manifest's `state` (not part of its config_hash): where the sweep stands, for a person or a
+# script reading the folder; `resume=` accepts any of them
+MANIFEST_STATES = ("running", "interrupted", "finished")
+
+
+def set_manifest_state(sweep_dir: Path, state: str) -> None:
+    """Record where the sweep stands in its manifest, atomically; a manifest that cannot be read
+    or written is left as it is (its jobs' rows and states stay the record)."""
+    assert state in MANIFEST_STATES, state
+    path = sweep_dir / files.MANIFEST
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(manifest, dict):
+            manifest["state"] = state
+            write_bytes_atomic(path, json.dumps(manifest, indent=1).encode())
+    except (OSError, ValueError):
+        pass
+
+
 def discard_if_unused(sweep_dir: Path) -> None:
     """Remove a new sweep dir that a failed validation left without any job in it."""
     import shutil

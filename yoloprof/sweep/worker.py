@@ -9,9 +9,10 @@ start and torch import per job. The forkserver never touches CUDA, so the worker
 
 The worker receives the capture function, the settings, the job dir and the launching process's
 current environment; it sends back the profile and the job's starting memory footprint, or the
-error as one line plus its traceback. Ctrl-C: the worker ignores SIGINT and the launching process
-kills it, so an interrupted sweep ends with one line and no half-written files (the capture writes
-its files atomically at the end).
+error as one line plus its traceback. Ctrl-C: the worker leads a process group of its own (its
+DataLoader workers join it) and ignores SIGINT, so a terminal's Ctrl-C reaches only the launching
+process, which kills the whole group: an interrupted sweep ends with one line, no orphaned loader
+worker printing tracebacks, and no half-written files (the capture writes atomically at the end).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 import traceback
 import types
 from pathlib import Path
@@ -50,8 +52,26 @@ def _context() -> Any:
     if _CONTEXT is None:
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(_PRELOAD)
+        _start_forkserver()
         _CONTEXT = ctx
     return _CONTEXT
+
+
+def _start_forkserver() -> None:
+    """Start the forkserver with SIGINT ignored, which it inherits through exec: it imports torch
+    for seconds before it ignores SIGINT itself, and a terminal's Ctrl-C in that time printed its
+    import traceback beside the sweep's one line. (A Ctrl-C in the few milliseconds of the spawn
+    itself is lost; the next one stops the sweep.)"""
+    from multiprocessing import forkserver
+
+    if threading.current_thread() is not threading.main_thread():
+        forkserver.ensure_running()
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def footprint_mib(device: str) -> float | None:
@@ -82,8 +102,27 @@ def _die_with_parent() -> None:
         pass
 
 
+def _let_forkserver_go() -> None:
+    """The forkserver hands each child a copy of the launching process's "alive" pipe, which keeps
+    the forkserver running while any child holds it: a worker whose launching process was killed
+    then kept its parent alive, so `_die_with_parent` never fired and the capture ran on alone.
+    Closing the copy lets the forkserver exit with the launching process, and the worker with it."""
+    try:
+        from multiprocessing import forkserver
+
+        server: Any = getattr(forkserver, "_forkserver", None)
+        fd = getattr(server, "_forkserver_alive_fd", None)
+        if fd is not None:
+            os.close(fd)
+            server._forkserver_alive_fd = None
+    except OSError:
+        pass
+
+
 def _child(conn: Any, fn: Callable[..., dict], settings: Any, job_dir: str, env: dict[str, str]) -> None:
     _die_with_parent()
+    _let_forkserver_go()
+    os.setpgid(0, 0)  # its own group: Ctrl-C goes to the launching process, which kills the group
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the launching process decides what Ctrl-C does
     os.environ.clear()
     os.environ.update(env)
@@ -114,22 +153,39 @@ def _main_hidden() -> Iterator[None]:
         sys.modules["__main__"] = saved
 
 
+def _kill_group(proc: Any) -> None:
+    """SIGKILL the worker's process group (the worker and the DataLoader workers it started), then
+    reap the worker; a worker that has not made its group yet is killed alone."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        proc.kill()
+    proc.join()
+
+
 def run_in_worker(fn: Callable[..., dict], settings: Any, job_dir: Path) -> tuple[dict, float | None]:
     """(profile, starting footprint MiB) of `fn(settings, job_dir)` run in a fresh worker process."""
     ctx = _context()
     receive, send = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(send, fn, settings, str(job_dir), dict(os.environ)),
                        name="yoloprof-job")  # not a daemon: DataLoader workers are its children
-    with _main_hidden():
-        proc.start()
-    send.close()
+    from yoloprof.capturing.passes import interrupt
+
+    try:
+        with _main_hidden(), interrupt.guard(), interrupt.deferred():
+            proc.start()  # Ctrl-C here waits until the worker's pid is known, so it can be killed
+    except BaseException:
+        if proc.pid is not None:
+            _kill_group(proc)
+        raise
+    finally:
+        send.close()
     try:
         message = receive.recv()
     except EOFError:
         message = None
-    except BaseException:  # Ctrl-C or a stop: the worker goes with us
-        proc.kill()
-        proc.join()
+    except BaseException:  # Ctrl-C or a stop: the worker and its loader workers go with us
+        _kill_group(proc)
         raise
     finally:
         receive.close()

@@ -75,8 +75,11 @@ def _unraisable(previous: Any) -> Any:
 @contextlib.contextmanager
 def guard() -> Iterator[None]:
     """Record every SIGINT of the block and make sure it ends the block as a KeyboardInterrupt."""
-    if _state.active or threading.current_thread() is not threading.main_thread():
-        yield  # nested, or a thread that cannot own signal handlers: the outer owner decides
+    if (_state.active or threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is signal.SIG_IGN):
+        # nested, a thread that cannot own signal handlers, or a process that ignores SIGINT on
+        # purpose (a sweep's worker: its launching process kills it): the outer owner decides
+        yield
         return
     previous_handler = signal.signal(signal.SIGINT, _on_sigint)
     previous_hook = sys.unraisablehook
