@@ -66,6 +66,21 @@ def test_interrupt_at_each_stage(tmp_path, monkeypatch, stage):
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handler restored
 
 
+@pytest.mark.parametrize("stage", ["prepare", "measure"])
+def test_an_interrupted_first_run_leaves_no_empty_folder(tmp_path, monkeypatch, stage):
+    """`run` interrupted before it wrote anything takes back the folders it made (the next run
+    is `train` again, not `train2`); a folder that was there before stays."""
+    (tmp_path / "tinynet.py").write_text(TINY_NET)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(interrupt.TEST_STAGE_ENV, stage)
+    (tmp_path / "kept").mkdir()
+    for project, left in ((tmp_path / "new" / "project", []), (tmp_path / "kept", [])):
+        with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+            assert main([*TINY, "--workers", "0", "--project", str(project)]) == 130
+        assert not project.exists() if project.name == "project" else list(project.iterdir()) == left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept", "tinynet.py"]
+
+
 def test_interrupt_while_workers_shut_down_end_to_end(tmp_path):
     """The reported bug: a SIGINT as the trace pass ends was swallowed in a DataLoader `__del__`
     (traceback printed, capture finished, exit 0). Now: 130, one line, nothing else."""

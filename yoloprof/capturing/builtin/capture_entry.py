@@ -13,7 +13,8 @@ from typing import Any, Iterator
 from yoloprof.capturing.passes import interrupt
 from yoloprof.capturing.device.torch_device import DeviceInfo, resolve_device
 from yoloprof.capturing.passes.heap import frozen_heap
-from yoloprof.capturing.builtin.preflight import check_memory, check_model_inputs, check_output_dir
+from yoloprof.capturing.builtin.preflight import (check_memory, check_model_inputs, check_output_dir, folders_to_make,
+                                                 removed_if_left_empty)
 from yoloprof.workloads.inputcheck import CLI, check_inputs
 from yoloprof.capturing.builtin.capture_progress import CaptureProgress
 from yoloprof.config.capture_settings import CaptureSettings
@@ -104,11 +105,12 @@ def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = 
     amp = settings.autocast
     warnings = precision_warnings(settings, device) + device_warnings(settings, device) + input_size_notes(settings)
     check_memory(settings, device, amp)  # --batch -1: estimated at batch 1, the least it can be
+    made = folders_to_make(out_dir)
     out_dir = check_output_dir(out_dir)  # after the flags: a refused flag leaves no new folder
     # the chosen GPU is the current device for the whole capture (capturing/device/torch_device.py)
     from yoloprof.workloads.models import offloaded
 
-    with device.scope(), offloaded(settings.model if device.is_cuda else None) as moved, \
+    with removed_if_left_empty(made), device.scope(), offloaded(settings.model if device.is_cuda else None) as moved, \
             intra_op_threads(settings.threads), frozen_heap():
         if moved:
             warnings.append(moved)

@@ -20,10 +20,12 @@ the device can give now: CUDA free memory, or the host's MemAvailable.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import tempfile
 from pathlib import Path
+from typing import Iterator
 
 from yoloprof.capturing.device.torch_device import DeviceInfo
 from yoloprof.config.capture_settings import CaptureSettings
@@ -49,6 +51,32 @@ def check_output_dir(out_dir: str | Path) -> Path:
         raise UsageError(f"output folder {path} is not writable: {exc.strerror or exc} "
                          "(give another --project)") from None
     return path
+
+
+def folders_to_make(out_dir: str | Path) -> list[Path]:
+    """The folders `check_output_dir` will create for `out_dir`, deepest first."""
+    path, made = Path(out_dir), []
+    for folder in (path, *path.parents):
+        if folder.exists():
+            break
+        made.append(folder)
+    return made
+
+
+@contextlib.contextmanager
+def removed_if_left_empty(made: list[Path]) -> Iterator[None]:
+    """A capture that ends without a profile (Ctrl-C, an error) takes back the folders it made for
+    it while they are still empty: an interrupted `yoloprof run` used to leave an empty `train/`
+    that the next run then stepped over to `train2/`."""
+    try:
+        yield
+    except BaseException:
+        for folder in made:  # deepest first; stops at the first one that holds anything
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        raise
 
 
 def check_model_inputs(settings: CaptureSettings) -> None:
