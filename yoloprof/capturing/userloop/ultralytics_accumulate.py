@@ -48,6 +48,13 @@ class Accumulation:
         return cls(_int(getattr(trainer, "accumulate", None)), _int(getattr(args, "nbs", None)),
                    _int(getattr(trainer, "batch_size", None)))
 
+    def cause(self) -> str:
+        """Why the trainer accumulates this many batches: 'nbs 64 / batch 2' (and the cap)."""
+        text = f"nbs {self.nbs} / batch {self.batch}"
+        if self.nbs and self.batch and self.accumulate != max(round(self.nbs / self.batch), 1):
+            text += ", capped at the training's batches"
+        return text
+
     def period(self, trainer: Any) -> int:
         return _int(getattr(trainer, "accumulate", None)) or self.accumulate or 1
 
@@ -91,8 +98,8 @@ class Accumulation:
         acc, k, n = section["accumulate"] or 1, section["timed_steps_with_optimizer"], section["timed_steps"]
         if acc <= 1 and k:
             return []
-        cadence = (f"Ultralytics steps the optimizer once per {acc} batches (gradients accumulated to nbs "
-                   f"{section['nbs']} / batch {section['batch']})" if acc > 1 else "")
+        cadence = (f"Ultralytics steps the optimizer once per {acc} batches (gradients accumulated: {self.cause()})"
+                   if acc > 1 else "")
         amortised = section["amortised_ms_per_step"]
         cost = (f"the optimizer's cost amortised per step: {amortised:.3g} ms (optimizer_step "
                 f"{section['optimizer_call_ms']:.3g} ms per call, {section['optimizer_calls']} call(s) timed in "

@@ -235,9 +235,8 @@ def training_line(trainer: Any, acc: Accumulation, needed: int) -> str:
         parts.append(f"this training runs {total} ({trainer.epochs} epoch(s) of {len(trainer.train_loader)} "
                      f"batches){short}")
     if acc.accumulate is not None and acc.accumulate > 1:
-        parts.append(f"the optimizer steps once per {acc.accumulate} batches (Ultralytics accumulates to nbs "
-                     f"{acc.nbs} / batch {acc.batch}): up to {acc.accumulate - 1} more to time one if the "
-                     "timed steps run none")
+        parts.append(f"the optimizer steps once per {acc.accumulate} batches (Ultralytics accumulates: "
+                     f"{acc.cause()}): up to {acc.accumulate - 1} more to time one if the timed steps run none")
     return "; ".join(parts)
 
 
