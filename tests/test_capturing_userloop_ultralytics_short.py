@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-pytest.importorskip("ultralytics")
+from helpers.ultralytics_data import BATCH, yolo_dataset as _dataset  # sets YOLO_OFFLINE before the import
 
-from test_capturing_userloop_ultralytics_hooks import BATCH, _dataset  # noqa: E402  (sets YOLO_OFFLINE)
+pytest.importorskip("ultralytics")
 
 import yoloprof  # noqa: E402
 
