@@ -41,13 +41,13 @@ from typing_extensions import Unpack  # typing has it from 3.11
 from yoloprof.capturing.device.torch_device import synchronize
 from yoloprof.capturing.passes.heap import fresh_heap, frozen_heap
 from yoloprof.capturing.userloop.loop_device import LoopDevice, planned_warmup
+from yoloprof.capturing.userloop.loop_write import LoopWrite
 from yoloprof.capturing.userloop.loop_support import (DEFAULT_OUT, blocks, check_counts, check_phase, checked, current_job,
                                            device_of, dist_rank, job_output, output_names, traced_phase, untouched)
 from yoloprof.capturing.userloop.loop_clock import LoopClock
-from yoloprof.capturing.userloop.loop_output import ProjectArg, check_project, record_row, say, warn_user
-from yoloprof.capturing.userloop.loop_plan import LABELS, LoopPlan, plan_windows
-from yoloprof.capturing.passes.run_result import RunResult, phase_timing_name
-from yoloprof.capturing.passes.steady_steps import SteadySteps, cap_warnings, peak_of, warmup_section
+from yoloprof.capturing.userloop.loop_output import ProjectArg, check_project, say
+from yoloprof.capturing.userloop.loop_plan import LoopPlan, plan_windows
+from yoloprof.capturing.passes.steady_steps import SteadySteps, peak_of
 from yoloprof.capturing.passes.timing import TrialResult
 from yoloprof.capturing.passes.tracing import TraceSchedule
 from yoloprof.errors import UsageError
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_OUT", "Profile", "dist_rank", "job_output", "output_names", "profile"]
 
 
-class Profile(LoopDevice):
+class Profile(LoopDevice, LoopWrite):
     """The context manager behind `yoloprof.profile(...)` (see the module docstring)."""
 
     announce = True  # print the iterations needed on entry and where the profile went on exit
@@ -201,13 +201,6 @@ class Profile(LoopDevice):
         except Exception as error:  # noqa: BLE001 - as above
             self.result = self.path = None
             self.give_up(f"{type(error).__name__}: {error}")
-
-    def give_up(self, why: str, too_few: bool = False, stacklevel: int = 3) -> None:
-        """No profile: one warning (a Python RuntimeWarning; in a sweep job, the job's reason)."""
-        text = f"yoloprof.profile: no profile written: {why}"
-        if self._job is not None:
-            self._job.setdefault("failures", []).append((too_few, text))
-        warn_user(text, stacklevel=stacklevel)
 
     # ---- what a driver (profile_trainer) adds to the profile ------------------------------------
     def note(self, text: str) -> None:
@@ -426,93 +419,6 @@ class Profile(LoopDevice):
         if self.batch_size is None:
             shaped = [t for t in _tensors(batch) if t.dim() > 0]
             self.batch_size = int(shaped[0].shape[0]) if shaped else None
-
-    def _needed(self) -> int:
-        """Iterations every window needs, the timed one as far as its warm-up is known now."""
-        timed = self._steady.needed if self._steady is not None else None
-        return sum(timed if name == "timed" and timed is not None else n for name, n in self._windows)
-
-    def _missing(self, window: str | None) -> str:
-        return ", ".join(LABELS[name] for name in self.plan.missing(window))
-
-    def _warmup_used(self) -> dict[str, Any]:
-        """`config.warmup_used`: the user's untouched warm-up plus the timed steps it extended to."""
-        record = self._steady.record() if self._steady is not None else {"steps": 0, "steady": None}
-        total = {"steps": self.options["warmup"] + record["steps"], "steady": record["steady"]}
-        return warmup_section(self.options["warmup"], self._cap, [total])
-
-    def _write(self, completed: bool, window: str | None) -> dict[str, Any] | None:
-        warnings = list(self._notes)
-        lacked = 0 if completed else self._needed() - self.iterations
-        if not self._trials:
-            self.give_up(f"the loop ran {self.iterations} iteration(s); one timed step needs "
-                         f"{self.plan.count('warmup') + 1} and the whole profile {self._needed()} "
-                         f"({self.plan.split()}); not complete: {self._missing(window)}; run more iterations "
-                         "or lower warmup/steps", too_few=True, stacklevel=4)
-            return None
-        if lacked:
-            extended = self._needed() - self.plan.needed
-            more = f", and {extended} more as the warm-up extended" if extended > 0 else ""
-            text = (f"the loop ended {lacked} iteration(s) early: it ran {self.iterations} of the "
-                    f"{self._needed()} needed ({self.plan.split()}{more}); not complete: {self._missing(window)}")
-            warnings.append(text)
-            warn_user(f"yoloprof.profile: {text}", stacklevel=3)
-        profile = self._assemble(warnings, lacked)
-        from yoloprof.profiles.io import write_profile
-
-        profile_name, _ = output_names(self._rank)
-        self.path = write_profile(self.out_dir / profile_name, profile)
-        if self._job is not None:
-            self._job["written"].append(profile)
-            return profile  # a sweep job records its own row
-        where = "no results-store row (rank > 0: rank 0's is the run's)"
-        if self._rank in (None, 0):  # one row per distributed run
-            where = record_row(profile, self.out_dir, self.project)[1]
-        if self.announce:
-            say(f"wrote {self.path}; {where}")
-        return profile
-
-    def _assemble(self, warnings: list[str], lacked: int) -> dict[str, Any]:
-        from yoloprof.capturing.builtin.capture_entry import fill_profile
-        from yoloprof.capturing.passes.timing import trial_metrics
-        from yoloprof.capturing.device.environment import collect_env
-        from yoloprof.capturing.extras.model_facts import facts_section
-        from yoloprof.profiles.model import empty_profile
-
-        warmup = self._warmup_used()
-        warnings = warnings + cap_warnings(warmup, what="the loop", knob="warmup_max")
-        samples = trial_metrics(self._trials, self.batch_size or 1)
-        if not self.batch_size:
-            samples.pop("img_per_s", None)
-        model_section = facts_section(self.model, None)
-        model_section["batch_bytes"] = self._batch_bytes
-        run = RunResult(samples=samples, phase_order=tuple(self._phase_order), workers=0,
-                        phase_timing=phase_timing_name(self.device.is_cuda), flops=self._flops, flop_mix=self._mix,
-                        sections={"model": model_section, **self._sections})
-        if self.kind == "infer":  # the latency block `yoloprof infer` writes (capturing/passes/latency.py)
-            from yoloprof.capturing.passes.latency import latency_of
-            from yoloprof.capturing.passes.step_calls import INFER_STAGES
-
-            # the stage split where every phase is one of the pipeline's stages (the schema's names)
-            stages = INFER_STAGES if set(self._phase_order) <= set(INFER_STAGES) else ()
-            latency = latency_of(self._trials, stages)
-            samples.update(latency.per_trial)
-            run.latency, run.stages, run.warnings = latency.table, latency.stages, latency.warnings
-        config = {"source": "yoloprof.profile", "mode": self.kind,
-                  "model": type(self.model).__name__ if self.model is not None else None,
-                  "device": str(self.device.torch_device), "batch": self.batch_size, "amp": None,
-                  **self.options, "warmup_used": warmup, "phase_timing": run.phase_timing,
-                  "iterations_run": self.iterations,
-                  "iterations_lacking": lacked, "rank": self._rank, "world_size": self._world,
-                  "threads": self._threads, "threads_set": self._threads_arg is not None}
-        from yoloprof.capturing.userloop.loop_device import device_lines
-
-        env = collect_env(self.device)
-        profile = empty_profile(self.kind, config=config, env=env)
-        trace_path = self._trace_path if self._trace_path is not None and self._trace_path.exists() else None
-        warnings = [*warnings, *device_lines(env, self._mix, self.device)]
-        # the compute dtype is the one the FLOPs ran in (capturing/device/flop_count.py), float32 only without a split
-        return fill_profile(profile, run, self.device, "float32", trace_path, warnings)
 
 
 def profile(out_dir: str | os.PathLike[str] = DEFAULT_OUT, **options: Unpack[LoopOptions]) -> Profile:
