@@ -169,7 +169,8 @@ def _capture_at(repo: Path, commit: str, project: Path) -> None:
     _git(repo, "checkout", "-q", commit)
     scope: dict = {}
     exec(compile((repo / "mymodel.py").read_text(), "mymodel.py", "exec"), scope)
-    with yoloprof.profile(project / "user", warmup=1, steps=6, trace_steps=0, modules=False, flops=False) as prof:
+    with yoloprof.profile(project / "user", warmup=1, steps=6, trace_steps=0, modules=False, flops=False,
+                          project=project) as prof:
         while not prof.done:
             scope["step"]()
             prof.step()

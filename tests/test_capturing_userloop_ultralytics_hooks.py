@@ -3,36 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 
-import numpy as np
 import pytest
-from PIL import Image
 
-os.environ.setdefault("YOLO_CONFIG_DIR", tempfile.mkdtemp(prefix="yoloprof-ul-"))  # settings file on import
-os.environ.setdefault("YOLO_OFFLINE", "1")
+from helpers.ultralytics_data import BATCH, yolo_dataset as _dataset  # sets YOLO_OFFLINE before the import
+
 pytest.importorskip("ultralytics")
 
 import yoloprof  # noqa: E402
 from yoloprof.errors import UsageError  # noqa: E402
 
-
-def _dataset(root, n=20):
-    """n 64x64 images with one box each, as a YOLO folder (images/ + labels/ + data.yaml)."""
-    rng = np.random.default_rng(0)
-    (root / "images").mkdir()
-    (root / "labels").mkdir()
-    for i in range(n):
-        Image.fromarray(rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)).save(root / "images" / f"{i}.png")
-        (root / "labels" / f"{i}.txt").write_text(f"{i % 2} 0.5 0.5 0.4 0.3\n")
-    data = root / "data.yaml"
-    data.write_text(f"path: {root}\ntrain: images\nval: images\nnames:\n  0: a\n  1: b\n")
-    return data
-
-
-BATCH, SLEEP_S = 2, 0.03
+SLEEP_S = 0.03
 
 
 def _slow_dataset(trainer):

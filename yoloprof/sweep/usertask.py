@@ -6,8 +6,9 @@ arguments) and turns the profile it wrote into the job's row, as for a built-in 
 
 Whatever out_dir the function passes, `yoloprof.profile` writes into the job's folder while the job
 runs (`yoloprof.capturing.userloop.loop.job_output`), so rows, resume and analysis work unchanged. A function
-that writes no profile fails its job with a message that says so; one that writes several (two
-profile blocks) gives the row its last.
+that writes no profile fails its job with a message that says so (the block's own warning when
+its loop was too short for one timed step, as a data-too-small failure, exit 3); one that writes
+several (two profile blocks) gives the row its last.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from yoloprof.errors import UsageError
+from yoloprof.errors import DataTooSmallError, ProfileError, UsageError
 
 TASK_KEY = "task"
 
@@ -46,10 +47,14 @@ def run_task(task: dict[str, Any], job_dir: Path) -> dict[str, Any]:
     """Call the user's function with the job folder as every profile's output; return the profile."""
     from hydra.utils import call
 
-    from yoloprof.capturing.userloop.loop import job_output
+    from yoloprof.capturing.userloop.loop_support import job_failures, job_output
 
     with job_output(job_dir) as written:
         call(task)
+        failures = job_failures()
+    if not written and failures:  # the block's exit never raises: its warning is the job's error
+        too_few, text = failures[-1]
+        raise (DataTooSmallError if too_few else ProfileError)(f"task._target_ {task['_target_']}: {text}")
     if not written:
         raise UsageError(f"task._target_ {task['_target_']} returned without writing a profile: run the "
                          "loop inside `with yoloprof.profile(...) as prof:` and let the block end")

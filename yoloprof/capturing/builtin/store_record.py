@@ -120,7 +120,8 @@ def record_capture(profile: dict[str, Any], settings: CaptureSettings | None, ou
                    source: str, project: str | os.PathLike | None = None,
                    started_at: _dt.datetime | None = None, wall_s: float | None = None) -> Path | None:
     """Append a capture written to `out_dir` to `project`'s store (default: out_dir's parent, as
-    `<project>/train`, `<project>/infer`, `runs/profile/api` are laid out)."""
+    `<project>/train`, `<project>/infer`, `runs/profile/api` are laid out; `yoloprof.profile`
+    always passes its own, capturing/userloop/loop_output.py)."""
     out = Path(out_dir)
     where = Path(project) if project is not None else out.parent
     return record(where, lambda: capture_row(profile, settings, source=source, project=where, out_dir=out,

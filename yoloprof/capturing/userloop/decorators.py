@@ -166,7 +166,8 @@ def timeit(fn: Callable[P, R] | None = None, *, repeat: int = 5, number: int = 1
 def profileit(out_dir: str = "runs/profile/profileit",
               **options: Unpack[LoopOptions]) -> Callable[[Callable[P, R]], Profiled[P, R]]:
     """`@profileit("runs/f", warmup=1, steps=3, model=net, kind="infer")`: options as
-    `yoloprof.profile`. `fn.last_profile` is the profile dict, `fn.last_path` its file."""
+    `yoloprof.profile` (the row goes to the results store `<out_dir>/results`, or `project=`'s).
+    `fn.last_profile` is the profile dict, `fn.last_path` its file; prints nothing per call."""
     from yoloprof.capturing.userloop.loop import Profile
 
     options = {"warmup": 1, "steps": 3, "trace_steps": 1, "kind": "infer", **options}
@@ -178,7 +179,9 @@ def profileit(out_dir: str = "runs/profile/profileit",
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             out = None
-            with Profile(out_dir, **options) as prof:
+            block = Profile(out_dir, **options)
+            block.announce = False  # it runs until done: no line per call (the store is out_dir's, or project=)
+            with block as prof:
                 while not prof.done:
                     with prof.phase(name if _phase_name_ok(name) else "call"):
                         out = func(*args, **kwargs)

@@ -15,19 +15,24 @@ for phases; the first ones become warm-up too while the step times are not yet s
 `warmup_max` warm-up steps in all: docs/steady-state.md) -> trace (torch.profiler,
 `record_function` per phase) -> FLOPs (one step under FlopCounterMode) -> modules (hooks) ->
 Python hotspots (cProfile, if asked). Iterations after the last window run untouched; `prof.done`
-says the loop may stop. profile.json (and the trace) are written, atomically, when the block
-exits; a block that ends with an exception writes nothing.
+says the loop may stop. The iterations needed are computed once (loop_plan.py) and announced in
+one line when the block is entered. profile.json (and the trace) are written, atomically, into
+`out_dir` when the block exits, and the capture's row into the results store inside `out_dir`
+(or `project=`'s: loop_output.py), with one line saying where; a block that ends with an
+exception writes nothing and the exception goes on.
 
-A loop that ends early: the profile is still written from what was measured, with a warning (also
-a Python `RuntimeWarning`) that names how many iterations it lacked, and `config.iterations_lacking`
-says the same; a loop that did not reach a single timed step raises DataTooSmallError (exit 3).
+The block's exit never raises into the user's loop (DESIGN.md: a profiler's callbacks never
+raise into the user's code). A loop that ends early: the profile is still written from what was
+measured, with a warning (also a Python `RuntimeWarning`) that names how many iterations it lacked
+and which windows are incomplete, and `config.iterations_lacking` says the same; a loop that did
+not reach a single timed step writes nothing, with a warning naming the iterations needed; a
+failure of the profiler itself is a warning too, and nothing is written.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import warnings as _warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator
 
@@ -36,14 +41,16 @@ from typing_extensions import Unpack  # typing has it from 3.11
 from yoloprof.capturing.device.torch_device import synchronize
 from yoloprof.capturing.passes.heap import fresh_heap, frozen_heap
 from yoloprof.capturing.userloop.loop_device import LoopDevice, planned_warmup
+from yoloprof.capturing.userloop.loop_write import LoopWrite
 from yoloprof.capturing.userloop.loop_support import (DEFAULT_OUT, blocks, check_counts, check_phase, checked, current_job,
                                            device_of, dist_rank, job_output, output_names, traced_phase, untouched)
 from yoloprof.capturing.userloop.loop_clock import LoopClock
-from yoloprof.capturing.passes.run_result import RunResult, phase_timing_name
-from yoloprof.capturing.passes.steady_steps import SteadySteps, cap_warnings, peak_of, warmup_section
+from yoloprof.capturing.userloop.loop_output import ProjectArg, check_project, say
+from yoloprof.capturing.userloop.loop_plan import LoopPlan, plan_windows
+from yoloprof.capturing.passes.steady_steps import SteadySteps, peak_of
 from yoloprof.capturing.passes.timing import TrialResult
 from yoloprof.capturing.passes.tracing import TraceSchedule
-from yoloprof.errors import DataTooSmallError, UsageError
+from yoloprof.errors import UsageError
 
 if TYPE_CHECKING:
     from yoloprof.capturing.userloop.public_types import LoopOptions
@@ -51,8 +58,11 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_OUT", "Profile", "dist_rank", "job_output", "output_names", "profile"]
 
 
-class Profile(LoopDevice):
+class Profile(LoopDevice, LoopWrite):
     """The context manager behind `yoloprof.profile(...)` (see the module docstring)."""
+
+    announce = True  # print the iterations needed on entry and where the profile went on exit
+    plan_note = ""  # what a driver adds to the entry line (profile_trainer: the training's length)
 
     _w: int  # the current window (set by __enter__)
     _left: int  # its iterations still to run
@@ -61,7 +71,7 @@ class Profile(LoopDevice):
                  warmup_max: int = -1, steps: int = 20, trace_steps: int = 3, repeat: int = 1, modules: bool = True,
                  module_steps: int = 2, python_hotspots: bool = False, hotspot_steps: int = 3,
                  flops: bool = True, nvtx: bool = False, device: Any = None, kind: str = "train",
-                 batch_size: int | None = None, threads: int | None = None) -> None:
+                 batch_size: int | None = None, threads: int | None = None, project: ProjectArg = None) -> None:
         check_counts(warmup=warmup, steps=steps, trace_steps=trace_steps, repeat=repeat,
                       module_steps=module_steps, hotspot_steps=hotspot_steps)
         if kind not in ("train", "infer"):
@@ -74,6 +84,8 @@ class Profile(LoopDevice):
                              f"CPUs) or a positive integer (got {threads!r})")
         if repeat > steps:
             raise UsageError(f"yoloprof.profile: repeat={repeat} blocks need steps >= {repeat} (got {steps})")
+        check_project(project, "yoloprof.profile")
+        self.project = project
         job = current_job()
         self.out_dir = job["out_dir"] if job else Path(out_dir)
         self._job = job
@@ -96,13 +108,12 @@ class Profile(LoopDevice):
         # Without model= or device=, the device is the batch's (prof.step(x)), seen at the end of
         # the first iteration: that iteration must be untimed.
         self._find_device = model is None and device is None
-        warmup = planned_warmup(model, device, warmup, self._notes)
-        self._windows: list[tuple[str, int]] = [(name, n) for name, n in (
-            ("warmup", warmup), ("timed", steps), ("trace", schedule.total if schedule else 0),
-            # the module window's first iteration is an unrecorded warm-up with the hooks attached
-            # (a compiled model recompiles for them there, not in a recorded step)
-            ("flops", 1 if flops else 0), ("modules", module_steps + 1 if self.options["modules"] else 0),
-            ("hotspots", hotspot_steps if python_hotspots else 0)) if n > 0]
+        self.plan: LoopPlan = plan_windows(
+            warmup=planned_warmup(model, device, warmup, self._notes), steps=steps,
+            trace=schedule.total if schedule else 0, flops=bool(flops), modules=self.options["modules"],
+            module_steps=module_steps, hotspots=bool(python_hotspots), hotspot_steps=hotspot_steps,
+            settle=self._cap - warmup)
+        self._windows: list[tuple[str, int]] = list(self.plan.windows)
         self.iterations = 0
         self.result: dict[str, Any] | None = None
         self.path: Path | None = None
@@ -164,18 +175,56 @@ class Profile(LoopDevice):
             stack.enter_context(frozen_heap())  # the loop's heap as it is now: frozen until the block ends
             self._begin_window()
             self._heap = stack.pop_all()  # kept frozen past __enter__; a failure above unfreezes
+        if self.announce:
+            say("; ".join(part for part in (self.plan.line(), self.plan_note) if part))
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        """Close the open window and write the profile; never raises (an interrupt raised while
+        it writes goes on: KeyboardInterrupt is no Exception)."""
         completed = self.done
         window = self._windows[self._w][0] if not completed else None
-        self._heap.close()
-        self._abort_window(window)
-        if self._nvtx_modules is not None:
-            self._nvtx_modules.detach()
+        try:
+            with contextlib.ExitStack() as stack:  # each step runs, whatever the one before did
+                stack.callback(self._heap.close)
+                if self._nvtx_modules is not None:
+                    stack.callback(self._nvtx_modules.detach)
+                self._abort_window(window)
+        except Exception as error:  # noqa: BLE001 - a profiler never raises into the user's loop
+            if exc_type is None:
+                self.give_up(f"closing the {window} window failed: {type(error).__name__}: {error}")
+            return
         if exc_type is not None:
             return  # the user's error goes on; nothing is written
-        self.result = self._write(completed, window)
+        try:
+            self.result = self._write(completed, window)
+        except Exception as error:  # noqa: BLE001 - as above
+            self.result = self.path = None
+            self.give_up(f"{type(error).__name__}: {error}")
+
+    # ---- what a driver (profile_trainer) adds to the profile ------------------------------------
+    def note(self, text: str) -> None:
+        """A line for the profile's warnings."""
+        self._notes.append(text)
+
+    def add_section(self, key: str, section: dict[str, Any]) -> None:
+        """A section of the profile, written as `profile[key]`."""
+        self._sections[key] = section
+
+    def measured_phase(self, name: str) -> tuple[list[tuple[int, float]], int]:
+        """(the loop iteration, 1-based, and ms of phase `name` in each measured timed step that
+        ran it; the number of measured timed steps)."""
+        if self._steady is None:
+            return [], 0
+        first = self.plan.count("warmup") + 1  # the timed window's first iteration
+        kept = self._steady.tracker.measured_slice()
+        rows = list(enumerate(self._steady.records))[kept]
+        return [(first + i, phases[name]) for i, (_, phases, _) in rows if name in phases], len(rows)
+
+    @property
+    def window(self) -> str | None:
+        """The window the loop is in now; None once done."""
+        return None if self.done else self._windows[self._w][0]
 
     def _set_threads(self) -> int:
         """torch's intra-op thread count for the block: `threads=` as the CLI's `--threads` sets it
@@ -371,88 +420,16 @@ class Profile(LoopDevice):
             shaped = [t for t in _tensors(batch) if t.dim() > 0]
             self.batch_size = int(shaped[0].shape[0]) if shaped else None
 
-    def _needed(self) -> int:
-        """Iterations every window needs, the timed one as far as its warm-up is known now."""
-        timed = self._steady.needed if self._steady is not None else None
-        return sum(timed if name == "timed" and timed is not None else n for name, n in self._windows)
-
-    def _warmup_used(self) -> dict[str, Any]:
-        """`config.warmup_used`: the user's untouched warm-up plus the timed steps it extended to."""
-        record = self._steady.record() if self._steady is not None else {"steps": 0, "steady": None}
-        total = {"steps": self.options["warmup"] + record["steps"], "steady": record["steady"]}
-        return warmup_section(self.options["warmup"], self._cap, [total])
-
-    def _write(self, completed: bool, window: str | None) -> dict[str, Any]:
-        warnings = list(self._notes)
-        lacked = 0 if completed else self._needed() - self.iterations
-        if not self._trials:
-            raise DataTooSmallError(
-                f"yoloprof.profile: the loop ran {self.iterations} iteration(s) but warmup "
-                f"{self.options['warmup']} + steps {self.options['steps']} need at least "
-                f"{self.options['warmup'] + 1} for one timed step; run more iterations or lower warmup/steps")
-        if lacked:
-            missing = [name for name, _ in self._windows[self._windows.index(
-                next(w for w in self._windows if w[0] == window)):]]
-            text = (f"the loop ended {lacked} iteration(s) early: it ran {self.iterations} of the "
-                    f"{self._needed()} needed; not complete: {', '.join(missing)}")
-            warnings.append(text)
-            _warnings.warn(f"yoloprof.profile: {text}", RuntimeWarning, stacklevel=3)
-        profile = self._assemble(warnings, lacked)
-        from yoloprof.profiles.io import write_profile
-
-        profile_name, _ = output_names(self._rank)
-        self.path = write_profile(self.out_dir / profile_name, profile)
-        if self._job is not None:
-            self._job["written"].append(profile)
-        elif self._rank in (None, 0):  # a sweep job records its own row; one row per distributed run
-            from yoloprof.capturing.builtin.store_record import record_capture
-
-            record_capture(profile, None, self.out_dir, source="profile")
-        return profile
-
-    def _assemble(self, warnings: list[str], lacked: int) -> dict[str, Any]:
-        from yoloprof.capturing.builtin.capture_entry import fill_profile
-        from yoloprof.capturing.passes.timing import trial_metrics
-        from yoloprof.capturing.device.environment import collect_env
-        from yoloprof.capturing.extras.model_facts import facts_section
-        from yoloprof.profiles.model import empty_profile
-
-        warmup = self._warmup_used()
-        warnings = warnings + cap_warnings(warmup, what="the loop", knob="warmup_max")
-        samples = trial_metrics(self._trials, self.batch_size or 1)
-        if not self.batch_size:
-            samples.pop("img_per_s", None)
-        model_section = facts_section(self.model, None)
-        model_section["batch_bytes"] = self._batch_bytes
-        run = RunResult(samples=samples, phase_order=tuple(self._phase_order), workers=0,
-                        phase_timing=phase_timing_name(self.device.is_cuda), flops=self._flops, flop_mix=self._mix,
-                        sections={"model": model_section, **self._sections})
-        if self.kind == "infer":  # the latency block `yoloprof infer` writes (capturing/passes/latency.py)
-            from yoloprof.capturing.passes.latency import latency_of
-            from yoloprof.capturing.passes.step_calls import INFER_STAGES
-
-            # the stage split where every phase is one of the pipeline's stages (the schema's names)
-            stages = INFER_STAGES if set(self._phase_order) <= set(INFER_STAGES) else ()
-            latency = latency_of(self._trials, stages)
-            samples.update(latency.per_trial)
-            run.latency, run.stages, run.warnings = latency.table, latency.stages, latency.warnings
-        config = {"source": "yoloprof.profile", "mode": self.kind,
-                  "model": type(self.model).__name__ if self.model is not None else None,
-                  "device": str(self.device.torch_device), "batch": self.batch_size, "amp": None,
-                  **self.options, "warmup_used": warmup, "phase_timing": run.phase_timing,
-                  "iterations_run": self.iterations,
-                  "iterations_lacking": lacked, "rank": self._rank, "world_size": self._world,
-                  "threads": self._threads, "threads_set": self._threads_arg is not None}
-        from yoloprof.capturing.userloop.loop_device import device_lines
-
-        env = collect_env(self.device)
-        profile = empty_profile(self.kind, config=config, env=env)
-        trace_path = self._trace_path if self._trace_path is not None and self._trace_path.exists() else None
-        warnings = [*warnings, *device_lines(env, self._mix, self.device)]
-        # the compute dtype is the one the FLOPs ran in (capturing/device/flop_count.py), float32 only without a split
-        return fill_profile(profile, run, self.device, "float32", trace_path, warnings)
-
 
 def profile(out_dir: str | os.PathLike[str] = DEFAULT_OUT, **options: Unpack[LoopOptions]) -> Profile:
-    """`with yoloprof.profile(out_dir, model=..., warmup=5, steps=20, trace_steps=3) as prof:`."""
+    """`with yoloprof.profile(out_dir, model=..., warmup=5, steps=20, trace_steps=3) as prof:`.
+
+    The loop needs warmup + steps + trace_steps + 2 (trace) + 1 (FLOPs) + module_steps + 1
+    (modules, with model=) + hotspot_steps (python_hotspots=True) iterations: 34 at the defaults
+    with model=, and up to warmup_max - warmup more while the step times settle; the block prints
+    the count when entered (`prof.plan`). A shorter loop writes a partial profile (or none, before
+    the first timed step) with a warning naming what is missing; the block's exit never raises.
+    Writes profile.json and the trace into `out_dir`, and the capture's row into the results store
+    `<out_dir>/results` (`project=` another folder: `<project>/results`; False: no row), and prints
+    one line saying where."""
     return Profile(out_dir, **options)

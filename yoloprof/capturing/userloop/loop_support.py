@@ -37,6 +37,13 @@ def job_output(out_dir: Path) -> Iterator[list[dict[str, Any]]]:
         _JOB.reset(token)
 
 
+def job_failures() -> list[tuple[bool, str]]:
+    """Why the profiles of the running sweep job were not written: (too few iterations?, the
+    warning), in order; empty outside a job (`Profile.give_up` adds to it)."""
+    job = _JOB.get()
+    return list(job.get("failures", [])) if job else []
+
+
 def dist_rank() -> tuple[int | None, int]:
     """(rank, world size): torch.distributed when initialised, else the RANK/WORLD_SIZE that
     torchrun and most launchers set; (None, 1) for a plain single process."""

@@ -9,7 +9,8 @@ that they are exactly its keywords); `P`, `R` type a decorated function (`captur
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, ParamSpec, TypedDict, TypeVar
+import os
+from typing import TYPE_CHECKING, Literal, ParamSpec, TypedDict, TypeVar, Union
 
 if TYPE_CHECKING:
     import torch
@@ -37,3 +38,4 @@ class LoopOptions(TypedDict, total=False):
     kind: Literal["train", "infer"]
     batch_size: int | None
     threads: int | None
+    project: Union[str, os.PathLike[str], None, Literal[False]]  # the results store's folder (loop_output.py)
