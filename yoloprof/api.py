@@ -254,7 +254,9 @@ def capture(settings: CaptureSettings, out_dir: PathLike = "runs/profile/api", *
     """Run a capture (timing trials, then the trace pass) and write `out_dir/profile.json`;
     `settings` is a CaptureSettings (its `model` may be "yolo", a dotted factory path, a factory
     callable or an nn.Module instance, which is copied, never modified). Its row is added to the
-    results store of `project` (default: out_dir's parent; docs/history.md)."""
+    results store of `project` (default: `out_dir` itself, `out_dir/results/`: nothing is written
+    outside the folder named unless `project` says where, as with `yoloprof.profile`;
+    docs/history.md)."""
     from yoloprof.capturing.builtin.capture_entry import capture as _capture
     from yoloprof.capturing.builtin.store_record import record_capture
     from yoloprof.defs.files import PROFILE
@@ -262,7 +264,8 @@ def capture(settings: CaptureSettings, out_dir: PathLike = "runs/profile/api", *
 
     started = utc_now()
     data = _capture(settings, Path(out_dir), progress=progress)
-    record_capture(data, settings, out_dir, source="api", project=project, started_at=started,
+    record_capture(data, settings, out_dir, source="api", project=out_dir if project is None else project,
+                   started_at=started,
                    wall_s=(utc_now() - started).total_seconds())
     return Profile(data, str(Path(out_dir) / PROFILE))
 
