@@ -99,8 +99,10 @@ def _verdict(profile: dict) -> dict[str, Any]:
     """The profile's verdict, or an explicit "unknown" with why (never a guess)."""
     v = profile.get("verdict")
     if isinstance(v, dict) and v.get("bound"):
-        return {"bound": str(v["bound"]), "why": str(v.get("why", "")),
-                "evidence": dict(v.get("evidence") or {})}
+        out = {"bound": str(v["bound"]), "why": str(v.get("why", "")), "evidence": dict(v.get("evidence") or {})}
+        if v.get("source") and v["source"] != "yoloprof":  # another tool's verdict: said whose
+            out["by"] = f"{v['source']}'s, not yoloprof's"
+        return out
     why = "no verdict in this profile"
     if profile.get("kind") == "trace" and not has_device(profile):
         why = "no device kernels and no verdict in this trace"

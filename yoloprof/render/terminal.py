@@ -37,7 +37,8 @@ def render_summary(result: dict[str, Any], source: str | None = None, out: Out |
         out.warn(f"UNRELIABLE: memory thrashing - {result['unreliable']['why']}")
     out.kv([(f["label"], _figure_text(f)) for f in result.get("headline", [])], title="headline")
     v = result.get("verdict") or {}
-    out.line(f"verdict: {v.get('bound', 'unknown')} - {v.get('why', '')}".rstrip(" -"))
+    whose = f" ({v['by']})" if v.get("by") else ""  # another tool's verdict, passed through (readers.summary)
+    out.line(f"verdict{whose}: {v.get('bound', 'unknown')} - {v.get('why', '')}".rstrip(" -"))
     ev = v.get("evidence") or {}
     if ev:
         out.line("  evidence: " + ", ".join(f"{k}={fmt_named(k, x) if isinstance(x, (int, float)) else x}"
