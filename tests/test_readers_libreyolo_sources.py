@@ -235,3 +235,11 @@ def test_a_file_compared_with_itself_has_no_capture_time_difference(infer_made) 
     for f in (infer_made[0], infer_made[1]["trace"]):
         c = _json("compare", str(f), str(f))
         assert not [d for d in c.get("differences") or [] if d["field"] == "captured_at"], f
+
+
+def test_a_yoloprof_captures_time_is_when_it_was_written() -> None:
+    from helpers.profiles import gpu_train_profile
+
+    prof = gpu_train_profile()
+    assert "captured_at" not in prof["env"]
+    assert compute_get(prof, "env.captured_at")["value"] == prof["created_at"]
