@@ -243,3 +243,25 @@ def test_a_yoloprof_captures_time_is_when_it_was_written() -> None:
     prof = gpu_train_profile()
     assert "captured_at" not in prof["env"]
     assert compute_get(prof, "env.captured_at")["value"] == prof["created_at"]
+
+
+def test_a_real_gpu_trace_belongs_to_libreyolos_analysis_of_it(traces_dir, tmp_path) -> None:
+    """libreyolo's own analyze_trace over a real GPU trace (its GPU-side ProfilerStep mirror included):
+    the window yoloprof recounts is the one it wrote, so the trace is read, and every name of its
+    metrics block resolves."""
+    import gzip
+
+    from libreyolo.training.profiler import analyze_trace
+
+    trace = tmp_path / "profile_trace.json"
+    trace.write_bytes(gzip.decompress((traces_dir / "mi250_minitoy_train_ROCm6_2_kineto.json.gz").read_bytes()))
+    lry = analyze_trace(trace)
+    (tmp_path / "profile.json").write_text(json.dumps(lry))
+    prof = load_any(tmp_path / "profile.json")
+    assert prof["source"]["trace"] == str(trace) and prof["source"]["headline"] == "trace"
+    for key in lry["metrics"]:
+        row = compute_get(prof, key)
+        assert row["value"] is not None or row.get("na"), key
+    assert compute_get(prof, "unique_kernels")["value"] == lry["unique_kernels"]
+    assert "unphased" in {p["phase"] for p in lry["phases"]}  # libreyolo's name for yoloprof's "other"
+    assert compute_get(prof, "unphased_gpu_ms")["alias_of"] == "other_device_ms"

@@ -33,19 +33,16 @@ OWN: dict[str, str] = {
 PHASE_SUFFIX = {"gpu_ms": ("device_ms", "device_ms_per_step"), "wall_ms": ("wall_ms", "wall_ms_per_step"),
                 "kernels": ("kernels", "kernels_per_step"), "ops": ("ops", "ops_per_step")}
 _PHASE_NAME = re.compile(r"^([a-z][a-z0-9_]*?)_(gpu_ms|wall_ms|kernels|ops)$")
-# the phases libreyolo's profilers annotate (`step/<phase>`)
-PHASES = ("dataload", "to_device", "preprocess", "forward", "backward", "postprocess", "optimizer")
-
-
-def known(name: str, profile: dict) -> bool:
-    """Whether `resolve` answers for this name (on this profile)."""
-    m = _PHASE_NAME.match(name)
-    return name in OWN or name == "img_per_s_n" or bool(m and (m.group(1) in PHASES or m.group(1) in _phases(profile)))
+# the phases libreyolo's profilers annotate (`step/<phase>`), and "unphased": its name for work
+# outside every phase span, yoloprof's phase "other" (`PHASE_NAMES`)
+PHASES = ("dataload", "to_device", "preprocess", "forward", "backward", "postprocess", "optimizer", "unphased")
+PHASE_NAMES = {"unphased": "other"}
 
 
 def names(profile: dict) -> list[str]:
     """The libreyolo names `resolve` answers on this profile (for an unknown name's suggestions)."""
-    return [*OWN, "img_per_s_n", *(f"{p}_{suffix}" for p in _phases(profile) for suffix in PHASE_SUFFIX)]
+    ours = {v: k for k, v in PHASE_NAMES.items()}
+    return [*OWN, "img_per_s_n", *(f"{ours.get(p, p)}_{suffix}" for p in _phases(profile) for suffix in PHASE_SUFFIX)]
 
 
 def _phases(profile: dict) -> dict[str, dict]:
@@ -66,7 +63,7 @@ def resolve(profile: dict, name: str, unit: str) -> dict[str, Any] | None:
     row: dict[str, Any] = {"field": name, "value": None, "unit": unit, "n": 0}
     m = _PHASE_NAME.match(name)
     if m and (m.group(1) in PHASES or m.group(1) in _phases(profile)):
-        phase, (suffix, column) = m.group(1), PHASE_SUFFIX[m.group(2)]
+        phase, (suffix, column) = PHASE_NAMES.get(m.group(1), m.group(1)), PHASE_SUFFIX[m.group(2)]
         entry = (profile.get("metrics") or {}).get(f"{phase}_{suffix}")
         rows = _phases(profile)
         value = finite(entry.get("value")) if isinstance(entry, dict) else None
