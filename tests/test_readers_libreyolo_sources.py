@@ -116,6 +116,9 @@ def test_without_a_trace_libreyolos_verdict_is_marked_as_libreyolos(train_made, 
     assert "verdict (libreyolo's, not yoloprof's): host / launch" in text
     with_trace = _json("summary", str(train_made))  # with its trace: yoloprof's own verdict
     assert "by" not in with_trace["verdict"]
+    r = run_main("get", "profile.json", "bound", cwd=tmp_path)
+    assert r.stdout.strip() == "host / launch" and "libreyolo's own figure, not yoloprof's" in r.stderr
+    assert "own figure" not in run_main("get", str(train_made), "bound").stderr
 
 
 # 2. one source per headline -------------------------------------------------------------------

@@ -77,6 +77,9 @@ def _alias(profile: dict, alias: str) -> dict[str, Any]:
         row["samples"] = [v * factor for v in row.get("samples") or []]
         row["std"] = None if finite(row.get("std")) is None else row["std"] * factor
     row.update(field=alias, alias_of=target)
+    by = (profile.get("verdict") or {}).get("source")
+    if target.startswith("verdict.") and by and by != "yoloprof":  # libreyolo's verdict, passed through
+        row["source"] = by
     return row
 
 

@@ -123,6 +123,9 @@ def render_get(result: dict[str, Any], out: Out | None = None) -> None:
         print(_scalar_text(result.get("value")))
         if result.get("value") is None and result.get("na"):
             print(f"yoloprof: note: {result['field']} is n/a: {result['na']}", file=sys.stderr)
+        elif result.get("source"):  # another tool's figure, passed through (readers.libreyolo_names)
+            print(f"yoloprof: note: {result['field']} is {result['source']}'s own figure, not yoloprof's",
+                  file=sys.stderr)
         return
     out = out or Out()
     out.table(["field", "value", "unit"],
