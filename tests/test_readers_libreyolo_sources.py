@@ -208,6 +208,13 @@ def test_steps_and_the_steps_hint_run_on_the_same_file(infer_made) -> None:
         assert _json("summary", str(path), "--steps", f"{lo}-{hi}")["trace"]["steps_analyzed"] == int(hi) - int(lo) + 1
 
 
+def test_steps_on_a_profile_without_its_trace_is_one_usage_line(repeat_made, tmp_path) -> None:
+    shutil.copy(_trial(repeat_made, 0), tmp_path / "profile.json")
+    r = run_main("summary", "profile.json", "--steps", "1-2", cwd=tmp_path)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "choose steps of its trace, and none is read" in r.stderr
+
+
 def _first_time(trace: Path) -> str:
     doc = json.loads(trace.read_text())
     first = min(e["ts"] for e in doc["traceEvents"] if "ts" in e)

@@ -127,5 +127,11 @@ def compute_get(profile: dict, field: str | None) -> dict[str, Any]:
     close = list(dict.fromkeys(difflib.get_close_matches(field, [*names, *extra], n=5, cutoff=0.5)
                                + sorted((n for n in [*names, *extra] if field.lower() in n.lower()), key=len)
                                + _sharing_a_word(field, [*names, *KNOWN_METRICS, *extra])))
-    hint = f" (did you mean: {', '.join(close[:MAX_SUGGESTIONS])}?)" if close else ""
+    if close:
+        hint = f" (did you mean: {', '.join(close[:MAX_SUGGESTIONS])}?)"
+    else:  # nothing close: the headline's fields, where a reader starts
+        from yoloprof.readers._common import HEADLINE
+
+        start = [n for n, _ in HEADLINE if n in names][:MAX_SUGGESTIONS]
+        hint = f" (fields include: {', '.join(start)})" if start else ""
     raise UsageError(f"unknown field {field!r}{hint}; `yoloprof get FILE` lists every field")
