@@ -65,11 +65,7 @@ def set_headline(profile: dict, obj: dict, trace: str | None) -> str:
                                  "img/s = batch / step time" + (", latency of the same steps"
                                                                 if profile.get("kind") == "infer" else "")
                                  + ("" if batch else " (no batch recorded: img/s n/a)"))
-    else:
-        for key in ("step_ms", "img_per_s"):
-            v = _num(obj.get(key))
-            if v is not None:
-                metrics[key] = measured(key, v)
+    else:  # step_ms and img_per_s: already the file's (`libreyolo.FIGURES`)
         _file_latency(profile, obj)
         source, note = "file", "headline from the libreyolo file's own figures (step time, img/s, latency)"
     profile.setdefault("source", {})["headline"] = source
