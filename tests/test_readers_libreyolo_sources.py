@@ -160,6 +160,8 @@ def test_repeat_trials_are_the_samples(repeat_made) -> None:
     rows = {r["metric"]: r for r in c["metrics"]}
     assert rows["img_per_s"]["before"]["n"] == 1 and rows["img_per_s"]["after"]["n"] == 3
     assert rows["img_per_s"]["after"]["samples"] == pytest.approx(lry["img_per_s_trials"])
+    assert any("come from different sources (libreyolo's --repeat trials; the trace)" in w for w in c["warnings"])
+    assert not any("different sources" in w for w in _json("compare", str(repeat_made), str(repeat_made))["warnings"])
 
 
 # 4. every metric name -------------------------------------------------------------------------

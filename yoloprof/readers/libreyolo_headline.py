@@ -24,6 +24,22 @@ from __future__ import annotations
 from typing import Any
 
 PERCENTILES = (50, 90, 99)
+# source.headline -> words; a yoloprof capture or a raw trace has no `source.headline`
+SOURCE_WORDS = {"trials": "libreyolo's --repeat trials", "trace": "the trace", "file": "the libreyolo file's figures"}
+
+
+def mixed_sources(profiles: list[dict]) -> str | None:
+    """A warning when libreyolo files' headlines come from different sources (`compare`): the
+    trace's step time and libreyolo's own timer are two measurements, and their gap is no change
+    of the code."""
+    sources = [(p.get("source") or {}).get("headline") if isinstance(p.get("source"), dict) else None
+               for p in profiles]
+    if not any(sources) or len(set(sources)) < 2:
+        return None
+    words = sorted({SOURCE_WORDS.get(s, "yoloprof's own capture or trace") if s else
+                    "yoloprof's own capture or trace" for s in sources})
+    return (f"the step time and throughput of the sides come from different sources ({'; '.join(words)}): "
+            "part of a difference may be the two timers', not the code's")
 
 
 def _num(x: Any) -> float | None:
