@@ -25,8 +25,8 @@ from yoloprof.readers.libreyolo_names import resolve as resolve_libreyolo
 # Sections whose scalar leaves are fields, as dotted paths. Order = listing order.
 DOTTED_SECTIONS = ("latency", "verdict", "trace", "model", "config", "env", "tool")
 TOP_LEVEL = ("kind", "schema", "created_at")
-_SKIP = {("trace", "per_step")}
-MAX_SUGGESTIONS = 10  # close names an unknown field's error lists (never every field)  # per-step rows are tables, not scalars
+_SKIP = {("trace", "per_step")}  # per-step rows are tables, not scalars
+MAX_SUGGESTIONS = 10  # close names an unknown field's error lists (never every field)
 
 
 def _leaves(prefix: str, obj: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:

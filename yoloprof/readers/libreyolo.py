@@ -106,14 +106,13 @@ def profile_from_libreyolo(data: bytes, source: str, select: Any = None) -> dict
         raise ProfileError(f"{source}: schema {got!r} is not read; yoloprof reads libreyolo's {SCHEMA}")
     profile, trace, passed = read_belonging(obj, source, select)
     name = os.path.basename(source)
+    why = "; ".join(passed) or ("it names none" if not obj.get("trace") else f"{obj['trace']} is not there")
     if profile is not None:
         notes = [f"read from libreyolo's {name}: device, kernel and phase figures from its trace {trace}"]
+    elif select:
+        raise UsageError(f"{source}: --steps/--window choose steps of its trace, and none is read ({why})")
     else:
-        if select:
-            why = "; ".join(passed) or ("it names none" if not obj.get("trace") else f"{obj['trace']} is not there")
-            raise UsageError(f"{source}: --steps/--window choose steps of its trace, and none is read ({why})")
         profile = _from_figures(obj)
-        why = "; ".join(passed) or ("it names none" if not obj.get("trace") else f"{obj['trace']} is not there")
         notes = [f"read from libreyolo's {name} without its trace ({why}): figures are libreyolo's, "
                  "kernels its per-phase top 40"]
     _overlay(profile, obj)
