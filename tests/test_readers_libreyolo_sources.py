@@ -73,6 +73,7 @@ def test_the_trace_beside_the_profile_wins_over_another_runs_at_the_written_path
     shutil.copy(_trial(repeat_made, 1).with_name("profile_trace.json"), other / "profile_trace.json")
     s = _json("summary", "teammate/profile.json", cwd=tmp_path)
     assert any(f"from its trace {mate / 'profile_trace.json'}" in w for w in s["warnings"])
+    assert s["source"]["trace"] == str(mate / "profile_trace.json") and s["source"]["headline"] == "trace"
     ids = s["trace"] and load_any(mate / "profile.json")["trace"]["step_ids"]
     want = statistics.fmean(_step_ms(mate / "profile_trace.json", ids))
     assert _head(s)["step_ms"]["value"] == pytest.approx(want, rel=1e-6)

@@ -47,6 +47,9 @@ def compute_summary(profile: dict) -> dict[str, Any]:
         "steps": compute_steps(profile),
         "warnings": [str(w) for w in profile.get("warnings") or []],
     }
+    src = profile.get("source")
+    if isinstance(src, dict):  # another tool's file (libreyolo's): which file, trace and headline source
+        result["source"] = {k: src.get(k) for k in ("schema", "file", "trace", "headline")}
     if kind == "infer" or profile.get("latency"):
         result["latency"] = _latency(profile)
         result["stages"] = _stages(profile)
