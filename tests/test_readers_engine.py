@@ -170,8 +170,11 @@ def test_compare_lists_and_flags_what_differs_besides_the_code():
     assert fields["captured_at"]["gap_s"] == 7200 and fields["captured_at"]["big"]
     step = next(m for m in r["metrics"] if m["metric"] == "step_ms")
     assert step["verdict_code"] == "improved" and "flagged" in step["verdict"] and step["flagged"]
-    same = compute_compare(_trial_profile([100, 101, 99]), _trial_profile([90, 91, 89]), floors=floors)
+    same = compute_compare(_trial_profile([100, 101, 99]),
+                           _trial_profile([90, 91, 89], created="2026-01-01T10:00:30+00:00"), floors=floors)
     assert same["differences"][0]["field"] == "captured_at" and not same["flagged"]
+    at_once = compute_compare(_trial_profile([100, 101, 99]), _trial_profile([90, 91, 89]), floors=floors)
+    assert at_once["differences"] == []  # one capture time on both sides is no difference (issue 41)
     assert "flagged" not in next(m for m in same["metrics"] if m["metric"] == "step_ms")["verdict"]
 
 

@@ -20,7 +20,7 @@ CASES = [  # (model, size, mode, imgsz)
     ("ultralytics:yolov8n.yaml", "n", "train", 64),
     ("ultralytics:yolo11n.yaml", "n", "infer", 64),
     ("libreyolo:yolo9", "t", "train", 64),
-    ("libreyolo:yolo9", "t", "infer", 64),
+    ("libreyolo:yolo9", "t", "infer", 33),  # LibreYOLO rounds it up: it runs at 64
     ("torchvision:ssdlite320_mobilenet_v3_large", "n", "train", 96),
     ("torchvision:fasterrcnn_mobilenet_v3_large_320_fpn", "n", "infer", 96),
     ("torchvision:resnet18", "n", "train", 64),
@@ -46,6 +46,11 @@ def test_a_real_model_is_captured_with_its_own_pieces(model, size, mode, imgsz, 
         stages = {s["stage"]: s["ms"] for s in data["stages"]}
         assert set(stages) == {"preprocess", "forward", "postprocess"} and all(v > 0 for v in stages.values())
         assert data["latency"]["p50_ms"] > 0
+    if imgsz % 32:  # the profile records the size that ran, and what was asked (issue 41)
+        assert (data["config"]["imgsz"], data["config"]["imgsz_asked"]) == (-(-imgsz // 32) * 32, imgsz)
+        assert any(f"--imgsz {imgsz}: LibreYOLO runs" in w for w in data["warnings"])
+    else:
+        assert data["config"]["imgsz"] == imgsz and "imgsz_asked" not in data["config"]
     header = prof.summary()["workload"]
     assert ("size" in header) == (family == "libreyolo")
 

@@ -13,7 +13,7 @@ import msgspec
 import pytest
 
 from helpers.kineto_synth import step_trace
-from helpers.libreyolo_made import gpu_profile, inference_profile
+from helpers.libreyolo_made import gpu_profile, inference_profile, repeat_profile, train_profile
 from helpers.paths import TRACES, run_main, trace_path
 from helpers.profiles import cpu_train_profile, gpu_train_profile, infer_profile
 from yoloprof.metrics.categories import classify
@@ -238,3 +238,15 @@ def infer_made(tmp_path_factory) -> tuple[Path, dict]:
 @pytest.fixture(scope="session")
 def gpu_made(tmp_path_factory) -> Path:
     return gpu_profile(tmp_path_factory.mktemp("lry_gpu"))
+
+
+@pytest.fixture(scope="session")
+def repeat_made(tmp_path_factory) -> Path:
+    """`libreyolo profile infer --repeat 3 --project ly/rep` run in a folder: its infer_repeat.json."""
+    return repeat_profile(tmp_path_factory.mktemp("lry_repeat"))
+
+
+@pytest.fixture(scope="session")
+def train_made(tmp_path_factory) -> Path:
+    """libreyolo's training profiler around a tiny CPU loop: its profile.json (and trace)."""
+    return train_profile(tmp_path_factory.mktemp("lry_train"))

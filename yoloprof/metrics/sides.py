@@ -89,9 +89,12 @@ def side_facts(env: Mapping[str, Any] | None, config: Mapping[str, Any] | None,
 
 def profile_facts(profile: Mapping[str, Any]) -> dict[str, Any]:
     """A profile's facts. A raw trace's `created_at` is when it was read, not captured: its
-    capture time is the trace's own (`env.captured_at`, from baseTimeNanoseconds) or unknown."""
+    capture time is the trace's own (`env.captured_at`: baseTimeNanoseconds + the first event's
+    ts) or unknown (`profiles.captured`)."""
+    from yoloprof.profiles.captured import capture_time
+
     env = profile.get("env") or {}
-    when = env.get("captured_at") if profile.get("kind") == "trace" else profile.get("created_at")
+    when = capture_time(profile)[0]
     config = dict(profile.get("config") or {})
     model = profile.get("model")
     facts = model if isinstance(model, Mapping) else {}
@@ -113,7 +116,7 @@ def _time(text: Any) -> _dt.datetime | None:
 def differences(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Every field that differs between two `side_facts`. A value missing on one side is listed
     (`big` False: unknown is not a proven difference); capture times are listed whenever both are
-    known, with the gap in seconds, `big` beyond CAPTURE_GAP_FLAG_S."""
+    known and differ, with the gap in seconds, `big` beyond CAPTURE_GAP_FLAG_S."""
     rows = []
     for name, label, _, big in FIELDS:
         b, a = before.get(name), after.get(name)
@@ -123,7 +126,7 @@ def differences(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dic
         rows.append({"field": name, "label": label, "before": b, "after": a, "big": big and known,
                      "why": f"{label} differs" if known else f"{label} recorded on one side only"})
     tb, ta = _time(before.get("captured_at")), _time(after.get("captured_at"))
-    if tb and ta:
+    if tb and ta and tb != ta:  # the same capture time (a file against itself) is no difference
         gap = abs((ta - tb).total_seconds())
         rows.append({"field": "captured_at", "label": "capture time", "before": before["captured_at"],
                      "after": after["captured_at"], "gap_s": gap, "big": gap > CAPTURE_GAP_FLAG_S,

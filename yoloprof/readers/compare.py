@@ -270,6 +270,11 @@ def compute_compare(before: dict | list[dict], after: dict | list[dict], *, metr
                      "(`yoloprof compare A1 A2 A3 vs B1 B2 B3`), or let compare run both sides "
                      "(`yoloprof compare --run-a CMD_A --run-b CMD_B`)")
     warnings = [w for r in rows for w in r["warnings"]] + _mixed_sides(pb, pa)
+    from yoloprof.readers.libreyolo_headline import mixed_sources
+
+    mixed = mixed_sources(pb + pa)  # libreyolo files read from different sources (trace, its timer)
+    if mixed:
+        warnings.append(mixed)
     if not names:
         warnings.append("the two profiles have no headline metric in common")
     result: dict[str, Any] = {

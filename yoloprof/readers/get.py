@@ -3,7 +3,10 @@
 Fields are the metric names (`step_ms`, `img_per_s`, ...) plus dotted paths into the scalar
 sections (`latency.p99_ms`, `verdict.bound`, `model.params_total`, `config.batch`, `env.torch`,
 `trace.steps_analyzed`), and libreyolo's metric names (`gpu_util`, `latency_p50_ms`, `nms_ms`,
-`throughput_img_s`, `bound`, ...: `readers.libreyolo.ALIASES`) as aliases of yoloprof's fields.
+`throughput_img_s`, `bound`, ...: `readers.libreyolo.ALIASES`) as aliases of yoloprof's fields;
+every other name of libreyolo's metrics block through `readers.libreyolo_names`. `env.captured_at`
+answers on every input (`profiles.captured`). An unknown field's error lists at most ten close
+names.
 This module is on the fast path: it imports nothing heavy (DESIGN.md section 2).
 """
 
@@ -14,12 +17,16 @@ from typing import Any, Iterator
 from yoloprof.errors import UsageError
 from yoloprof.defs import metrics as registry
 from yoloprof.readers._common import KNOWN_METRICS, finite, na_reason
+from yoloprof.profiles.captured import CAPTURED_AT, capture_time
 from yoloprof.readers.libreyolo import ALIASES
+from yoloprof.readers.libreyolo_names import names as libreyolo_names
+from yoloprof.readers.libreyolo_names import resolve as resolve_libreyolo
 
 # Sections whose scalar leaves are fields, as dotted paths. Order = listing order.
 DOTTED_SECTIONS = ("latency", "verdict", "trace", "model", "config", "env", "tool")
 TOP_LEVEL = ("kind", "schema", "created_at")
 _SKIP = {("trace", "per_step")}  # per-step rows are tables, not scalars
+MAX_SUGGESTIONS = 10  # close names an unknown field's error lists (never every field)
 
 
 def _leaves(prefix: str, obj: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
@@ -70,6 +77,9 @@ def _alias(profile: dict, alias: str) -> dict[str, Any]:
         row["samples"] = [v * factor for v in row.get("samples") or []]
         row["std"] = None if finite(row.get("std")) is None else row["std"] * factor
     row.update(field=alias, alias_of=target)
+    by = (profile.get("verdict") or {}).get("source")
+    if target.startswith("verdict.") and by and by != "yoloprof":  # libreyolo's verdict, passed through
+        row["source"] = by
     return row
 
 
@@ -92,6 +102,9 @@ def compute_get(profile: dict, field: str | None) -> dict[str, Any]:
     fields = list_fields(profile)
     if field is None:
         return {"fields": fields}
+    if field == CAPTURED_AT:  # on every input: a yoloprof capture's time, or a trace's own
+        value, why = capture_time(profile)
+        return {"field": field, "value": value, "unit": "", **({} if value else {"na": why})}
     for row in fields:
         if row["field"] == field:
             return row
@@ -104,11 +117,21 @@ def compute_get(profile: dict, field: str | None) -> dict[str, Any]:
     if bare in KNOWN_METRICS:  # a known metric this profile has no value for: n/a, as summary says
         return {"field": bare, "value": None, "unit": registry.unit(bare), "n": 0,
                 "na": na_reason(profile, bare)}
+    ly = resolve_libreyolo(profile, bare, registry.unit(bare))  # every name of libreyolo's metrics block
+    if ly is not None:
+        return ly
     import difflib  # only on the error path: `get` stays fast
 
     names = [r["field"] for r in fields]
-    close = list(dict.fromkeys(difflib.get_close_matches(field, [*names, *ALIASES], n=5, cutoff=0.5)
-                               + sorted((n for n in names if field.lower() in n.lower()), key=len)
-                               + _sharing_a_word(field, [*names, *KNOWN_METRICS, *ALIASES])))
-    hint = f" (did you mean: {', '.join(close[:5])}?)" if close else ""
-    raise UsageError(f"unknown field {field!r}{hint}; valid: {', '.join(names)}")
+    extra = [*ALIASES, *libreyolo_names(profile)]
+    close = list(dict.fromkeys(difflib.get_close_matches(field, [*names, *extra], n=5, cutoff=0.5)
+                               + sorted((n for n in [*names, *extra] if field.lower() in n.lower()), key=len)
+                               + _sharing_a_word(field, [*names, *KNOWN_METRICS, *extra])))
+    if close:
+        hint = f" (did you mean: {', '.join(close[:MAX_SUGGESTIONS])}?)"
+    else:  # nothing close: the headline's fields, where a reader starts
+        from yoloprof.readers._common import HEADLINE
+
+        start = [n for n, _ in HEADLINE if n in names][:MAX_SUGGESTIONS]
+        hint = f" (fields include: {', '.join(start)})" if start else ""
+    raise UsageError(f"unknown field {field!r}{hint}; `yoloprof get FILE` lists every field")

@@ -5,16 +5,23 @@ libreyolo's profilers (`libreyolo.training.profiler`, `libreyolo.profiling.infer
 `profile.json` beside the torch trace they recorded (`profile_trace.json`, named by the file's
 `"trace"` key, or null for a `--no-trace` inference profile). Reading one:
 
-- When the trace is there (the path as written, else the same file name beside the profile.json)
-  the trace engine reads it: kernels, categories, phases (`step/<phase>` annotations), device
-  figures are yoloprof's own definitions, not libreyolo's.
-- libreyolo's own measurements that a trace cannot give are taken from the file: the latency
-  percentiles (`latency`), the synced stage split (`stages_ms`), throughput (`img_per_s`), the
-  configuration (`config`). An inference profile becomes kind `infer`.
-- Without the trace, the file's figures are mapped (`FIGURES`); device figures only when it
-  saw kernels (libreyolo writes 0 on a CPU run, which yoloprof reads as n/a, never 0), and the
-  kernel list is libreyolo's per-phase top 40 (said in a warning). What neither has is n/a with
-  the reason `readers._common.na_reason` gives.
+- The trace is read when one belongs to the file (`readers.libreyolo_trace`: beside the
+  profile.json first, and checked against the file's window and step count); the trace engine
+  reads it: kernels, categories, phases (`step/<phase>` annotations), device figures and the
+  verdict are yoloprof's own definitions, not libreyolo's. Which trace was read is said in the
+  first warning and kept in `source.trace`.
+- The headline (step time, throughput, latency) comes from one source, said in a warning and in
+  `source.headline` (`readers.libreyolo_headline`): libreyolo's `--repeat` trials, else the
+  trace, else the file.
+- libreyolo's own measurements that a trace cannot give are taken from the file: the synced
+  stage split (`stages_ms`) and the configuration (`config`). An inference profile becomes kind
+  `infer`. The file's metrics block and its libreyolo-only top-level figures are kept in
+  `source.metrics` / `source.top` for `get` (`readers.libreyolo_names`).
+- Without a trace that belongs (none named, not there, unreadable or truncated, another run's),
+  the file's figures are mapped (`FIGURES`) with a warning saying why; device figures only when
+  it saw kernels (libreyolo writes 0 on a CPU run, which yoloprof reads as n/a, never 0), the
+  kernel list is libreyolo's per-phase top 40, and the verdict is libreyolo's (marked so:
+  `verdict.source`). What neither has is n/a with the reason `readers._common.na_reason` gives.
 
 This module imports only json/re/os at import time: `get` (the fast path) reads `ALIASES`.
 """
@@ -24,9 +31,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any, Callable
+from typing import Any
 
-from yoloprof.errors import ProfileError
+from yoloprof.errors import ProfileError, UsageError
 
 SCHEMA = "libreyolo.profile.analysis/v1"
 _MARK = re.compile(rb'"schema"\s*:\s*"libreyolo\.profile\.analysis/')
@@ -64,6 +71,10 @@ FIGURES: tuple[tuple[str, str, float, bool], ...] = (
     ("cuda_mallocs_per_step", "malloc_calls_per_step", 1.0, True),
     ("peak_vram_mb", "peak_mem_mb", MIB_PER_MB, False),
 )
+# libreyolo's top-level keys kept as its own figures (`source.top`): what no yoloprof figure is.
+LIBREYOLO_TOP = ("img_per_s", "img_per_s_std", "img_per_s_n", "img_per_s_trials", "step_ms", "gpu_util_raw",
+                 "memory_pressure", "dataload_ms", "dataload_frac", "unique_kernels", "bound", "bound_why",
+                 "window", "mode")
 STAGE_METRICS = {"preprocess": "preprocess_ms", "forward": "forward_ms", "postprocess": "postprocess_ms"}
 
 
@@ -78,22 +89,14 @@ def _num(x: Any) -> float | None:
     return finite(x)
 
 
-def _trace_path(obj: dict, source: str) -> str | None:
-    """The trace the profile.json names: as written, else the same name beside the profile."""
-    name = obj.get("trace")
-    if not isinstance(name, str) or not name:
-        return None
-    here = os.path.dirname(os.path.abspath(source))
-    for cand in (name, os.path.join(here, name), os.path.join(here, os.path.basename(name))):
-        if os.path.isfile(cand):
-            return cand
-    return None
-
-
-def profile_from_libreyolo(data: bytes, source: str, load_trace: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+def profile_from_libreyolo(data: bytes, source: str, select: Any = None) -> dict[str, Any]:
     """A yoloprof profile dict from a libreyolo profile.json (ProfileError naming the file for a
-    version this module does not read or a document that is not libreyolo's); `load_trace` reads
-    the trace it names (readers.load.load_any, passed in: load imports this module)."""
+    version this module does not read or a document that is not libreyolo's). The trace it names
+    is read when one belongs to it (`readers.libreyolo_trace`), else the file's own figures;
+    `select` (`--steps`/`--window`) chooses steps of that trace (UsageError without one)."""
+    from yoloprof.readers.libreyolo_headline import set_headline
+    from yoloprof.readers.libreyolo_trace import read_belonging
+
     try:
         obj = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -101,18 +104,26 @@ def profile_from_libreyolo(data: bytes, source: str, load_trace: Callable[[str],
     if not isinstance(obj, dict) or obj.get("schema") != SCHEMA:
         got = obj.get("schema") if isinstance(obj, dict) else None
         raise ProfileError(f"{source}: schema {got!r} is not read; yoloprof reads libreyolo's {SCHEMA}")
-    trace = _trace_path(obj, source)
-    if trace is not None:
-        profile = load_trace(trace)
-        note = f"read from libreyolo's {os.path.basename(source)}: device, kernel and phase figures from its trace {trace}"
+    profile, trace, passed = read_belonging(obj, source, select)
+    name = os.path.basename(source)
+    why = "; ".join(passed) or ("it names none" if not obj.get("trace") else f"{obj['trace']} is not there")
+    if profile is not None:
+        notes = [f"read from libreyolo's {name}: device, kernel and phase figures from its trace {trace}"]
+    elif select:
+        raise UsageError(f"{source}: --steps/--window choose steps of its trace, and none is read ({why})")
     else:
         profile = _from_figures(obj)
-        why = "it names none" if not obj.get("trace") else f"{obj['trace']} is not there"
-        note = (f"read from libreyolo's {os.path.basename(source)} without its trace ({why}): "
-                "figures are libreyolo's, kernels its per-phase top 40")
+        notes = [f"read from libreyolo's {name} without its trace ({why}): figures are libreyolo's, "
+                 "kernels its per-phase top 40"]
     _overlay(profile, obj)
-    profile["source"] = {"schema": SCHEMA, "file": str(source), "trace": trace}
-    profile.setdefault("warnings", []).insert(0, note)
+    env = profile.setdefault("env", {})
+    env["captured_at"] = env.get("captured_at") if trace else None  # the file itself records no time
+    profile["source"] = {"schema": SCHEMA, "file": str(source), "trace": trace,
+                         "metrics": {k: v for k, v in (obj.get("metrics") or {}).items()
+                                     if isinstance(v, (int, float, str, bool)) or v is None},
+                         "top": {k: obj[k] for k in LIBREYOLO_TOP if k in obj}}
+    notes.append(set_headline(profile, obj, trace))
+    profile.setdefault("warnings", [])[:0] = notes
     return profile
 
 
@@ -148,24 +159,16 @@ def _from_figures(obj: dict) -> dict[str, Any]:
 
 
 def _overlay(profile: dict, obj: dict) -> None:
-    """libreyolo's own measurements a trace cannot give: latency, stages, throughput, config."""
+    """libreyolo's own measurements a trace cannot give: the stage split and the configuration
+    (the headline figures: `readers.libreyolo_headline`)."""
     from yoloprof.profiles.model import measured
 
     metrics = profile.setdefault("metrics", {})
     cfg = obj.get("config")
     cfg = cfg if isinstance(cfg, dict) else {}
     profile["config"] = {**{k: v for k, v in cfg.items() if v is not None}, **(profile.get("config") or {})}
-    img_s = _num(obj.get("img_per_s"))
-    if img_s is not None:
-        metrics["img_per_s"] = measured("img_per_s", img_s)
-    lat = obj.get("latency") if isinstance(obj.get("latency"), dict) else None
-    if obj.get("mode") == "inference" or isinstance(lat, dict):
+    if obj.get("mode") == "inference" or isinstance(obj.get("latency"), dict):
         profile["kind"] = "infer"
-    if lat is not None:
-        profile["latency"] = {k: v for k, v in lat.items() if _num(v) is not None}
-        for q in ("p50_ms", "p90_ms", "p99_ms"):
-            if _num(lat.get(q)) is not None:
-                metrics[q] = measured(q, lat[q])
     stages = obj.get("stages_ms")
     if isinstance(stages, dict):
         ms = {s: v for s, v in ((s, _num(v)) for s, v in stages.items()) if v is not None}

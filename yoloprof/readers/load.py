@@ -32,6 +32,10 @@ def load_any(path: str | os.PathLike, select: Any = None) -> dict[str, Any]:
     if select:
         from yoloprof.readers.select import load_selected
 
+        src = Input(path)
+        if looks_like_libreyolo(src.head):  # its trace's steps (`readers.libreyolo_trace`)
+            return profile_from_libreyolo(nonblank(src.read(), path), str(path), select)
+
         return load_selected(path, select)
     from yoloprof.readers.large import load_streamed
 
@@ -42,7 +46,7 @@ def load_any(path: str | os.PathLike, select: Any = None) -> dict[str, Any]:
     if looks_like_profile(src.head):
         return parse_profile(nonblank(src.read(), path), str(path))
     if looks_like_libreyolo(src.head):  # libreyolo's profile.json: its schema is its first key
-        return profile_from_libreyolo(nonblank(src.read(), path), str(path), load_any)
+        return profile_from_libreyolo(nonblank(src.read(), path), str(path))
     src.prefetch()
     # Imported while the prefetch thread inflates or reads the file (both release the GIL): numpy's
     # import and the I/O overlap. A profile whose mark is past the first bytes pays this import.

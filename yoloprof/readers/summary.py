@@ -47,6 +47,9 @@ def compute_summary(profile: dict) -> dict[str, Any]:
         "steps": compute_steps(profile),
         "warnings": [str(w) for w in profile.get("warnings") or []],
     }
+    src = profile.get("source")
+    if isinstance(src, dict):  # another tool's file (libreyolo's): which file, trace and headline source
+        result["source"] = {k: src.get(k) for k in ("schema", "file", "trace", "headline")}
     if kind == "infer" or profile.get("latency"):
         result["latency"] = _latency(profile)
         result["stages"] = _stages(profile)
@@ -99,8 +102,10 @@ def _verdict(profile: dict) -> dict[str, Any]:
     """The profile's verdict, or an explicit "unknown" with why (never a guess)."""
     v = profile.get("verdict")
     if isinstance(v, dict) and v.get("bound"):
-        return {"bound": str(v["bound"]), "why": str(v.get("why", "")),
-                "evidence": dict(v.get("evidence") or {})}
+        out = {"bound": str(v["bound"]), "why": str(v.get("why", "")), "evidence": dict(v.get("evidence") or {})}
+        if v.get("source") and v["source"] != "yoloprof":  # another tool's verdict: said whose
+            out["by"] = f"{v['source']}'s, not yoloprof's"
+        return out
     why = "no verdict in this profile"
     if profile.get("kind") == "trace" and not has_device(profile):
         why = "no device kernels and no verdict in this trace"

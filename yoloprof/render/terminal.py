@@ -37,7 +37,8 @@ def render_summary(result: dict[str, Any], source: str | None = None, out: Out |
         out.warn(f"UNRELIABLE: memory thrashing - {result['unreliable']['why']}")
     out.kv([(f["label"], _figure_text(f)) for f in result.get("headline", [])], title="headline")
     v = result.get("verdict") or {}
-    out.line(f"verdict: {v.get('bound', 'unknown')} - {v.get('why', '')}".rstrip(" -"))
+    whose = f" ({v['by']})" if v.get("by") else ""  # another tool's verdict, passed through (readers.summary)
+    out.line(f"verdict{whose}: {v.get('bound', 'unknown')} - {v.get('why', '')}".rstrip(" -"))
     ev = v.get("evidence") or {}
     if ev:
         out.line("  evidence: " + ", ".join(f"{k}={fmt_named(k, x) if isinstance(x, (int, float)) else x}"
@@ -122,6 +123,9 @@ def render_get(result: dict[str, Any], out: Out | None = None) -> None:
         print(_scalar_text(result.get("value")))
         if result.get("value") is None and result.get("na"):
             print(f"yoloprof: note: {result['field']} is n/a: {result['na']}", file=sys.stderr)
+        elif result.get("source"):  # another tool's figure, passed through (readers.libreyolo_names)
+            print(f"yoloprof: note: {result['field']} is {result['source']}'s own figure, not yoloprof's",
+                  file=sys.stderr)
         return
     out = out or Out()
     out.table(["field", "value", "unit"],

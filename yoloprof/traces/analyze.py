@@ -76,6 +76,7 @@ class TraceAnalysis:
     # the kernels' args were not read (`with_overview`), and why
     overview: list[dict[str, Any]] | None = None
     overview_na: str = OVERVIEW_NOT_READ
+    t0_us: float | None = None  # the first event's `ts` as written (µs; `parse.Events.t0`)
 
     @property
     def n_steps(self) -> int:
@@ -353,7 +354,7 @@ def _analyze(ev: Events, source: str, steps: Steps, tl: Timeline, tree: np.ndarr
         has_device=len(j.device_idx) > 0, n_devices=0, step_wall=steps.wall,
         phase_wall=np.zeros(0), phase_kernels=np.zeros((len(steps), len(tl.names))),
         phase_ops=np.zeros(0), launches=np.zeros(0), launch_us=np.zeros(0), sync_us=np.zeros(0),
-        malloc_calls=np.zeros(0))
+        malloc_calls=np.zeros(0), t0_us=ev.t0)
     host_step = step_of(ev.ts, steps)
     if out.has_device:
         _device_part(ev, j, steps, tl, host_step, out)

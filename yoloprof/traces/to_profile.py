@@ -18,6 +18,19 @@ _ENV_KEYS = ("schemaVersion", "distributedInfo", "cupti_version", "cuda_runtime_
              "profile_memory")
 
 
+def captured_at(base_ns: Any, first_ts_us: float | None) -> str | None:
+    """The trace's wall-clock time at its first event (`profiles.captured`): Kineto writes event
+    times in µs after `baseTimeNanoseconds`, so the capture time is base + the first `ts`; None
+    without a base (the time the file is read is not when it was captured)."""
+    if isinstance(base_ns, bool) or not isinstance(base_ns, (int, float)) or not base_ns > 0:
+        return None
+    seconds = base_ns / 1e9 + (first_ts_us or 0.0) / 1e6
+    try:
+        return _dt.datetime.fromtimestamp(seconds, _dt.timezone.utc).isoformat(timespec="seconds")
+    except (OverflowError, OSError, ValueError):  # a time no calendar holds: not a capture time
+        return None
+
+
 def trace_env(analysis: TraceAnalysis) -> dict[str, Any]:
     meta = analysis.meta
     listed = meta.get("deviceProperties")
@@ -31,10 +44,7 @@ def trace_env(analysis: TraceAnalysis) -> dict[str, Any]:
         "devices": props,
         "source": "trace",
     })
-    base = meta.get("baseTimeNanoseconds")
-    if isinstance(base, (int, float)) and base > 0:  # Kineto's wall-clock origin of the trace
-        env["captured_at"] = _dt.datetime.fromtimestamp(base / 1e9, _dt.timezone.utc).isoformat(
-            timespec="seconds")
+    env["captured_at"] = captured_at(meta.get("baseTimeNanoseconds"), analysis.t0_us)
     if any("AMD" in n or "Radeon" in n or "Instinct" in n for n in names):
         env["device_vendor"] = "amd"
     elif names:

@@ -195,6 +195,11 @@ def assemble(settings: CaptureSettings, device: DeviceInfo, amp: bool, run: Any,
     # precision is the effective dtype (settings arrive resolved); amp says whether autocast ran
     config.update(device=str(device.torch_device), amp=amp, batch=settings.batch,
                   workers_effective=run.workers, phase_timing=run.phase_timing)
+    from yoloprof.workloads.families import input_size
+
+    ran = input_size(settings).imgsz  # the size the model ran at (its family rounds `imgsz` up)
+    if ran is not None and ran != settings.imgsz:
+        config.update(imgsz=ran, imgsz_asked=settings.imgsz)
     from yoloprof.capturing.device.environment import runtime_warnings
 
     if run.warmup is not None:  # the warm-up each trial used (docs/steady-state.md)
