@@ -154,3 +154,19 @@ def test_the_user_loop_auto_is_the_models_device(tmp_path):
 
     prof = Profile(tmp_path, model=model, steps=1, warmup=0, trace_steps=0)
     assert prof._device_arg is None and not prof._find_device
+
+
+@pytest.mark.parametrize("config, shown", [({"device": "cpu", "device_asked": "auto"}, "device=cpu (auto)"),
+                                           ({"device": "cuda:1"}, "device=cuda:1")])
+def test_the_summary_header_shows_the_device_that_ran_and_that_auto_chose_it(config, shown):
+    import io
+
+    from yoloprof.readers.summary import _workload
+    from yoloprof.render._out import Out
+    from yoloprof.render.terminal import render_summary
+
+    buf = io.StringIO()
+    render_summary({"kind": "infer", "workload": _workload({"config": {"mode": "infer", **config}})}, "p.json",
+                   Out(buf, rich=False))
+    header = buf.getvalue().splitlines()[0]
+    assert header.endswith(f"(mode=infer, {shown})"), header
