@@ -130,9 +130,9 @@ def axis_text(table: pd.DataFrame, axis: str) -> pd.Series:
 def swept_key(per_config: list[dict[str, str]], axis: str) -> str | None:
     """The one override key that tells the configurations apart on `axis` when the user swept it
     under another name (`model.cfg=yolov8n.yaml,yolo11n.yaml` sets the `model` column to
-    `ultralytics:yolov8n.yaml` ...): the label then reads as typed, `model.cfg=yolo11n.yaml`, not
-    a longer `model=ultralytics:yolo11n.yaml` whose distinguishing part is at its end. None when
-    the axis' own key varies, several keys do, or a configuration lacks the key."""
+    `ultralytics:yolov8n.yaml` ...): where it is shorter, the label reads as typed,
+    `model.cfg=yolo11n.yaml`, not `model=ultralytics:yolo11n.yaml` whose distinguishing part is at
+    its end. None when the axis' own key varies, several keys do, or a configuration lacks it."""
     keys = {k for d in per_config for k in d if column_of(k) == axis}
     varying = [k for k in keys if len({d.get(k) for d in per_config}) > 1]
     if len(varying) != 1 or varying[0].lstrip("+~") == axis or any(varying[0] not in d for d in per_config):
@@ -149,9 +149,13 @@ def _labels(table: pd.DataFrame, varying: list[str], overrides: list[dict[str, s
     names = {a: a for a in varying}
     for a in varying:
         key = swept_key(overrides, a) if overrides else None
-        if key is not None and overrides is not None:
-            names[a] = key
-            shown[a] = pd.Series([d[key] for d in overrides], index=table.index)
+        if key is None or overrides is None:
+            continue
+        typed = pd.Series([d[key] for d in overrides], index=table.index)
+        # the shorter spelling: `model.cfg=yolo11n.yaml` over `model=ultralytics:yolo11n.yaml`, but
+        # `model=NetB` (an import path shortened) over `model._target_=pkg.nets.NetB`
+        if sum(len(f"{key}={v}") for v in typed) < sum(len(f"{a}={v}") for v in shown[a]):
+            names[a], shown[a] = key, typed
     labels = pd.Series([", ".join(f"{names[a]}={shown[a][g]}" for a in varying) for g in table.index],
                        index=table.index)
     dup = labels.duplicated(keep=False)
