@@ -75,13 +75,18 @@ def test_comparisons_keep_labels_and_verdict_words_whole(width):
     assert " ".join(text[text.index("hint:"):].split()) == hint
 
 
-def test_piped_without_columns_is_100(monkeypatch):
-    monkeypatch.delenv("COLUMNS", raising=False)
+@pytest.mark.parametrize("columns, width", [(None, 100), ("80", 80), ("100", 100)])
+def test_piped_the_width_is_columns_else_100(monkeypatch, columns, width):
+    """Through the console the analysis makes (`make_console`): $COLUMNS, else 100 when piped."""
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
     console = make_console()
-    assert console.width == 100 or console.is_terminal
+    assert not console.is_terminal and console.width == width
     console.file = io.StringIO()
     rows = _rows()
-    _check(_render(rows, console), rows, console.width)
+    _check(_render(rows, console), rows, width)
 
 
 def test_a_wide_terminal_keeps_the_flat_table_with_reasons_inline():

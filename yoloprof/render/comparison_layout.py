@@ -48,9 +48,11 @@ def verdict_reason(word: str, detail: str) -> str:
     return detail.strip()
 
 
-def natural_width(headers: Sequence[str], rows: Sequence[Sequence[str]], indent: int = 0) -> int:
+def natural_width(headers: Sequence[str], rows: Sequence[Sequence[str]], margin: int = MARGIN) -> int:
+    """The columns at their full width, `SEP` apart, plus `margin` (a flat table's edge; a grouped
+    row's indent and one column kept free at its end)."""
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
-    return MARGIN + indent + sum(widths) + SEP * max(len(widths) - 1, 0)
+    return margin + sum(widths) + SEP * max(len(widths) - 1, 0)
 
 
 @dataclass
@@ -96,7 +98,7 @@ def layout(headers: Sequence[str], cells: Sequence[Sequence[str]], rows: Sequenc
     keep = list(range(1, len(heads)))
     dropped = []
     for name in DROPPABLE:
-        if natural_width([heads[i] for i in keep], [[c[i] for i in keep] for c in short], INDENT) <= width:
+        if natural_width([heads[i] for i in keep], [[c[i] for i in keep] for c in short], INDENT + 1) <= width:
             break
         if name in heads:
             keep.remove(heads.index(name))
