@@ -99,22 +99,16 @@ def test_config_hashes_of_existing_configurations_are_unchanged(mode, overrides,
     assert (config_hash(s), group_hash(s), config_hash(s, TASK)) == (chash, ghash, thash)
 
 
-@pytest.mark.parametrize("gpus, old", [(1, "0"), (0, "cpu")])
-def test_auto_hashes_as_the_device_it_resolves_to(monkeypatch, gpus, old):
+@pytest.mark.parametrize("count, old", [(1, "0"), (0, "cpu")])
+def test_auto_hashes_as_the_device_it_resolves_to(gpus, count, old):
     """A row of `device=auto` is the configuration an explicit device had: on a GPU machine `0`
     (the old default, whose hash is pinned above), on a CPU machine `cpu`."""
-    from yoloprof.config import device_spec
-
-    monkeypatch.setattr(device_spec, "gpu_count", lambda: gpus)
-    device_spec.auto_device.cache_clear()
-    try:
-        for mode, overrides, *_ in PINNED[:2]:
-            auto = CaptureSettings.for_mode(mode, **{**overrides, "device": "auto"})
-            explicit = CaptureSettings.for_mode(mode, **{**overrides, "device": old})
-            assert (config_hash(auto), group_hash(auto)) == (config_hash(explicit), group_hash(explicit))
-        assert CaptureSettings.for_mode("train").device == "auto"  # the default
-    finally:
-        device_spec.auto_device.cache_clear()
+    gpus(count)
+    for mode, overrides, *_ in PINNED[:2]:
+        auto = CaptureSettings.for_mode(mode, **{**overrides, "device": "auto"})
+        explicit = CaptureSettings.for_mode(mode, **{**overrides, "device": old})
+        assert (config_hash(auto), group_hash(auto)) == (config_hash(explicit), group_hash(explicit))
+    assert CaptureSettings.for_mode("train").device == "auto"  # the default
 
 
 def test_identity_columns_are_unchanged():

@@ -1,7 +1,7 @@
 """`device=auto`, the default (docs/devices.md): the first GPU where there is one, else the CPU,
 decided once; an explicit device stays strict and its hint is spelled as the context types it.
-The GPU branch runs here through a fake `gpu_count` (and torch.cuda's counts), as tests/gpu.py's
-machines have no GPU."""
+The GPU branch runs here through a fake `gpu_count` (the `gpus` fixture, tests/helpers/
+fixtures_capture.py; and torch.cuda's counts), as tests/gpu.py's machines have no GPU."""
 
 from __future__ import annotations
 
@@ -10,17 +10,6 @@ import pytest
 from yoloprof.config import device_spec
 from yoloprof.config.device_spec import AUTO, DeviceSpec, check_device, is_auto, parse_device, spelled
 from yoloprof.errors import UsageError
-
-
-@pytest.fixture
-def gpus(monkeypatch):
-    """Set how many GPUs `auto` sees; the decision cache is cleared before and after."""
-    def set_count(n: int) -> None:
-        monkeypatch.setattr(device_spec, "gpu_count", lambda: n)
-        device_spec.auto_device.cache_clear()
-
-    yield set_count
-    device_spec.auto_device.cache_clear()
 
 
 @pytest.mark.parametrize("count, expected", [(0, DeviceSpec("cpu")), (1, DeviceSpec("cuda", 0)),
