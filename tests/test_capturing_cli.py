@@ -28,8 +28,8 @@ from yoloprof.sweep.machine import REGISTRY, RUNTIME_ENV
 # The README's two commands as typed there, at their real sizes (640 px inference, 320 px training at
 # batch 4), with fewer timed iterations appended (the last value of a flag wins): each flag the
 # README shows is still parsed and applied, without paying 25 inference calls and 21 training steps.
-README_INFER = ("infer", "--device", "cpu", "--warmup", "5", "--runs", "20")
-README_TRAIN = ("run", "synthetic", "--device", "cpu", "--batch", "4", "--imgsz", "320", "--steps", "5",
+README_INFER = ("infer", "--warmup", "5", "--runs", "20")  # no --device: auto, the first GPU else the CPU
+README_TRAIN = ("run", "synthetic", "--batch", "4", "--imgsz", "320", "--steps", "5",
                 "--warmup", "2", "--repeat", "3")
 # Fewer steps than the README's (the size and batch are its own): one timed step in one trial and
 # one recorded step or call in the trace pass, right away (the trace's analysis has its own tests).
@@ -268,6 +268,10 @@ def test_the_documented_default_inference_captures(tmp_path):
     assert proc.returncode == 0, proc.stderr
     infer = load_valid(tmp_path / "infer" / "profile.json")
     assert infer["config"]["imgsz"] == 640 and infer["latency"]["n"] == 5
+    import torch  # auto: the device that ran is recorded, and that auto chose it
+
+    assert infer["config"]["device"] == ("cuda:0" if torch.cuda.is_available() else "cpu")
+    assert infer["config"]["device_asked"] == "auto"
     assert json.loads(proc.stdout) == infer
 
 

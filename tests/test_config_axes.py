@@ -34,8 +34,9 @@ OLD_LABELS = ("source", "mode", "model", "size", "precision", "device", "batch",
 # change. Threads are explicit: 0 resolves to the machine's CPU count.
 TASK = {"_target_": "pkg.task", "n": 1}
 PINNED = [
-    ("train", {"threads": 1}, "920fd3883b9397fd", "8a4eb2db6d00180c", "e9a7746e7602f7c9"),
-    ("infer", {"threads": 4}, "50e52c3a8226dcf2", "f88263e82ce88c35", "3193d7e033d55ccf"),
+    # `device="0"`: the default before `auto` (which hashes as the device it resolves to: below)
+    ("train", {"threads": 1, "device": "0"}, "920fd3883b9397fd", "8a4eb2db6d00180c", "e9a7746e7602f7c9"),
+    ("infer", {"threads": 4, "device": "0"}, "50e52c3a8226dcf2", "f88263e82ce88c35", "3193d7e033d55ccf"),
     ("train", {"batch": 4, "imgsz": 320, "precision": "bfloat16", "device": "cpu", "trial": 2, "seed": 3,
                "threads": 1}, "0268cadccdde7d42", "5dac11971442ba04", "5a1350d7c6877284"),
     ("infer", {"device": "cpu", "precision": "auto", "threads": 2, "runs": 7, "warmup": 3},
@@ -96,6 +97,18 @@ def test_analysis_tables_equal_the_old_ones():
 def test_config_hashes_of_existing_configurations_are_unchanged(mode, overrides, chash, ghash, thash):
     s = CaptureSettings.for_mode(mode, **overrides)
     assert (config_hash(s), group_hash(s), config_hash(s, TASK)) == (chash, ghash, thash)
+
+
+@pytest.mark.parametrize("count, old", [(1, "0"), (0, "cpu")])
+def test_auto_hashes_as_the_device_it_resolves_to(gpus, count, old):
+    """A row of `device=auto` is the configuration an explicit device had: on a GPU machine `0`
+    (the old default, whose hash is pinned above), on a CPU machine `cpu`."""
+    gpus(count)
+    for mode, overrides, *_ in PINNED[:2]:
+        auto = CaptureSettings.for_mode(mode, **{**overrides, "device": "auto"})
+        explicit = CaptureSettings.for_mode(mode, **{**overrides, "device": old})
+        assert (config_hash(auto), group_hash(auto)) == (config_hash(explicit), group_hash(explicit))
+    assert CaptureSettings.for_mode("train").device == "auto"  # the default
 
 
 def test_identity_columns_are_unchanged():
@@ -200,7 +213,7 @@ print(json.dumps({
     "hydra_key": "capture.channels_last" in schema.known_keys(),
     "cli": cli.channels_last, "job": job.channels_last,
     "identity": settings_columns(CaptureSettings.for_mode("train", threads=1, channels_last=True))["channels_last"],
-    "old_hash": config_hash(CaptureSettings.for_mode("train", threads=1)),
+    "old_hash": config_hash(CaptureSettings.for_mode("train", threads=1, device="0")),
     "noise_key": [workload_key({"batch": 2, "channels_last": v}, "train") for v in (False, True)],
     "configs": [built.varying, list(built.table["config"])],
 }))

@@ -247,8 +247,8 @@ def test_cuda_device_on_a_machine_without_one_fails_up_front(sweep_env, tmp_path
 
     if torch.cuda.is_available():
         pytest.skip("this machine has a CUDA device")
-    with pytest.raises(UsageError, match="no CUDA device"):
-        main(["-m", "batch=1,2", "workers=0", "analysis.enabled=false"])  # the default device is "0"
+    with pytest.raises(UsageError, match="no CUDA device; use device=cpu "):  # the sweep's spelling
+        main(["-m", "batch=1,2", "workers=0", "analysis.enabled=false", "device=0"])  # explicit: strict
     assert not list(tmp_path.glob("runs/profile/sweeps/*/*"))
 
 

@@ -368,3 +368,17 @@ def user_module(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     yield
     sys.modules.pop("famhooks", None)
+
+
+@pytest.fixture
+def gpus(monkeypatch):
+    """`gpus(n)`: how many GPUs `device=auto` sees (config/device_spec.gpu_count faked); the
+    once-per-process decision is cleared before and after."""
+    from yoloprof.config import device_spec
+
+    def set_count(n: int) -> None:
+        monkeypatch.setattr(device_spec, "gpu_count", lambda: n)
+        device_spec.auto_device.cache_clear()
+
+    yield set_count
+    device_spec.auto_device.cache_clear()

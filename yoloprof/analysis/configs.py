@@ -127,12 +127,37 @@ def axis_text(table: pd.DataFrame, axis: str) -> pd.Series:
     return short if short.nunique() == full.nunique() else full
 
 
-def _labels(table: pd.DataFrame, varying: list[str]) -> pd.Series:
-    """`axis=value, ...` over the swept axes; import paths shortened when that stays unambiguous."""
+def swept_key(per_config: list[dict[str, str]], axis: str) -> str | None:
+    """The one override key that tells the configurations apart on `axis` when the user swept it
+    under another name (`model.cfg=yolov8n.yaml,yolo11n.yaml` sets the `model` column to
+    `ultralytics:yolov8n.yaml` ...): where it is shorter, the label reads as typed,
+    `model.cfg=yolo11n.yaml`, not `model=ultralytics:yolo11n.yaml` whose distinguishing part is at
+    its end. None when the axis' own key varies, several keys do, or a configuration lacks it."""
+    keys = {k for d in per_config for k in d if column_of(k) == axis}
+    varying = [k for k in keys if len({d.get(k) for d in per_config}) > 1]
+    if len(varying) != 1 or varying[0].lstrip("+~") == axis or any(varying[0] not in d for d in per_config):
+        return None
+    return varying[0]
+
+
+def _labels(table: pd.DataFrame, varying: list[str], overrides: list[dict[str, str]] | None = None) -> pd.Series:
+    """`axis=value, ...` over the swept axes; import paths shortened when that stays unambiguous;
+    an axis swept under another key shown under that key (`swept_key`)."""
     if not varying:
         return pd.Series("all jobs", index=table.index)
-    shown = {a: axis_text(table, a) for a in varying}
-    labels = pd.Series([", ".join(f"{a}={shown[a][g]}" for a in varying) for g in table.index], index=table.index)
+    shown: dict[str, Any] = {a: axis_text(table, a) for a in varying}
+    names = {a: a for a in varying}
+    for a in varying:
+        key = swept_key(overrides, a) if overrides else None
+        if key is None or overrides is None:
+            continue
+        typed = pd.Series([d[key] for d in overrides], index=table.index)
+        # the shorter spelling: `model.cfg=yolo11n.yaml` over `model=ultralytics:yolo11n.yaml`, but
+        # `model=NetB` (an import path shortened) over `model._target_=pkg.nets.NetB`
+        if sum(len(f"{key}={v}") for v in typed) < sum(len(f"{a}={v}") for v in shown[a]):
+            names[a], shown[a] = key, typed
+    labels = pd.Series([", ".join(f"{names[a]}={shown[a][g]}" for a in varying) for g in table.index],
+                       index=table.index)
     dup = labels.duplicated(keep=False)
     labels[dup] = labels[dup] + " #" + table.index[dup].str[:6]
     return labels
@@ -152,7 +177,9 @@ def build_configs(ok: pd.DataFrame) -> Configs:
         varying = _fallback_varying(table, axes)
     else:
         varying = [a for a in axes if a in swept and table[a].map(fmt_value).nunique() > 1]
-    table.insert(0, "config", _labels(table, varying))
+    per_config = ([_overrides(o) for o in first["overrides"]]
+                  if swept is not None and "overrides" in first else None)
+    table.insert(0, "config", _labels(table, varying, per_config))
     table.insert(1, "group_hash", table.index)
     table["n_jobs"] = ok.groupby("group_hash").size().reindex(table.index).to_numpy()
     return Configs(table, axes, varying)

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, cast
 
-from yoloprof.config.device_spec import DeviceSpec, parse_device
+from yoloprof.config.device_spec import AUTO, DeviceSpec, check_device, parse_device
 from yoloprof.defs.json_types import JSON, JSONObject
 from yoloprof.config.fields import field_default, flag_name
 from yoloprof.config.steady_thresholds import CAP_EXTRA
@@ -180,7 +180,8 @@ class CaptureSettings:
     runs: int | None = setting(None, "measured inference calls per trial", per_mode={"train": None, "infer": 100},
                                modes=("infer",), hydra="capture", minimum=1, axis=Axis())
     repeat: int = setting(1, "timing trials, each kept as one sample", minimum=1, axis=Axis())
-    device: str = setting("0", "cpu, N (a CUDA index), cuda or cuda:N", axis=Axis())
+    device: str = setting(AUTO, "auto (the first GPU if there is one, else the CPU), cpu, N (a CUDA index), "
+                          "cuda or cuda:N", axis=Axis())
     conf: float = setting(0.25, "NMS confidence threshold", modes=("infer",), hydra="capture")
     iou: float = setting(0.45, "NMS IoU threshold", modes=("infer",), hydra="capture")
     max_det: int = setting(300, "most detections kept per image", modes=("infer",), hydra="capture", minimum=1)
@@ -264,8 +265,10 @@ class CaptureSettings:
         return int(count)
 
     def resolved(self) -> "CaptureSettings":
-        """The settings as the capture runs them: canonical device, effective precision and threads.
-        Equal resolved settings are the same capture, so hashes and rows use these."""
+        """The settings as the capture runs them: canonical device (`auto` resolved to this machine's:
+        a row and a config hash name the device that ran, so `auto` on a GPU machine hashes as `0`
+        did), effective precision and threads. Equal resolved settings are the same capture, so
+        hashes and rows use these."""
         spec = self.device_spec
         return dataclasses.replace(self, device=str(spec), precision=effective_precision(self.precision, spec),
                                    threads=effective_threads(self.threads))
@@ -331,7 +334,7 @@ def check_value(name: str, value: Any, mode: str, spec: Spec | None = None) -> N
     if spec.minimum is not None and value is not None and mode in spec.modes and value < spec.minimum:
         raise UsageError(f"{flag_of(name, spec)} must be >= {spec.minimum} (got {value})")
     if name == "device":
-        parse_device(value)
+        check_device(value)  # the grammar; `auto` is resolved by `resolved()`, where torch is asked
 
 
 def effective_precision(precision: str, device: DeviceSpec) -> str:

@@ -15,15 +15,22 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from yoloprof.config.device_spec import parse_device
+from yoloprof.config.device_spec import is_auto, parse_device
+from yoloprof.errors import UsageError
 
+AUTO_ON_CLUSTER = ("device=auto: a cluster job's device must be named, as the submitting machine may have no "
+                   "GPU while the nodes do; set device=0 (a GPU per job) or device=cpu")
 TIME_FIXED_MIN = 10
 TIME_PER_ITERATION_S = 5.0
 
 
 def gpus_per_job(device: Any) -> int | None:
     """One GPU for a CUDA device, none for the CPU, in every spelling the one device parser takes
-    (`CPU`, ` cpu `, `cuda:1`, `1`...); an invalid device is refused there, naming the key."""
+    (`CPU`, ` cpu `, `cuda:1`, `1`...); an invalid device is refused there, naming the key.
+    `auto` is refused: it would be decided on the submitting machine (a login node often has no
+    GPU while the compute nodes do), so a cluster job names its device."""
+    if is_auto(device):
+        raise UsageError(AUTO_ON_CLUSTER)
     return 1 if parse_device(device, flag="device").is_cuda else None
 
 

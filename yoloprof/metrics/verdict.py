@@ -51,10 +51,10 @@ Rule = Callable[["Facts"], "Verdict | None"]
 def _device_kind(value: object) -> str | None:
     """"cpu" or "gpu" for a recorded device, through the one device parser (config/device_spec.py);
     env.device_type may also hold another accelerator's type ("xpu", "mps"), which counts as "gpu"."""
-    from yoloprof.config.device_spec import parse_device
+    from yoloprof.config.device_spec import is_auto, parse_device
     from yoloprof.errors import UsageError
 
-    if value is None or value == "":
+    if value is None or value == "" or is_auto(value):  # `auto` names no device of the recorded run
         return None
     try:
         return "gpu" if parse_device(value).is_cuda else "cpu"

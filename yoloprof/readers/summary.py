@@ -74,6 +74,8 @@ def _workload(profile: dict) -> dict[str, Any]:
     out = {k: cfg[k] for k in keys if cfg.get(k) is not None}
     if "model" in out and not _sized(out["model"]):
         out.pop("size", None)  # a user's model or a family without sizes: `size=n` would say nothing true
+    if cfg.get("device_asked"):  # `device` is the one that ran; `auto` chose it (render shows both)
+        out["device_asked"] = cfg["device_asked"]
     for k in ("device_name", "torch"):
         if env.get(k):
             out[k] = env[k]

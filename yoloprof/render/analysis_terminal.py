@@ -62,6 +62,11 @@ def _print_table(console: Any, title: str, headers: list[str], rows: list[list[s
 
 
 def _comparisons(console: Any, result: Any) -> None:
+    """The comparisons, laid out for the console's width (render/comparison_layout.py): verdict
+    words and configuration labels whole, reasons as footnotes; then the rerun hint."""
+    from yoloprof.analysis.next_step import rerun_hint
+    from yoloprof.render.comparison_layout import layout
+
     cmp = result.comparisons
     if cmp.empty:
         why = "no metric to compare (see the notes)" if not result.metrics_compared else result.baseline
@@ -74,12 +79,58 @@ def _comparisons(console: Any, result: Any) -> None:
     adj = COMPARISON_HEADERS.index("adj. p")
     keep = [i for i in range(len(COMPARISON_HEADERS))
             if i != adj or any(r.get("p_adj") is not None and r.get("p_adj") == r.get("p_adj") for r in rows)]
-    right = tuple(keep.index(i) for i in (2, 3, 5, 6) if i in keep)
     cells = [[c[i] for i in keep] for c in (comparison_cells(row) for row in rows)]
     styles = [VERDICT_STYLE.get(row["verdict_code"], ("",))[0] for row in rows]
-    _print_table(console, f"comparisons ({RATIO_NOTE}; {s['correction']} correction, alpha {s['alpha']}, "
-                          f"noise {s['noise']:.0%})", [COMPARISON_HEADERS[i] for i in keep], cells,
-                 right=right, styles=styles)
+    title = f"comparisons ({RATIO_NOTE}; {s['correction']} correction, alpha {s['alpha']}, noise {s['noise']:.0%})"
+    plan = layout([COMPARISON_HEADERS[i] for i in keep], cells, rows, console.width)
+    right = tuple(i for i, h in enumerate(plan.headers) if h in FIGURE_HEADERS)
+    if plan.grouped:
+        _print_grouped(console, title, plan, right, styles)
+    else:
+        _print_table(console, title, plan.headers, plan.cells, right=right, styles=styles)
+    for n, note in enumerate(plan.footnotes, 1):
+        console.print(f"[{n}] {note}", markup=False, highlight=False)
+    hint = rerun_hint(cmp)
+    if hint:
+        console.print(f"hint: {hint}", markup=False, highlight=False)
+
+
+FIGURE_HEADERS = ("baseline", "value", "p", "adj. p")  # right-aligned comparison columns
+
+
+def _print_grouped(console: Any, title: str, plan: Any, right: tuple[int, ...], styles: list[str]) -> None:
+    """Each configuration's label on its own line (whole, never abbreviated), its metrics' rows
+    under it, indented; columns aligned across configurations."""
+    from rich.text import Text
+
+    from yoloprof.render.comparison_layout import INDENT, SEP
+    from yoloprof.render.fit import fit_rows
+
+    fancy = console.is_terminal and not console.no_color
+    room = console.width - INDENT - 1
+    verdict = len(plan.headers) - 1  # never abbreviated: the word is the point
+    heads, cells = fit_rows(plan.headers, plan.cells, room, right=(*right, verdict), sep=SEP, margin=0)
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(heads)]
+
+    def line(values: list[str]) -> str:
+        return (" " * INDENT + (" " * SEP).join(v.rjust(w) if i in right else v.ljust(w)
+                                                  for i, (v, w) in enumerate(zip(values, widths)))).rstrip()
+
+    console.print(title, markup=False, highlight=False)
+    header = line(heads)
+    console.print(Text(header, style="bold" if fancy else ""))
+    console.print(" " * INDENT + ("─" if fancy else "-") * (len(header) - INDENT), markup=False, highlight=False)
+    for label, members in plan.groups:
+        console.print(Text(label, style="bold" if fancy else ""), crop=False, soft_wrap=True)
+        for k in members:
+            text = Text(line(cells[k]))
+            verdict = cells[k][-1]
+            if styles[k] and fancy:
+                text.stylize(styles[k], len(text) - len(verdict.rstrip()), len(text))
+            console.print(text, crop=False, soft_wrap=True)
+    if plan.dropped:
+        console.print(f"({', '.join(plan.dropped)} left out at this width: every column is in comparison.md)",
+                      markup=False, highlight=False)
 
 
 def _best(console: Any, result: Any) -> None:

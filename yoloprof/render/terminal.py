@@ -30,7 +30,10 @@ def _warnings(out: Out, warnings: list[str] | None) -> None:
 
 def render_summary(result: dict[str, Any], source: str | None = None, out: Out | None = None) -> None:
     out = out or Out()
-    wl = result.get("workload") or {}
+    wl = dict(result.get("workload") or {})
+    asked = wl.pop("device_asked", None)
+    if asked and "device" in wl:  # `device=cpu (auto)`: what ran, and that auto chose it
+        wl["device"] = f"{wl['device']} ({asked})"
     sub = ", ".join(f"{k}={v}" for k, v in wl.items())
     out.title(f"yoloprof summary: {source or 'profile'} [{result.get('kind')}]", sub or None)
     if result.get("unreliable"):

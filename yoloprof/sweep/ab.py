@@ -128,10 +128,15 @@ def _time_callable(spec: CallableSpec, job_dir: Path) -> dict:
 
 
 def _sync(device: str) -> Callable[[], None]:
-    if device.startswith("cuda") or device.isdigit():
+    """Synchronise the device the callable runs on at a trial's edges (the one parser: `auto` is
+    the first GPU where there is one); nothing on the CPU."""
+    from yoloprof.config.device_spec import parse_device
+
+    spec = parse_device(device)
+    if spec.is_cuda:
         import torch
 
-        return torch.cuda.synchronize
+        return lambda: torch.cuda.synchronize(spec.index)
     return lambda: None
 
 

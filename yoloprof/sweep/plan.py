@@ -21,7 +21,8 @@ from omegaconf import DictConfig, OmegaConf
 from yoloprof.config.compose import (AUTO_TRIAL, CONFIG_NAME, hydra_session, normalise_overrides, one_line,
                                       sweep_options)
 from yoloprof.config.analysis_settings import check_analysis
-from yoloprof.config.device_spec import canonical_device
+from yoloprof.config.device_spec import AUTO, canonical_device, is_auto
+from yoloprof.config.resources import AUTO_ON_CLUSTER
 from yoloprof.config.capture_settings import CaptureSettings
 from yoloprof.config.translate import (BUILTIN_TARGET, check_known_keys, check_target, job_values, node_dict,
                                         node_list, settings_from_cfg)
@@ -152,7 +153,7 @@ def check_local_devices(launcher_cfg: dict[str, Any], devices: list[str]) -> Non
     from yoloprof.capturing.device.torch_device import resolve_device
 
     for device in sorted(set(devices) - {"cpu"}):
-        resolve_device(device)
+        resolve_device(device, flag="device")
 
 
 def validate_job_configs(jobs: list[list[str]], compose: Callable[[list[str]], DictConfig],
@@ -239,18 +240,36 @@ def validate_grid(jobs: list[list[str]], compose: Callable[[list[str]], DictConf
     return composed
 
 
-def job_devices(cfg: DictConfig, jobs: list[list[str]]) -> list[str]:
-    """Each job's device without composing it: `device` is a plain top-level key, so a job's value
-    is its `device=` override or the composed sweep config's, in the one device parser's canonical
-    spelling (`cpu`, `cuda:N`; `CPU` is the CPU, `0` and `cuda` are cuda:0)."""
+def job_device_values(cfg: DictConfig, jobs: list[list[str]]) -> list[str]:
+    """Each job's device as written, without composing it: `device` is a plain top-level key, so a
+    job's value is its `device=` override or the composed sweep config's."""
     default = str(cfg.device)
     out = []
     for job in jobs:
-        # Hydra's job overrides escape its special characters (`cuda:1` comes back as `cuda\:1`)
+        # Hydra's job overrides escape its special characters (`cuda:1` comes back as `cuda\\:1`)
         values = [re.sub(r"\\(.)", r"\1", item.split("=", 1)[1].strip("'\""))
                   for item in job if item.lstrip("+").startswith("device=")]
-        out.append(canonical_device(values[-1] if values else default))
+        out.append(values[-1] if values else default)
     return out
+
+
+def job_devices(cfg: DictConfig, jobs: list[list[str]], *, cluster: bool = False) -> list[str]:
+    """Each job's device in the one device parser's canonical spelling (`cpu`, `cuda:N`; `CPU` is
+    the CPU, `0` and `cuda` are cuda:0, `auto` this machine's choice). A cluster job's `auto` is
+    refused: it would be decided on the submitting machine, not on the node that runs the job."""
+    values = job_device_values(cfg, jobs)
+    if cluster and any(is_auto(v) for v in values):
+        raise UsageError(AUTO_ON_CLUSTER)
+    return [canonical_device(v) for v in values]
+
+
+def auto_note(cfg: DictConfig, jobs: list[list[str]]) -> str | None:
+    """The line that says what `device=auto` chose on this machine (None when no job asks for it)."""
+    if not any(is_auto(v) for v in job_device_values(cfg, jobs)):
+        return None
+    chosen = canonical_device(AUTO)
+    why = "the first GPU" if chosen != "cpu" else "no GPU on this machine"
+    return f"device=auto runs on {chosen} ({why}; name another with device=...)"
 
 
 def _sweep_dir(cfg: DictConfig, multirun: bool, overrides: list[str] = ()) -> Path:  # type: ignore[assignment]
@@ -292,7 +311,10 @@ def plan_sweep(overrides: list[str], *, multirun_flag: bool, config_dir: str | N
         launch = dict(values.get("launch") or {})
         if jobs is not None and launch.get("order", "interleave") == "interleave":
             jobs = interleave(jobs)
-        devices = job_devices(cfg, jobs or [])
+        devices = job_devices(cfg, jobs or [], cluster=launchers.kind(launcher_cfg) == "cluster")
+        note = auto_note(cfg, jobs or [])
+        if note:
+            launchers.say(note)
         check_launcher(launcher, resolved, devices, str(launch.get("machine", "wait")))
         check_local_devices(launcher_cfg, devices)
         settings = []

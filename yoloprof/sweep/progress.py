@@ -128,6 +128,7 @@ def summary_records(df: Any) -> list[dict[str, str]]:
         records.append({"job": _fmt(row.get("job_num")), "status": str(row.get("status")),
                         "overrides": overrides, "step ms": _fmt(row.get("step_ms")),
                         "headline": f"{_fmt(row.get(metric))} {label}" if row.get(metric) is not None else _fmt(None),
+                        "headline_value": _fmt(row.get(metric)), "headline_label": f"{registry.label(metric)} {registry.unit(metric)}",
                         "error": row.get("error") or "",  # whole: the table wraps it
                         "cluster job": row.get("cluster_job_id") or ""})
     return records
@@ -154,7 +155,13 @@ def print_summary(df: Any, sweep_dir: str, file: Any = None) -> None:
     values = [c for c in columns if c != "error"]
     right = tuple(i for i, c in enumerate(values) if c in ("job", "step ms"))
     errors = max([0] + [len(r["error"]) for r in records])
-    heads, cells = fit_rows(values, [[r[c] for c in values] for r in records],
+    # one headline metric for every job (one mode): its name in the header, not in every cell
+    labels = {r["headline_label"] for r in records}
+    one = len(labels) == 1
+    headers = [next(iter(labels)) if one and c == "headline" else c for c in values]
+    right += tuple(i for i, c in enumerate(values) if one and c == "headline")
+    heads, cells = fit_rows(headers, [[r["headline_value" if one and c == "headline" else c] for c in values]
+                                      for r in records],
                             width - (min(errors, 30) + 3 if errors else 0), right=right, sep=3, margin=4)
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(heads)]
     table = Table(title=f"sweep {sweep_dir}", title_justify="left")

@@ -18,6 +18,7 @@ from yoloprof.capturing.builtin.preflight import (check_memory, check_model_inpu
 from yoloprof.workloads.inputcheck import CLI, check_inputs
 from yoloprof.capturing.builtin.capture_progress import CaptureProgress
 from yoloprof.config.capture_settings import CaptureSettings
+from yoloprof.config.device_spec import is_auto
 from yoloprof import warn
 from yoloprof.defs import files
 from yoloprof.errors import UsageError
@@ -98,7 +99,8 @@ def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = 
     in the profile's `warnings`.
     """
     interrupt.held_import("torch")  # a Ctrl-C inside torch's C++ initialisation would abort the process
-    settings = settings.validate().resolved()  # canonical device, effective precision and threads
+    asked = settings.validate().device
+    settings = settings.resolved()  # canonical device (`auto` decided here), effective precision and threads
     device = resolve_device(settings.device)
     check_model_inputs(settings)
     check_inputs(settings, CLI)  # data exists, has images and labels, fills the steps; model keywords
@@ -117,11 +119,13 @@ def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = 
         settings, plan = _resolve_batch(settings, device)  # --batch -1 runs trial steps: after every check
         if plan is not None:
             warnings.append(plan.line())
-        return _capture(settings, device, amp, warnings, out_dir, progress, echo_warnings, plan)
+        return _capture(settings, device, amp, warnings, out_dir, progress, echo_warnings, plan,
+                        asked if is_auto(asked) else None)
 
 
 def _capture(settings: CaptureSettings, device: DeviceInfo, amp: bool, warnings: list[str], out_dir: Path,
-             progress: bool, echo_warnings: bool, plan: Any = None) -> dict[str, Any]:
+             progress: bool, echo_warnings: bool, plan: Any = None,
+             device_asked: str | None = None) -> dict[str, Any]:
     from yoloprof.capturing.builtin import infer as infer_mod
     from yoloprof.capturing.builtin import train as train_mod
 
@@ -146,6 +150,8 @@ def _capture(settings: CaptureSettings, device: DeviceInfo, amp: bool, warnings:
             profile = assemble(settings, device, amp, run, staged, warnings + input_notes)
             if plan is not None:
                 profile["config"]["autobatch"] = plan.as_dict()
+            if device_asked is not None:  # `device` is the one that ran; this is what was asked
+                profile["config"]["device_asked"] = device_asked.strip().lower()
             notes.extend(profile["warnings"])  # one channel: each printed once, all kept
             profile["warnings"] = list(notes.messages)
             interrupt.stage("write")

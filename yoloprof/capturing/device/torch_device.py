@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, ContextManager
 
-from yoloprof.config.device_spec import parse_device
+from yoloprof.config.device_spec import parse_device, spelled
 from yoloprof.errors import UsageError
 
 
@@ -62,20 +62,21 @@ class DeviceInfo:
         return self.cuda.Event(enable_timing=True)
 
 
-def resolve_device(spec: str | int) -> DeviceInfo:
-    """The torch device of a `--device` string (parsed by the one parser, config/device_spec.py), checked
-    against the devices this machine has."""
+def resolve_device(spec: str | int, flag: str = "--device") -> DeviceInfo:
+    """The torch device of a `--device` string (parsed by the one parser, config/device_spec.py: `auto`
+    is this machine's first GPU or its CPU), checked against the devices this machine has. An
+    explicit device is strict; the hint is spelled as `flag` is typed (`--device cpu`, `device=cpu`)."""
     import torch
 
-    parsed = parse_device(spec)
+    parsed = parse_device(spec, flag=flag.lstrip("-"))
     if not parsed.is_cuda:
         return DeviceInfo(torch.device("cpu"), "cpu")
     index = int(parsed.index or 0)
     if not torch.cuda.is_available():
-        raise UsageError(f"--device {spec} asks for CUDA device {index}, but this machine has no CUDA "
-                         "device; use --device cpu")
+        raise UsageError(f"{spelled(flag, spec)} asks for CUDA device {index}, but this machine has no CUDA "
+                         f"device; use {spelled(flag, 'cpu')} (or {spelled(flag, 'auto')}, the default)")
     if index >= torch.cuda.device_count():
-        raise UsageError(f"--device {spec}: only {torch.cuda.device_count()} CUDA device(s) present")
+        raise UsageError(f"{spelled(flag, spec)}: only {torch.cuda.device_count()} CUDA device(s) present")
     return DeviceInfo(torch.device("cuda", index), "cuda")
 
 

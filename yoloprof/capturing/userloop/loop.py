@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator
 
 from typing_extensions import Unpack  # typing has it from 3.11
 
+from yoloprof.config.device_spec import AUTO, is_auto
 from yoloprof.capturing.device.torch_device import synchronize
 from yoloprof.capturing.passes.heap import fresh_heap, frozen_heap
 from yoloprof.capturing.userloop.loop_device import LoopDevice, planned_warmup
@@ -70,7 +71,7 @@ class Profile(LoopDevice, LoopWrite):
     def __init__(self, out_dir: str | os.PathLike = DEFAULT_OUT, *, model: Any = None, warmup: int = 5,
                  warmup_max: int = -1, steps: int = 20, trace_steps: int = 3, repeat: int = 1, modules: bool = True,
                  module_steps: int = 2, python_hotspots: bool = False, hotspot_steps: int = 3,
-                 flops: bool = True, nvtx: bool = False, device: Any = None, kind: str = "train",
+                 flops: bool = True, nvtx: bool = False, device: Any = AUTO, kind: str = "train",
                  batch_size: int | None = None, threads: int | None = None, project: ProjectArg = None) -> None:
         check_counts(warmup=warmup, steps=steps, trace_steps=trace_steps, repeat=repeat,
                       module_steps=module_steps, hotspot_steps=hotspot_steps)
@@ -98,6 +99,9 @@ class Profile(LoopDevice, LoopWrite):
                         "modules": bool(modules and model is not None), "module_steps": module_steps,
                         "python_hotspots": bool(python_hotspots), "hotspot_steps": hotspot_steps,
                         "flops": bool(flops), "nvtx": bool(nvtx)}
+        # `auto` (or None) in a user's loop is the device their code runs on: the model's, else the
+        # batch's (the loop never moves their model, so "the first GPU" would time an idle device)
+        device = None if device is None or is_auto(device) else device
         self._device_arg = device
         self._threads_arg = threads
         self._notes: list[str] = []
