@@ -9,7 +9,8 @@ which a capture always does; it also needs the onnx and onnxscript packages."""
 from __future__ import annotations
 
 import contextlib
-import io
+import os
+import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,12 +25,28 @@ FILE = "network.onnx"
 
 
 @contextlib.contextmanager
+def _quiet_stdout() -> Iterator[None]:
+    """File descriptor 1 on the null device: the TorchScript exporter's C++ log prints the whole
+    graph to stdout when an op fails to export (torch 2.14 turns that log on whatever `verbose`
+    says), where yoloprof's own output goes; the error itself is kept as one line."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+@contextlib.contextmanager
 def exported(flat: Flattened, example: torch.Tensor) -> Iterator[Path]:
     """The network exported to an ONNX file that exists inside the `with`."""
     with TemporaryDirectory(prefix="yoloprof-onnx-") as tmp:
         path = Path(tmp) / FILE
         names = [f"output{i}" for i in range(flat.count)]
-        with torch.no_grad(), warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        with torch.no_grad(), warnings.catch_warnings(), _quiet_stdout():
             warnings.simplefilter("ignore")  # tracer and deprecation warnings: the outputs are checked instead
             torch.onnx.export(flat, (example,), str(path), dynamo=False, input_names=[INPUT], output_names=names)
         yield path
