@@ -6,7 +6,6 @@ own post-process makes the same detections from them. Levels that cannot apply a
 from __future__ import annotations
 
 import importlib.util
-import io
 import sys
 from typing import Any
 
@@ -53,6 +52,16 @@ def _eager_reference(family: str, model: Any, x: Any) -> list[torch.Tensor]:
             return [t for t in pytree.tree_leaves({k: v for k, v in raw.items() if k != "image_sizes"})
                     if isinstance(t, torch.Tensor)]
         return [t for t in pytree.tree_leaves(model(x)) if isinstance(t, torch.Tensor)]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread() -> Any:
+    """One intra-op thread (the runtimes take torch's): on a shared 2-core machine a second
+    thread's spin-waits cost more CPU than the work (the libreyolo runtimes: 27 CPU-s with 2)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 FAMILIES = {  # id -> (family, ModelRef)
@@ -132,3 +141,179 @@ def _matched(got: torch.Tensor, want: torch.Tensor) -> None:
     for a, b in ((got, want), (want, got)):
         for row in a[:TOP]:
             assert bool(((b - row).abs() <= atol).all(dim=1).any()), f"detection {row.tolist()} not found"
+
+
+# ---- levels that cannot apply, precision, structure ------------------------------------------------
+
+
+class Bessel(torch.nn.Module):
+    """An op the ONNX exporter has no symbolic for (TorchScript traces it)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.special.bessel_j0(x)
+
+
+class Tiny(torch.nn.Module):
+    """A seeded conv net returning a structure: a dict with a list of tensors and an int."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(8)
+
+    def forward(self, x: torch.Tensor) -> dict[str, Any]:
+        y = self.bn(self.conv(x)).relu()
+        return {"maps": [y, y.mean(dim=(2, 3))], "channels": 8}
+
+
+EXAMPLE = torch.rand(2, 3, 16, 16, generator=torch.Generator().manual_seed(0))
+
+
+@pytest.mark.parametrize("level", ["onnxruntime", "openvino"])
+def test_an_op_onnx_cannot_export_is_one_line_not_applicable(level: str, capfd: Any) -> None:
+    _needs(level)
+    with pytest.raises(RuntimeNotApplicable) as info:
+        load_runtime(level, Bessel(), EXAMPLE, CPU, "float32")
+    message = str(info.value)
+    assert "\n" not in message and "bessel_j0" in message and message.startswith(f"runtime {level}: ")
+    assert "graph" not in capfd.readouterr().out  # the exporter's C++ log of the whole graph stays off stdout
+    assert isinstance(info.value, UsageError)  # the CLI's one line and exit 2
+    assert run_guarded(lambda: load_runtime(level, Bessel(), EXAMPLE, CPU, "float32")) == 2
+
+
+def test_torchscript_runs_what_onnx_cannot() -> None:
+    loaded = load_runtime("torchscript", Bessel(), EXAMPLE, CPU, "float32")
+    assert torch.equal(loaded.forward(EXAMPLE), torch.special.bessel_j0(EXAMPLE))
+
+
+@pytest.mark.parametrize("level", RUNTIMES)
+def test_outputs_keep_the_networks_structure(level: str) -> None:
+    _needs(level)
+    net = Tiny().eval()
+    loaded = load_runtime(level, net, EXAMPLE, CPU, "float32")
+    got = loaded.forward(EXAMPLE)
+    with torch.no_grad():
+        want = net(EXAMPLE)
+    assert set(got) == {"maps", "channels"} and got["channels"] == 8 and isinstance(got["maps"], list)
+    _close(got["maps"], want["maps"])
+
+
+@pytest.mark.parametrize("level", RUNTIMES)
+def test_another_input_shape_is_refused(level: str) -> None:
+    _needs(level)
+    loaded = load_runtime(level, Tiny(), EXAMPLE, CPU, "float32")
+    with pytest.raises(RuntimeNotApplicable, match=r"built for input shape \[2, 3, 16, 16\], got \[1, 3, 16, 16\]"):
+        loaded.forward(EXAMPLE[:1])
+
+
+def test_torchscript_bfloat16_is_the_autocast_arithmetic() -> None:
+    net = Tiny().eval()
+    got = load_runtime("torchscript", net, EXAMPLE, CPU, "bfloat16").forward(EXAMPLE)["maps"][0]
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        want = net(EXAMPLE)["maps"][0]
+    assert got.dtype == want.dtype == torch.bfloat16
+    assert torch.allclose(got.float(), want.float(), atol=1e-2)
+
+
+def test_onnxruntime_refuses_reduced_precision() -> None:
+    _needs("onnxruntime")
+    with pytest.raises(RuntimeNotApplicable, match="precision bfloat16"):
+        load_runtime("onnxruntime", Tiny(), EXAMPLE, CPU, "bfloat16")
+
+
+@pytest.mark.parametrize("precision", ["bfloat16", "float16"])
+def test_openvino_precision_is_its_inference_hint_where_the_cpu_has_it(precision: str) -> None:
+    _needs("openvino")
+    import openvino as ov
+
+    from yoloprof.capturing.runtimes.openvino_runtime import PRECISION_HINT
+
+    net = Tiny().eval()
+    capability = PRECISION_HINT[precision][1]
+    if capability not in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES"):
+        with pytest.raises(RuntimeNotApplicable, match=f"lacks {capability}"):
+            load_runtime("openvino", net, EXAMPLE, CPU, precision)
+        return
+    loaded = load_runtime("openvino", net, EXAMPLE, CPU, precision)
+    assert f"precision hint {PRECISION_HINT[precision][0]}" in (loaded.note or "")
+    with torch.no_grad():
+        want = net(EXAMPLE)["maps"][0]
+    got = loaded.forward(EXAMPLE)["maps"][0]
+    assert torch.allclose(got.float(), want, atol=5e-2 * float(want.abs().max()))
+
+
+def test_openvino_float32_hint_holds_float32_arithmetic() -> None:
+    """The CPU plugin's default on a BF16 CPU would be bf16: the f32 hint keeps float32 accuracy."""
+    _needs("openvino")
+    net = Tiny().eval()
+    loaded = load_runtime("openvino", net, EXAMPLE, CPU, "float32")
+    assert "precision hint f32" in (loaded.note or "")
+    with torch.no_grad():
+        _close(loaded.forward(EXAMPLE)["maps"], net(EXAMPLE)["maps"])
+
+
+@pytest.mark.parametrize("level", ["onnxruntime", "openvino"])
+def test_a_missing_extra_is_one_line_naming_it(level: str, monkeypatch: Any) -> None:
+    monkeypatch.setitem(sys.modules, level, None)  # `import level` raises ImportError
+    extra = EXTRAS[level]
+    with pytest.raises(RuntimeNotApplicable, match=rf"pip install 'yoloprof\[{extra}\]'"):
+        load_runtime(level, Tiny(), EXAMPLE, CPU, "float32")
+
+
+def test_onnxruntime_takes_torchs_intra_op_threads() -> None:
+    _needs("onnxruntime")
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        assert "1 threads" in (load_runtime("onnxruntime", Tiny(), EXAMPLE, CPU, "float32").note or "")
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_no_device_plugin_is_not_applicable() -> None:
+    _needs("openvino")
+    with pytest.raises(RuntimeNotApplicable, match="no OpenVINO device plugin for torch device meta"):
+        load_runtime("openvino", Tiny(), EXAMPLE, torch.device("meta"), "float32")
+
+
+def test_unknown_and_eager_levels_are_usage_errors() -> None:
+    with pytest.raises(UsageError, match="expected one of eager, torchscript"):
+        load_runtime("tensorrt", Tiny(), EXAMPLE, CPU, "float32")
+    with pytest.raises(UsageError, match="nothing to load"):
+        load_runtime("eager", Tiny(), EXAMPLE, CPU, "float32")
+
+
+def test_flattened_rebuilds_the_hand_written_structure() -> None:
+    class Nest(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> Any:
+            return (x + 1, {"b": [x * 2, 7], "a": x.sum()})
+
+    flat = Flattened(Nest(), EXAMPLE)
+    leaves = flat(EXAMPLE)
+    assert flat.count == 3 and len(leaves) == 3
+    rebuilt = flat.rebuild(leaves)
+    x = EXAMPLE
+    assert isinstance(rebuilt, tuple) and set(rebuilt[1]) == {"a", "b"} and rebuilt[1]["b"][1] == 7
+    assert torch.equal(rebuilt[0], x + 1) and torch.equal(rebuilt[1]["b"][0], x * 2)
+    assert torch.equal(rebuilt[1]["a"], x.sum())
+
+
+def test_a_two_stage_detector_is_not_applicable() -> None:
+    pytest.importorskip("torchvision")
+    from yoloprof.workloads.family_torchvision import ADAPTER
+
+    model = ADAPTER.build(ModelRef("torchvision", "fasterrcnn_mobilenet_v3_large_320_fpn", num_classes=3, imgsz=IMGSZ))
+    with pytest.raises(RuntimeNotApplicable, match="two-stage detector"):
+        ADAPTER.export_network(model)
+
+
+def test_the_eager_model_is_unchanged_by_the_export_form() -> None:
+    pytest.importorskip("ultralytics")
+    from yoloprof.workloads.family_ultralytics import ADAPTER
+
+    model = ADAPTER.build(ModelRef("ultralytics", "yolov8n.yaml", num_classes=3)).eval()
+    x = torch.rand(1, 3, IMGSZ, IMGSZ)
+    with torch.no_grad():
+        assert isinstance(ADAPTER.export_network(model).network(x), torch.Tensor)
+        assert isinstance(model(x), tuple)  # the Detect head is back in its (predictions, raw) form
