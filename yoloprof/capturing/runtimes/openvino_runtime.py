@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from yoloprof.capturing.runtimes.extras import require
+from yoloprof.capturing.runtimes.packages import require
 from yoloprof.capturing.runtimes.flat import Flattened
 from yoloprof.capturing.runtimes.onnx_export import exported
 from yoloprof.errors import RuntimeNotApplicable
