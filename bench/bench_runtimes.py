@@ -25,7 +25,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from yoloprof.capturing.runtimes import load_runtime, torchscript  # noqa: E402
-from yoloprof.errors import RuntimeNotApplicable  # noqa: E402
+from yoloprof.errors import RuntimeNotApplicable, UsageError  # noqa: E402
 from yoloprof.workloads.family_api import ModelRef  # noqa: E402
 from yoloprof.workloads.families import adapter_of  # noqa: E402
 
@@ -55,7 +55,11 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=10)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    adapter = adapter_of("ultralytics")
+    try:
+        adapter = adapter_of("ultralytics")
+    except UsageError as exc:  # the extra is not installed: nothing to measure
+        print(f"bench_runtimes: skipped: {exc}")
+        return 0
     model = adapter.build(ModelRef("ultralytics", "yolov8n.yaml")).eval()
     network = adapter.export_network(model).network.eval()  # type: ignore[attr-defined]
     x = torch.rand(1, 3, args.imgsz, args.imgsz, generator=torch.Generator().manual_seed(0))
