@@ -17,8 +17,8 @@ from yoloprof.capturing.runtimes.flat import Flattened
 
 AUTOCAST = {"float16": torch.float16, "bfloat16": torch.bfloat16}  # precision -> autocast dtype
 # torch.jit.optimize_for_inference per device type: on CPU it swaps convolutions for MKLDNN ones,
-# no faster on YOLOv8n at 320, 1 thread (0.914 vs 0.927 of eager: within noise, bench/bench_runtimes.py),
-# so it is left off there; on CUDA it folds more (conv + add + relu)
+# no faster on YOLOv8n at 320, 1 thread (two runs of bench/bench_runtimes.py: 0.914 and 0.882 of eager,
+# against 0.927 and 0.862 without), so it is left off there; on CUDA it folds more (conv + add + relu)
 OPTIMIZE = {"cpu": False, "cuda": True}
 PROFILING_RUNS = 2  # calls the profiling executor needs before it runs the optimised graph
 
