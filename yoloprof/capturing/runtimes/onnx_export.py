@@ -4,7 +4,7 @@ TorchScript-based exporter (`dynamo=False`), to a file in a temporary directory.
 Why not the default `dynamo=True` exporter (torch 2.14): on YOLOv8n at 64x64 it took 6.1 s where
 the TorchScript exporter took 0.95 s (same outputs within 3e-5), and it failed ("The size of
 tensor a (64) must match ...") on a model that had already run at another shape in the process,
-which a capture always does; it also needs the onnx and onnxscript packages."""
+which a capture always does; it also needs onnxscript. Both exporters need the onnx package."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from tempfile import TemporaryDirectory
 import torch
 
 from yoloprof.capturing.runtimes.flat import Flattened
+from yoloprof.capturing.runtimes.packages import require
 
 INPUT = "images"  # the graph's input name
 FILE = "network.onnx"
@@ -41,8 +42,10 @@ def _quiet_stdout() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def exported(flat: Flattened, example: torch.Tensor) -> Iterator[Path]:
-    """The network exported to an ONNX file that exists inside the `with`."""
+def exported(flat: Flattened, example: torch.Tensor, level: str) -> Iterator[Path]:
+    """The network exported to an ONNX file that exists inside the `with` (for runtime `level`,
+    whose extra is named when the onnx package is missing)."""
+    require("onnx", level)
     with TemporaryDirectory(prefix="yoloprof-onnx-") as tmp:
         path = Path(tmp) / FILE
         names = [f"output{i}" for i in range(flat.count)]

@@ -26,7 +26,7 @@ def _numpy_dtype(dtype: torch.dtype) -> Any:
 
 def load(flat: Flattened, example: torch.Tensor, device: torch.device, precision: str
          ) -> tuple[Callable[[torch.Tensor], Any], str | None]:
-    ort = require("onnxruntime")
+    ort = require("onnxruntime", "onnxruntime")
     if precision != "float32":
         raise RuntimeNotApplicable(f"runtime onnxruntime: precision {precision}: it runs the float32 export "
                                    "(use precision=float32)")
@@ -39,7 +39,7 @@ def load(flat: Flattened, example: torch.Tensor, device: torch.device, precision
     options.inter_op_num_threads = 1
     options.log_severity_level = 3  # errors only
     chosen: list[Any] = [(provider, {"device_id": device.index or 0})] if device.type == "cuda" else [provider]
-    with exported(flat, example) as path:
+    with exported(flat, example, "onnxruntime") as path:
         session = ort.InferenceSession(str(path), options, providers=chosen)
     names = [o.name for o in session.get_outputs()]
     where = ("cuda" if device.type == "cuda" else "cpu", device.index or 0)

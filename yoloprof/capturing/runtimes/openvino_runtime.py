@@ -25,7 +25,7 @@ PRECISION_HINT = {"float32": ("f32", "FP32"), "bfloat16": ("bf16", "BF16"), "flo
 
 def load(flat: Flattened, example: torch.Tensor, device: torch.device, precision: str
          ) -> tuple[Callable[[torch.Tensor], Any], str | None]:
-    ov = require("openvino")
+    ov = require("openvino", "openvino")
     plugin = PLUGINS.get(device.type)
     core = ov.Core()
     if plugin is None or plugin not in core.available_devices:
@@ -38,7 +38,7 @@ def load(flat: Flattened, example: torch.Tensor, device: torch.device, precision
                                    f"here (it has {', '.join(capabilities)})")
     config = {"INFERENCE_PRECISION_HINT": hint, "INFERENCE_NUM_THREADS": torch.get_num_threads(),
               "PERFORMANCE_HINT": "LATENCY"}
-    with exported(flat, example) as path:
+    with exported(flat, example, "openvino") as path:
         compiled = core.compile_model(core.read_model(str(path)), plugin, config)
     request = compiled.create_infer_request()
     ports = list(compiled.outputs)
