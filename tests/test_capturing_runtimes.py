@@ -263,3 +263,31 @@ def test_the_eager_model_is_unchanged_by_the_export_form() -> None:
     with torch.no_grad():
         assert isinstance(ADAPTER.export_network(model).network(x), torch.Tensor)
         assert isinstance(model(x), tuple)  # the Detect head is back in its (predictions, raw) form
+
+
+OPENVINO_OFFLINE = """
+import socket, sys
+def refused(*args, **kwargs):
+    print("network attempt", args[:2], flush=True)
+    raise OSError("offline")
+socket.getaddrinfo = refused
+from yoloprof.capturing.runtimes.openvino_runtime import import_openvino
+import_openvino()
+import openvino.tools.ovc.utils as ovc_utils
+print("telemetry", ovc_utils.tm.__name__, "openvino_telemetry" in sys.modules)
+"""
+
+
+def test_openvino_is_imported_without_its_telemetry() -> None:
+    """`import openvino` would send a usage event (its ovc tool, at import): in a fresh process
+    (this one may have imported openvino already), OpenVINO's no-op stub takes its place."""
+    _needs("openvino")
+    import os
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    done = subprocess.run([sys.executable, "-c", OPENVINO_OFFLINE], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "network attempt" not in done.stdout
+    assert "telemetry openvino.tools.ovc.telemetry_stub False" in done.stdout

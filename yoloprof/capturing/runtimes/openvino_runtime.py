@@ -4,10 +4,16 @@ Intel GPUs as torch's `xpu` on OpenVINO's GPU plugin; nothing for CUDA). The `pr
 is the plugin's INFERENCE_PRECISION_HINT (PRECISION_HINT): the CPU plugin's own default is bf16
 on CPUs that have it, which would change the arithmetic behind float32's back; a hint the device
 does not list in OPTIMIZATION_CAPABILITIES is not applicable. INFERENCE_NUM_THREADS = torch's
-intra-op threads at setup; the LATENCY performance hint (one stream: one request at a time)."""
+intra-op threads at setup; the LATENCY performance hint (one stream: one request at a time).
+
+`import openvino` imports its conversion tool (`openvino.tools.ovc`), which sends a usage event
+to Google Analytics from a forked process unless the user opted out: yoloprof never reaches the
+network, so openvino is imported with `openvino_telemetry` unimportable, where OpenVINO falls back
+to its own no-op stub (`telemetry_stub`)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -23,9 +29,26 @@ PLUGINS = {"cpu": "CPU", "xpu": "GPU"}  # torch device type -> OpenVINO device p
 PRECISION_HINT = {"float32": ("f32", "FP32"), "bfloat16": ("bf16", "BF16"), "float16": ("f16", "FP16")}
 
 
+TELEMETRY = "openvino_telemetry"  # the package openvino's import would send a usage event with
+
+
+def import_openvino() -> Any:
+    """`openvino`, imported without its telemetry (module docstring)."""
+    if sys.modules.get("openvino") is not None:
+        return sys.modules["openvino"]
+    blocked = TELEMETRY not in sys.modules
+    if blocked:
+        sys.modules[TELEMETRY] = None  # type: ignore[assignment]  # `import` raises ImportError
+    try:
+        return require("openvino", "openvino")
+    finally:
+        if blocked:
+            sys.modules.pop(TELEMETRY, None)
+
+
 def load(flat: Flattened, example: torch.Tensor, device: torch.device, precision: str
          ) -> tuple[Callable[[torch.Tensor], Any], str | None]:
-    ov = require("openvino", "openvino")
+    ov = import_openvino()
     plugin = PLUGINS.get(device.type)
     core = ov.Core()
     if plugin is None or plugin not in core.available_devices:
