@@ -21,7 +21,8 @@ from helpers.paths import CONF, TRACES  # noqa: E402
 # uses it: a module-scoped one is built again whenever xdist hands its worker that module's tests
 # after another module's; module scope is kept for those that patch or extend the process
 # (sys.path, a monkeypatched reader).
-pytest_plugins = ["helpers.fixtures_analysis", "helpers.fixtures_capture", "helpers.fixtures_readers"]
+pytest_plugins = ["helpers.fixtures_analysis", "helpers.fixtures_capture", "helpers.fixtures_readers",
+                  "helpers.fixtures_runtimes"]
 
 
 @pytest.fixture(scope="session")

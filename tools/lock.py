@@ -24,7 +24,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[1]
-EXTRAS = ("test", "submitit", "joblib", "optuna", "torchvision", "ultralytics", "libreyolo")
+EXTRAS = ("test", "submitit", "joblib", "optuna", "torchvision", "ultralytics", "libreyolo", "onnx", "openvino")
 BESIDE_TORCH = ("torch", "torchvision")  # installed by `make setup` from TORCH, never from the lock
 PYTHON_MIN = "3.10"
 

@@ -32,6 +32,12 @@ class UsageError(YoloprofError):
     exit_code = 2
 
 
+class RuntimeNotApplicable(UsageError):
+    """An inference runtime (`runtime` setting) cannot run this model: an op its exporter cannot
+    handle, a precision or device it lacks, its extra not installed (exit 2; a sweep records the
+    row as "not applicable: <the message>")."""
+
+
 class DataTooSmallError(YoloprofError):
     """The data cannot fill --warmup + --steps batches (exit 3)."""
 

@@ -51,6 +51,27 @@ class InputSize:
     note: str | None = None
 
 
+def _same(inputs: Any) -> Any:
+    return inputs
+
+
+def _as_is(outputs: Any, inputs: Any) -> Any:
+    return outputs
+
+
+@dataclass(frozen=True)
+class ExportForm:
+    """A family's network as an inference runtime takes it (`Adapter.export_network`, optional;
+    without it the model itself is the export form): `network` maps one float tensor to tensors
+    (a tensor, or tuples, lists and dicts of them); `tensor(inputs)` is that tensor taken from
+    what `preprocess` returned; `raw(outputs, inputs)` rebuilds from the network's outputs what
+    `postprocess` reads as `raw` (the adapter's `forward` output)."""
+
+    network: Any
+    tensor: Callable[[Any], Any] = _same
+    raw: Callable[[Any, Any], Any] = _as_is
+
+
 class Adapter(Protocol):
     """One family's pieces. Every method may raise `yoloprof.errors.UsageError` (one line, exit 2)."""
 
@@ -78,3 +99,6 @@ class Adapter(Protocol):
 
     def postprocess(self, model: Any, raw: Any, meta: Any, conf: float, iou: float, max_det: int) -> Any:
         """Raw outputs -> detections (NMS included) or the outputs as they are for non-detectors."""
+
+    # optional: `export_network(model) -> ExportForm` (the network an inference runtime exports and
+    # runs; may raise errors.RuntimeNotApplicable); an adapter without it hands over the model

@@ -17,6 +17,9 @@ as `module._yoloprof_wrapper` for the pre- and post-process stages. Its pieces, 
   module's forward, its `_postprocess` per image (decode + NMS, boxes in original pixels): these
   are LibreYOLO's private methods, the same ones its `predict` calls; no public API splits them.
 - `imgsz`: rounded up to the family's `IMGSZ_STRIDE` as LibreYOLO rounds (a note says so).
+- inference runtimes: the module itself is the export form (no `export_network`): its output dict
+  (predictions, raw outputs, features) is flattened to tensors for the runtime and rebuilt in the
+  same structure (capturing/runtimes/flat.py) for `_postprocess`.
 """
 
 from __future__ import annotations

@@ -36,6 +36,13 @@ detections_per_img (R-CNN: on its ROI heads) before the detections are made; for
 next call's `forward`, so this call's detections are also filtered to score >= conf and the
 `max_det` best (exact for conf and max_det, since the ROI heads sort and filter the same way;
 `iou` takes effect from the next call). Classifiers: softmax and the top 5 {scores, labels}.
+
+Inference runtimes (`export_network`): a classifier is its module; a one-stage detector (SSD,
+SSDlite, RetinaNet, FCOS) is the part `forward` runs (backbone, head, anchors) as a module of the
+batched image tensor (`ImageList.tensors`: the anchors depend only on its shape), returning
+{head, anchors, level_sizes}; the image sizes are put back from the `ImageList` for
+`postprocess`. The R-CNN family is not applicable: its second stage reads a data-dependent number
+of proposals from the first stage's NMS, which one traced shape cannot hold.
 """
 
 from __future__ import annotations
@@ -48,8 +55,8 @@ from typing import Any, Callable
 
 import torch
 
-from yoloprof.errors import UsageError
-from yoloprof.workloads.family_api import ForwardLoss, InputSize, ModelRef
+from yoloprof.errors import RuntimeNotApplicable, UsageError
+from yoloprof.workloads.family_api import ExportForm, ForwardLoss, InputSize, ModelRef
 from yoloprof.workloads.pipeline import decode
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)  # what torchvision's classification weights were trained with
@@ -238,6 +245,16 @@ class TorchvisionAdapter:
         return {"head": head, "anchors": anchors, "image_sizes": inputs.image_sizes,
                 "level_sizes": [f.size(2) * f.size(3) for f in levels]}
 
+    def export_network(self, model: Any) -> ExportForm:
+        kind = model_kind(model)
+        if kind is None:
+            return ExportForm(model)
+        if kind.two_stage:
+            raise RuntimeNotApplicable(f"{type(model).__name__}: a two-stage detector's second stage reads a "
+                                       "data-dependent number of proposals (no fixed-shape export)")
+        return ExportForm(_OneStage(self, model), tensor=lambda inputs: inputs.tensors,
+                          raw=lambda outputs, inputs: {**outputs, "image_sizes": inputs.image_sizes})
+
     def postprocess(self, model: Any, raw: Any, meta: Any, conf: float, iou: float, max_det: int) -> Any:
         kind = model_kind(model)
         if kind is None:
@@ -257,6 +274,22 @@ class TorchvisionAdapter:
                 anchors = [list(a.split(per_level)) for a in anchors]
             detections = model.postprocess_detections(head, anchors, raw["image_sizes"])
         return model.transform.postprocess(detections, raw["image_sizes"], meta)
+
+
+class _OneStage(torch.nn.Module):
+    """A one-stage detector's `forward` as a module of the batched image tensor."""
+
+    def __init__(self, adapter: TorchvisionAdapter, model: Any) -> None:
+        super().__init__()
+        self.model = model
+        self.adapter = adapter
+
+    def forward(self, x: torch.Tensor) -> Any:
+        from torchvision.models.detection.image_list import ImageList
+
+        h, w = int(x.shape[-2]), int(x.shape[-1])
+        raw = self.adapter.forward(self.model, ImageList(x, [(h, w)] * int(x.shape[0])))
+        return {k: v for k, v in raw.items() if k != "image_sizes"}
 
 
 def model_kind(model: Any) -> DetectorKind | None:

@@ -15,7 +15,11 @@ What is Ultralytics' own, called through its public modules:
   (the predictor's steps; the image is decoded as RGB here, where the predictor decodes BGR and
   flips it: the same tensor), then `non_max_suppression` and `scale_boxes` back to each image's
   pixels, as `DetectionPredictor.postprocess` does. One [K, 6] tensor (x1, y1, x2, y2, score,
-  class) per image.
+  class) per image;
+- inference runtimes (`export_network`): the model with its detection head in Ultralytics' export
+  mode (`Detect.export`, as its Exporter sets it) for the duration of each call, so it returns the
+  one decoded tensor [B, 4 + nc, anchors] (end-to-end heads: [B, max_det, 6]) that
+  `non_max_suppression` reads, instead of the (tensor, raw dict) pair that tracing cannot follow.
 
 Nothing is downloaded: a name that is neither a packaged yaml nor an existing file, or a URL, is
 refused before Ultralytics could fetch it.
@@ -28,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from yoloprof.errors import UsageError
-from yoloprof.workloads.family_api import ForwardLoss, InputSize, ModelRef
+from yoloprof.workloads.family_api import ExportForm, ForwardLoss, InputSize, ModelRef
 
 YAML_SUFFIXES = (".yaml", ".yml")
 FROZEN = (".dfl",)  # layers the Ultralytics trainer always freezes (BaseTrainer's always_freeze_names)
@@ -159,6 +163,9 @@ class UltralyticsAdapter:
     def forward(self, model: Any, inputs: Any) -> Any:
         return model(inputs)
 
+    def export_network(self, model: Any) -> ExportForm:
+        return ExportForm(_export_mode_network(model))
+
     def postprocess(self, model: Any, raw: Any, meta: Any, conf: float, iou: float, max_det: int) -> Any:
         from ultralytics.utils import nms, ops
 
@@ -168,6 +175,31 @@ class UltralyticsAdapter:
         for d, shape in zip(dets, shapes):
             d[:, :4] = ops.scale_boxes(input_hw, d[:, :4], shape)
         return dets
+
+
+def _export_mode_network(model: Any) -> Any:
+    """The model as a module whose call runs its heads in export mode (restored after each call:
+    the eager model the capture also runs is unchanged)."""
+    import torch
+    from ultralytics.nn.modules.head import Detect, RTDETRDecoder
+
+    class ExportMode(torch.nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+            self.heads = [m for m in inner.modules() if isinstance(m, (Detect, RTDETRDecoder))]
+
+        def forward(self, x: Any) -> Any:
+            before = [h.export for h in self.heads]
+            for head in self.heads:
+                head.export = True
+            try:
+                return self.inner(x)
+            finally:
+                for head, was in zip(self.heads, before):
+                    head.export = was
+
+    return ExportMode(model)
 
 
 ADAPTER = UltralyticsAdapter()
