@@ -30,7 +30,8 @@ from yoloprof.config.model_families import BUILTIN, FACTORY, FAMILIES, family_of
 from yoloprof.errors import UsageError
 from yoloprof.workloads.family_api import Adapter, ForwardLoss, InputSize, ModelRef
 
-__all__ = ["BUILTIN", "FACTORY", "FAMILIES", "Workload", "adapter_of", "check_installed", "family_of",
+__all__ = ["BUILTIN", "FACTORY", "FAMILIES", "Workload", "adapter_of", "batch_norm_checked", "check_installed",
+           "check_model", "family_of",
            "input_size", "model_ref", "size_of", "split_model", "user_loss", "user_postprocess", "workload"]
 
 
@@ -173,10 +174,49 @@ class Workload:
         return self.adapter.build(self.ref)
 
     def forward_loss(self, model: Any) -> ForwardLoss:
-        return user_loss(model, self.loss) if self.loss else self.adapter.make_loss(model, None)
+        fn = user_loss(model, self.loss) if self.loss else self.adapter.make_loss(model, None)
+        return batch_norm_checked(fn, self.ref)
 
     def postprocess(self) -> Callable[..., Any]:
         return user_postprocess(self.postprocess_target) if self.postprocess_target else self.adapter.postprocess
+
+
+BATCH_NORM_ONE = "Expected more than 1 value per channel when training"  # torch's batch_norm refusal
+
+
+def batch_norm_checked(fn: ForwardLoss, ref: ModelRef) -> ForwardLoss:
+    """`fn`, with torch's refusal of a batch norm over one value per channel (a batch of 1 reaching
+    a 1x1 feature map: SSDlite's extra layers, a classifier's pooled head) as one UsageError line
+    naming `--batch >= 2`, for every family. It surfaces from the first (warm-up) step, before
+    anything is written."""
+    label = ref.family if ref.family in (BUILTIN, FACTORY) else f"{ref.family}:{ref.name}"
+
+    def step(model: Any, inputs: Any, targets: Any) -> tuple[Any, dict[str, Any]]:
+        try:
+            return fn(model, inputs, targets)
+        except ValueError as exc:
+            if BATCH_NORM_ONE not in str(exc):
+                raise
+            shape = str(exc).rpartition("input size ")[2].replace("torch.Size(", "").rstrip(")") or "?"
+            raise UsageError(f"training {label} needs --batch >= 2: at --batch 1 one of its batch norm layers "
+                             f"gets a single value per channel (input {shape}), which torch refuses") from None
+    return step
+
+
+def check_model(settings: Any) -> None:
+    """The model's name, and its size, as its family knows them: before any data is read or any
+    job of a sweep runs (no model is built). A family without sizes (its scale is in the model's
+    name: yolov8s.yaml, resnet50) refuses a `size` other than the default, which it would ignore."""
+    from yoloprof.config.capture_settings import default_of, flag_of
+
+    family = family_of(settings.model)
+    if family in (BUILTIN, FACTORY):
+        return
+    adapter = adapter_of(family)
+    if getattr(adapter, "sizes", None) is None and settings.size != default_of("size", settings.mode):
+        raise UsageError(f"{flag_of('size')} {settings.size}: {family} models carry their size in their name "
+                         f"(e.g. {FAMILIES[family].example}); drop {flag_of('size')}")
+    adapter.check(_asked(settings))
 
 
 def workload(settings: Any) -> Workload:

@@ -142,6 +142,9 @@ class TorchvisionAdapter:
 
     sizes = None
 
+    def check(self, ref: ModelRef) -> None:
+        _check_name(ref.name)
+
     def input_size(self, ref: ModelRef, imgsz: int) -> InputSize:
         _check_name(ref.name)
         smallest = MIN_IMGSZ.get(ref.name, 0)

@@ -97,7 +97,9 @@ def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = 
     in the profile's `warnings`.
     """
     interrupt.held_import("torch")  # a Ctrl-C inside torch's C++ initialisation would abort the process
-    settings = settings.validate().resolved()  # canonical device, effective precision and threads
+    settings = settings.validate()
+    post_from = postprocess_origins(settings)  # before None becomes the family's value
+    settings = settings.resolved()  # canonical device, effective precision and threads, NMS values
     device = resolve_device(settings.device)
     check_model_inputs(settings)
     check_inputs(settings, CLI)  # data exists, has images and labels, fills the steps; model keywords
@@ -115,11 +117,22 @@ def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = 
         settings, plan = _resolve_batch(settings, device)  # --batch -1 runs trial steps: after every check
         if plan is not None:
             warnings.append(plan.line())
-        return _capture(settings, device, amp, warnings, out_dir, progress, echo_warnings, plan)
+        return _capture(settings, device, amp, warnings, out_dir, progress, echo_warnings, plan, post_from)
+
+
+def postprocess_origins(settings: CaptureSettings) -> dict[str, Any]:
+    """The config's `postprocess_from` (inference): for conf, iou and max_det, `family` (the model
+    family's own, config/postprocess_defaults.py) or `user` (given)."""
+    from yoloprof.config.postprocess_defaults import KEYS, origins
+
+    if settings.mode != "infer":
+        return {}
+    return {"postprocess_from": origins({k: getattr(settings, k) for k in KEYS})}
 
 
 def _capture(settings: CaptureSettings, device: DeviceInfo, amp: bool, warnings: list[str], out_dir: Path,
-             progress: bool, echo_warnings: bool, plan: Any = None) -> dict[str, Any]:
+             progress: bool, echo_warnings: bool, plan: Any = None,
+             config_extra: dict[str, Any] | None = None) -> dict[str, Any]:
     from yoloprof.capturing.builtin import infer as infer_mod
     from yoloprof.capturing.builtin import train as train_mod
 
@@ -144,6 +157,7 @@ def _capture(settings: CaptureSettings, device: DeviceInfo, amp: bool, warnings:
             profile = assemble(settings, device, amp, run, staged, warnings + input_notes)
             if plan is not None:
                 profile["config"]["autobatch"] = plan.as_dict()
+            profile["config"].update(config_extra or {})
             notes.extend(profile["warnings"])  # one channel: each printed once, all kept
             profile["warnings"] = list(notes.messages)
             interrupt.stage("write")
