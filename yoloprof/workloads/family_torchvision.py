@@ -115,17 +115,56 @@ def _round_up(value: int, step: int) -> int:
     return -(-value // step) * step
 
 
-def _load_weights(model: Any, path: str) -> None:
+def _read_weights(path: str) -> Mapping[str, Any]:
+    """A state dict from a file (a plain one, or one under `model` / `state_dict`)."""
     file = Path(path)
     if not file.is_file():
         raise UsageError(f"model weights file {path!r} not found")
     try:
         state = torch.load(file, map_location="cpu", weights_only=True)
-        if isinstance(state, Mapping) and not any(isinstance(v, torch.Tensor) for v in state.values()):
-            state = state.get("model", state.get("state_dict", state))
+    except Exception as exc:  # noqa: BLE001 - a bad file is the user's to fix
+        raise UsageError(f"cannot load torchvision weights {path!r}: {type(exc).__name__}: {_first_lines(exc)}") from None
+    if isinstance(state, Mapping) and not any(isinstance(v, torch.Tensor) for v in state.values()):
+        state = state.get("model", state.get("state_dict", state))
+    if not isinstance(state, Mapping):
+        raise UsageError(f"cannot load torchvision weights {path!r}: not a state dict ({type(state).__name__})")
+    return state
+
+
+def _first_lines(exc: BaseException, width: int = 300) -> str:
+    """An exception's message on one line: its first line and its first detail, cut at `width`
+    characters with the count of the details left out (torch's load_state_dict puts the header
+    "Error(s) in loading state_dict for ResNet:" alone on the first line)."""
+    lines = [" ".join(line.split()) for line in str(exc).splitlines() if line.strip()]
+    text = " ".join(lines[:2])
+    text = text if len(text) <= width else text[:width - 3] + "..."
+    return text + (f" (and {len(lines) - 2} more)" if len(lines) > 2 else "")
+
+
+def checkpoint_classes(model: Any, state: Mapping[str, Any], built: int) -> int | None:
+    """The class count a state dict's classifier was trained with, when it differs from `built`
+    (the model's own count): every tensor whose shape differs from the model's only in its first
+    dimension, which is `k * built` in the model (a classifier's rows, a detection head's `anchors
+    x classes` channels, Faster R-CNN's `4 x classes` box rows), must be `k * N` in the file, with
+    one N for all of them. None when the shapes agree or say nothing consistent."""
+    own = model.state_dict()
+    counts = set()
+    for key, value in state.items():
+        mine = own.get(key)
+        if mine is None or not isinstance(value, torch.Tensor) or value.shape == mine.shape:
+            continue
+        if value.dim() != mine.dim() or value.dim() == 0 or value.shape[1:] != mine.shape[1:] \
+                or mine.shape[0] % built or value.shape[0] % (mine.shape[0] // built):
+            return None
+        counts.add(value.shape[0] // (mine.shape[0] // built))
+    return counts.pop() if len(counts) == 1 else None
+
+
+def _load_weights(model: Any, state: Mapping[str, Any], path: str) -> None:
+    try:
         model.load_state_dict(state)
     except Exception as exc:  # noqa: BLE001 - a bad file is the user's to fix
-        raise UsageError(f"cannot load torchvision weights {path!r}: {type(exc).__name__}: {str(exc).splitlines()[0]}") from None
+        raise UsageError(f"cannot load torchvision weights {path!r}: {type(exc).__name__}: {_first_lines(exc)}") from None
 
 
 def _set_size(model: Any, imgsz: int) -> None:
@@ -157,29 +196,19 @@ class TorchvisionAdapter:
         return InputSize(imgsz)
 
     def build(self, ref: ModelRef) -> Any:
-        import torchvision.models as tvm
-
         _check_name(ref.name)
         given = [k for k in DOWNLOAD_KWARGS if k in ref.kwargs]
         if given:
             raise UsageError(f"torchvision model argument {given[0]!r} is not taken: weights come from model.weights (a state-dict file)")
         kind = detector_kind(ref.name)
-        kwargs: dict[str, Any] = {"weights": None, **dict(ref.kwargs)}
-        if kind is not None:
-            kwargs["weights_backbone"] = None
-            kwargs.setdefault("num_classes", ref.num_classes + (1 if kind.background else 0))
-        else:
-            kwargs.setdefault("num_classes", ref.num_classes)
-            if _vit_patch(ref.name) is not None and ref.imgsz is not None:
-                kwargs.setdefault("image_size", ref.imgsz)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(ref.seed)
-            try:
-                model = tvm.get_model(ref.name, **kwargs)
-            except Exception as exc:  # noqa: BLE001 - bad --model-arg values are the user's to fix
-                raise UsageError(f"building torchvision model {ref.name!r} failed: {type(exc).__name__}: {str(exc).splitlines()[0]}") from None
+        kwargs = _builder_kwargs(ref, kind)
+        model = _seeded(ref, kwargs)
         if ref.weights != "none":
-            _load_weights(model, ref.weights)
+            state = _read_weights(ref.weights)
+            count = None if "num_classes" in ref.kwargs else checkpoint_classes(model, state, kwargs["num_classes"])
+            if count is not None and count != kwargs["num_classes"]:
+                model = _seeded(ref, _builder_kwargs(ref, kind, _classes_followed(ref, kind, count)))
+            _load_weights(model, state, ref.weights)
         if kind is not None and ref.imgsz is not None:
             _set_size(model, ref.imgsz)
         return model.train()
@@ -260,6 +289,48 @@ class TorchvisionAdapter:
                 anchors = [list(a.split(per_level)) for a in anchors]
             detections = model.postprocess_detections(head, anchors, raw["image_sizes"])
         return model.transform.postprocess(detections, raw["image_sizes"], meta)
+
+
+def _seeded(ref: ModelRef, kwargs: dict[str, Any]) -> Any:
+    import torchvision.models as tvm
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(ref.seed)
+        try:
+            return tvm.get_model(ref.name, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - bad --model-arg values are the user's to fix
+            raise UsageError(f"building torchvision model {ref.name!r} failed: {type(exc).__name__}: "
+                             f"{_first_lines(exc)}") from None
+
+
+def _builder_kwargs(ref: ModelRef, kind: DetectorKind | None, count: int | None = None) -> dict[str, Any]:
+    """The builder's keywords: no download, the model's class count (`count`, else the data's
+    plus background where the detector counts one), a ViT's image size."""
+    kwargs: dict[str, Any] = {"weights": None, **dict(ref.kwargs)}
+    own = ref.num_classes + (1 if kind is not None and kind.background else 0)
+    kwargs["num_classes"] = count if count is not None else kwargs.get("num_classes", own)
+    if kind is not None:
+        kwargs["weights_backbone"] = None
+    elif _vit_patch(ref.name) is not None and ref.imgsz is not None:
+        kwargs.setdefault("image_size", ref.imgsz)
+    return kwargs
+
+
+def _classes_followed(ref: ModelRef, kind: DetectorKind | None, count: int) -> int:
+    """The checkpoint's class count `count` (the model's, background included), followed with a
+    warning where the data's classes fit in it; else one line naming the `--num-classes` that
+    matches the file."""
+    background = 1 if kind is not None and kind.background else 0
+    data = count - background
+    if data < ref.num_classes:
+        raise UsageError(f"--weights {ref.weights} holds a {ref.name} of {data} classes, fewer than --num-classes "
+                         f"{ref.num_classes}: pass --num-classes {data}")
+    import warnings
+
+    extra = " (plus background)" if background else ""
+    warnings.warn(f"--weights {ref.weights} holds a {ref.name} of {data} classes{extra}: the model is built with "
+                  f"its {data} classes, not --num-classes {ref.num_classes}", stacklevel=2)
+    return count
 
 
 def model_kind(model: Any) -> DetectorKind | None:
