@@ -3,7 +3,8 @@
 `ModelRef.name` is a builder of `torchvision.models.list_models()` of the classification or the
 detection module (segmentation, video, optical-flow and quantized builders are refused). Every
 model is built with `weights=None` (and `weights_backbone=None` for detectors), seeded with
-`ModelRef.seed`; `ModelRef.weights` may name a state-dict file of that builder. Nothing downloads.
+`ModelRef.seed`; `ModelRef.weights` may name a state-dict file of that builder, whose class count
+the model follows where it differs (torchvision_weights.py). Nothing downloads.
 
 Classes. `ModelRef.num_classes` counts the data's classes. Where the detector's classifier counts a
 background class at index 0 (SSD, SSDlite, Faster/Mask/Keypoint R-CNN) the model gets
@@ -31,7 +32,8 @@ box decoding, score filter and NMS run in `postprocess`); for the R-CNN family t
 RPN and the ROI heads: the second stage needs the first stage's proposals, so the RPN's NMS and
 the ROI heads' box decoding and NMS run inside `forward`, and `postprocess` is only the transform's
 rescale to the original images. Outputs equal `model.eval()(images)`.
-`conf`, `iou`, `max_det` are set on the model as its score_thresh, nms_thresh and
+`conf`, `iou`, `max_det` (by default the model's own: config/postprocess_defaults.py, so setting
+them changes nothing unless the user overrode one) are set on the model as its score_thresh, nms_thresh and
 detections_per_img (R-CNN: on its ROI heads) before the detections are made; for R-CNN that is the
 next call's `forward`, so this call's detections are also filtered to score >= conf and the
 `max_det` best (exact for conf and max_det, since the ROI heads sort and filter the same way;
@@ -41,9 +43,8 @@ next call's `forward`, so this call's detections are also filtered to score >= c
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 import torch
@@ -51,6 +52,7 @@ import torch
 from yoloprof.errors import UsageError
 from yoloprof.workloads.family_api import ForwardLoss, InputSize, ModelRef
 from yoloprof.workloads.pipeline import decode
+from yoloprof.workloads.torchvision_weights import checkpoint_classes, first_lines, load_weights, read_weights
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)  # what torchvision's classification weights were trained with
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -115,58 +117,6 @@ def _round_up(value: int, step: int) -> int:
     return -(-value // step) * step
 
 
-def _read_weights(path: str) -> Mapping[str, Any]:
-    """A state dict from a file (a plain one, or one under `model` / `state_dict`)."""
-    file = Path(path)
-    if not file.is_file():
-        raise UsageError(f"model weights file {path!r} not found")
-    try:
-        state = torch.load(file, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - a bad file is the user's to fix
-        raise UsageError(f"cannot load torchvision weights {path!r}: {type(exc).__name__}: {_first_lines(exc)}") from None
-    if isinstance(state, Mapping) and not any(isinstance(v, torch.Tensor) for v in state.values()):
-        state = state.get("model", state.get("state_dict", state))
-    if not isinstance(state, Mapping):
-        raise UsageError(f"cannot load torchvision weights {path!r}: not a state dict ({type(state).__name__})")
-    return state
-
-
-def _first_lines(exc: BaseException, width: int = 300) -> str:
-    """An exception's message on one line: its first line and its first detail, cut at `width`
-    characters with the count of the details left out (torch's load_state_dict puts the header
-    "Error(s) in loading state_dict for ResNet:" alone on the first line)."""
-    lines = [" ".join(line.split()) for line in str(exc).splitlines() if line.strip()]
-    text = " ".join(lines[:2])
-    text = text if len(text) <= width else text[:width - 3] + "..."
-    return text + (f" (and {len(lines) - 2} more)" if len(lines) > 2 else "")
-
-
-def checkpoint_classes(model: Any, state: Mapping[str, Any], built: int) -> int | None:
-    """The class count a state dict's classifier was trained with, when it differs from `built`
-    (the model's own count): every tensor whose shape differs from the model's only in its first
-    dimension, which is `k * built` in the model (a classifier's rows, a detection head's `anchors
-    x classes` channels, Faster R-CNN's `4 x classes` box rows), must be `k * N` in the file, with
-    one N for all of them. None when the shapes agree or say nothing consistent."""
-    own = model.state_dict()
-    counts = set()
-    for key, value in state.items():
-        mine = own.get(key)
-        if mine is None or not isinstance(value, torch.Tensor) or value.shape == mine.shape:
-            continue
-        if value.dim() != mine.dim() or value.dim() == 0 or value.shape[1:] != mine.shape[1:] \
-                or mine.shape[0] % built or value.shape[0] % (mine.shape[0] // built):
-            return None
-        counts.add(value.shape[0] // (mine.shape[0] // built))
-    return counts.pop() if len(counts) == 1 else None
-
-
-def _load_weights(model: Any, state: Mapping[str, Any], path: str) -> None:
-    try:
-        model.load_state_dict(state)
-    except Exception as exc:  # noqa: BLE001 - a bad file is the user's to fix
-        raise UsageError(f"cannot load torchvision weights {path!r}: {type(exc).__name__}: {_first_lines(exc)}") from None
-
-
 def _set_size(model: Any, imgsz: int) -> None:
     """Make a detector's transform resize to `imgsz` on the longer side (SSD: imgsz x imgsz)."""
     t = model.transform
@@ -202,13 +152,14 @@ class TorchvisionAdapter:
             raise UsageError(f"torchvision model argument {given[0]!r} is not taken: weights come from model.weights (a state-dict file)")
         kind = detector_kind(ref.name)
         kwargs = _builder_kwargs(ref, kind)
-        model = _seeded(ref, kwargs)
-        if ref.weights != "none":
-            state = _read_weights(ref.weights)
-            count = None if "num_classes" in ref.kwargs else checkpoint_classes(model, state, kwargs["num_classes"])
+        state = read_weights(ref.weights) if ref.weights != "none" else None
+        if state is not None and "num_classes" not in ref.kwargs:  # the file's class count, read first
+            count = checkpoint_classes(_shapes_only(ref, kwargs), state, kwargs["num_classes"])
             if count is not None and count != kwargs["num_classes"]:
-                model = _seeded(ref, _builder_kwargs(ref, kind, _classes_followed(ref, kind, count)))
-            _load_weights(model, state, ref.weights)
+                kwargs = _builder_kwargs(ref, kind, _classes_followed(ref, kind, count))
+        model = _seeded(ref, kwargs)
+        if state is not None:
+            load_weights(model, state, ref.weights)
         if kind is not None and ref.imgsz is not None:
             _set_size(model, ref.imgsz)
         return model.train()
@@ -300,7 +251,19 @@ def _seeded(ref: ModelRef, kwargs: dict[str, Any]) -> Any:
             return tvm.get_model(ref.name, **kwargs)
         except Exception as exc:  # noqa: BLE001 - bad --model-arg values are the user's to fix
             raise UsageError(f"building torchvision model {ref.name!r} failed: {type(exc).__name__}: "
-                             f"{_first_lines(exc)}") from None
+                             f"{first_lines(exc)}") from None
+
+
+def _shapes_only(ref: ModelRef, kwargs: dict[str, Any]) -> Any:
+    """The model on the `meta` device (shapes, no storage, no initialisation: SSDlite in 0.2 s
+    instead of 3 s), to compare with a checkpoint's; a real build where meta cannot build it."""
+    import torchvision.models as tvm
+
+    try:
+        with torch.device("meta"):
+            return tvm.get_model(ref.name, **kwargs)
+    except Exception:  # noqa: BLE001 - then the seeded build says what is wrong, or works
+        return _seeded(ref, kwargs)
 
 
 def _builder_kwargs(ref: ModelRef, kind: DetectorKind | None, count: int | None = None) -> dict[str, Any]:
