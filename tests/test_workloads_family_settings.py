@@ -169,6 +169,16 @@ def test_every_familys_names_and_sizes_are_checked_without_a_build(model, size, 
     assert words in str(err.value) and "\n" not in str(err.value)
 
 
+def test_a_sweeps_size_may_serve_other_families():
+    """`model=libreyolo,torchvision size=t`: t is LibreYOLO's, ignored by torchvision's builder."""
+    from yoloprof.workloads.families import check_model
+
+    settings = CaptureSettings.for_mode("infer", model="torchvision:resnet18", size="t")
+    check_model(settings, strict_size=False)
+    with pytest.raises(UsageError, match="--size t: torchvision models carry their size in their name"):
+        check_model(settings)
+
+
 def test_a_misspelt_family_gets_did_you_mean():
     with pytest.raises(UsageError, match=r"did you mean ultralytics:yolov8n.yaml\?"):
         split_model("ultralitics:yolov8n.yaml")
@@ -184,7 +194,8 @@ def test_keys_of_the_other_mode_are_warned_about():
 
 @pytest.mark.parametrize("grid, words", [
     (["model=torchvision", "model.name=not_a_model,resnet18"], "unknown torchvision model 'not_a_model'"),
-    (["model=torchvision", "model.name=resnet18", "size=n,z"], "size z: torchvision models carry"),
+    (["model=torchvision", "model.name=resnet18", "size=n,z"], "size=z: torchvision models carry"),
+    (["model=ultralytics", "model.cfg=yolov8n.yaml,nope.yaml"], "ultralytics:nope.yaml: no such model yaml"),
 ])
 def test_sweep_preflight_refuses_bad_names_before_any_job(sweep_env, tmp_path, grid, words):
     from yoloprof.sweep.app import main

@@ -173,7 +173,7 @@ def validate_job_configs(jobs: list[list[str]], compose: Callable[[list[str]], D
             check_inputs(settings[-1], HYDRA)  # data and model keywords, named by their Hydra keys
             model = json.dumps([str(settings[-1].model), settings[-1].size, settings[-1].mode])
             if model not in models:  # a family's model names and sizes, once each
-                check_model(settings[-1])
+                check_model(settings[-1], strict_size=False)  # one size=t may serve several families
                 models.add(model)
             for line in ignored_settings(job_values(job_cfg)):
                 warnings.warn(line, stacklevel=1)  # once per message (Python's default filter)

@@ -203,20 +203,38 @@ def batch_norm_checked(fn: ForwardLoss, ref: ModelRef) -> ForwardLoss:
     return step
 
 
-def check_model(settings: Any) -> None:
+def check_model(settings: Any, strict_size: bool = True) -> None:
     """The model's name, and its size, as its family knows them: before any data is read or any
     job of a sweep runs (no model is built). A family without sizes (its scale is in the model's
-    name: yolov8s.yaml, resnet50) refuses a `size` other than the default, which it would ignore."""
+    name: yolov8s.yaml, resnet50) ignores `size`: the command line (`strict_size`) refuses one
+    other than the default; a sweep, where one `size=t` may serve several families' jobs, refuses
+    only a size that no family has (`size=z`)."""
     from yoloprof.config.capture_settings import default_of, flag_of
 
     family = family_of(settings.model)
     if family in (BUILTIN, FACTORY):
         return
     adapter = adapter_of(family)
-    if getattr(adapter, "sizes", None) is None and settings.size != default_of("size", settings.mode):
-        raise UsageError(f"{flag_of('size')} {settings.size}: {family} models carry their size in their name "
-                         f"(e.g. {FAMILIES[family].example}); drop {flag_of('size')}")
+    size = settings.size
+    if getattr(adapter, "sizes", None) is None and size != default_of("size", settings.mode) and \
+            (strict_size or size not in known_sizes()):
+        given, drop = (f"{flag_of('size')} {size}", flag_of("size")) if strict_size else (f"size={size}", "it")
+        raise UsageError(f"{given}: {family} models carry their size in their name "
+                         f"(e.g. {FAMILIES[family].example}); drop {drop}")
     adapter.check(_asked(settings))
+
+
+def known_sizes() -> set[str]:
+    """Every size a family with sizes has (the built-in's, and each installed sized family's)."""
+    from yoloprof.config.capture_settings import SIZES
+    from yoloprof.config.model_families import SIZED
+
+    out = set(SIZES)
+    for family in SIZED:
+        if family != BUILTIN and FAMILIES[family].package and \
+                importlib.util.find_spec(str(FAMILIES[family].package)) is not None:
+            out.update(getattr(adapter_of(family), "sizes", None) or ())
+    return out
 
 
 def workload(settings: Any) -> Workload:
