@@ -149,7 +149,7 @@ class CaptureSettings:
                                       "the post-process stage; none = the family's own", hydra=None,
                                       modes=("infer",), hashed="unless_default")
     size: str = setting("n", "model size: the built-in detector's (n t s m l) or a family's (LibreYOLO: t s m c "
-                        "...); ignored where the size is in the model's name",
+                        "...); a model with its size in its name (yolov8s.yaml, resnet50) takes none",
                         axis=Axis(value=lambda s: s.size if sized(s.model) else None,
                                   causes=("model_size", "params")))
     weights: str = setting("none", "'none' (seeded random init), a state-dict file, or a checkpoint of the "
