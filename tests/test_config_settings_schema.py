@@ -88,7 +88,9 @@ def test_documented_defaults_of_the_libreyolo_spec_differences():
     assert (train.size, train.weights, train.batch, train.warmup, train.steps, train.workers) == \
         ("n", "none", 16, 5, 20, 8)
     assert (infer.batch, infer.warmup, infer.runs, infer.conf, infer.iou, infer.max_det, infer.data) == \
-        (1, 20, 100, 0.25, 0.45, 300, None)
+        (1, 20, 100, None, None, None, None)  # None = the family's own (config/postprocess_defaults.py)
+    resolved = infer.resolved()  # the built-in detector's own: yoloprof's pipeline
+    assert (resolved.conf, resolved.iou, resolved.max_det) == (0.25, 0.45, 300)
     assert (train.trace_wait, train.trace_warmup, train.trace_active) == (1, 1, 3)
 
 

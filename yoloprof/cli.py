@@ -44,6 +44,9 @@ def _run_capture(args: argparse.Namespace, mode: str) -> int:
     from yoloprof.profiles.outdirs import run_dir
 
     settings = settings_from_args(args, mode)
+    from yoloprof.workloads.families import check_model
+
+    check_model(settings)  # a --size the model's family would ignore is refused on the command line
     out_dir = run_dir(args.project, mode, args.exist_ok)  # train, train2, ...: earlier ones are kept
     # registered (not locked) so that sweep jobs timing at the same time record it (other_captures)
     from yoloprof.capturing.builtin.store_record import record_capture

@@ -41,6 +41,7 @@ from yoloprof.config.device_spec import AUTO, DeviceSpec, check_device, parse_de
 from yoloprof.defs.json_types import JSON, JSONObject
 from yoloprof.config.fields import field_default, flag_name
 from yoloprof.config.steady_thresholds import CAP_EXTRA
+from yoloprof.config import postprocess_defaults
 from yoloprof.config.model_families import BUILTIN, FACTORY, SIZED, family_of
 from yoloprof.errors import UsageError
 
@@ -148,7 +149,7 @@ class CaptureSettings:
                                       "the post-process stage; none = the family's own", hydra=None,
                                       modes=("infer",), hashed="unless_default")
     size: str = setting("n", "model size: the built-in detector's (n t s m l) or a family's (LibreYOLO: t s m c "
-                        "...); ignored where the size is in the model's name",
+                        "...); a model with its size in its name (yolov8s.yaml, resnet50) takes none",
                         axis=Axis(value=lambda s: s.size if sized(s.model) else None,
                                   causes=("model_size", "params")))
     weights: str = setting("none", "'none' (seeded random init), a state-dict file, or a checkpoint of the "
@@ -182,9 +183,14 @@ class CaptureSettings:
     repeat: int = setting(1, "timing trials, each kept as one sample", minimum=1, axis=Axis())
     device: str = setting(AUTO, "auto (the first GPU if there is one, else the CPU), cpu, N (a CUDA index), "
                           "cuda or cuda:N", axis=Axis())
-    conf: float = setting(0.25, "NMS confidence threshold", modes=("infer",), hydra="capture")
-    iou: float = setting(0.45, "NMS IoU threshold", modes=("infer",), hydra="capture")
-    max_det: int = setting(300, "most detections kept per image", modes=("infer",), hydra="capture", minimum=1)
+    # None = the model family's own value (config/postprocess_defaults.py), a number once resolved
+    conf: float | None = setting(None, "NMS confidence threshold; none = the model family's own "
+                                 "(yolo 0.25, ssdlite 0.001, ...)", modes=("infer",), hydra="capture")
+    iou: float | None = setting(None, "NMS IoU threshold; none = the model family's own (yolo 0.45, "
+                                "ultralytics 0.7, ...)", modes=("infer",), hydra="capture")
+    max_det: int | None = setting(None, "most detections kept per image; none = the model family's own "
+                                  "(yolo 300, faster R-CNN 100, ...)", modes=("infer",), hydra="capture",
+                                  minimum=1)
     lr: float = setting(0.01, "SGD learning rate of the training step", modes=("train",), hydra="capture")
     trace: bool = setting(True, "also run the torch.profiler trace pass", hydra="capture")
     trace_gzip: bool = setting(False, "write the trace as .json.gz", hydra="capture")
@@ -245,7 +251,7 @@ class CaptureSettings:
                              f"(got {self.batch})")
         if self.imgsz % 32 and family_of(self.model) in (BUILTIN, FACTORY):
             raise UsageError(f"{flag_of('imgsz')} must be a multiple of 32 and >= 32 (got {self.imgsz})")
-        if not 0.0 <= self.conf <= 1.0 or not 0.0 <= self.iou <= 1.0:
+        if any(v is not None and not 0.0 <= v <= 1.0 for v in (self.conf, self.iou)):
             raise UsageError(f"{flag_of('conf')} and {flag_of('iou')} must be within [0, 1]")
         if self.mode == "train" and self.model == "yolo" and 1 <= self.batch * (self.imgsz // 32) ** 2 < 2:
             # the detector's stride-32 batch norm needs more than one value per channel to train
@@ -271,7 +277,12 @@ class CaptureSettings:
         hashes and rows use these."""
         spec = self.device_spec
         return dataclasses.replace(self, device=str(spec), precision=effective_precision(self.precision, spec),
-                                   threads=effective_threads(self.threads))
+                                   threads=effective_threads(self.threads), **self.postprocess_values())
+
+    def postprocess_values(self) -> dict[str, Any]:
+        """conf, iou, max_det as they run: the given ones, the model family's own for the rest."""
+        return postprocess_defaults.resolve(self.mode, self.model, self.model_kwargs,
+                                            {k: getattr(self, k) for k in postprocess_defaults.KEYS})
 
     @property
     def autocast(self) -> bool:

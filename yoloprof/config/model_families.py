@@ -64,7 +64,11 @@ def split_model(model: Any) -> tuple[str, Any]:
     if not sep:
         return FACTORY, model
     if family not in NAMED:
-        raise UsageError(f"--model {model}: unknown model family {family!r}; families: "
+        import difflib
+
+        close = difflib.get_close_matches(family, NAMED, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]}{SEPARATOR}{name}?)" if close else ""
+        raise UsageError(f"--model {model}: unknown model family {family!r}{hint}; families: "
                          f"{', '.join(f'{k}:<name>' for k in NAMED)}, yolo, or a factory's dotted path")
     if not name:
         raise UsageError(f"--model {model}: name the {family} model, e.g. {family}{SEPARATOR}{FAMILIES[family].example}")

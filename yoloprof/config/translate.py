@@ -17,8 +17,8 @@ from typing import Any, cast
 
 from omegaconf import DictConfig, OmegaConf
 
-from yoloprof.config.axes import hashed_values, pooled
-from yoloprof.config.capture_settings import FIELDS, CaptureSettings, spec_of, unknown_key_message
+from yoloprof.config.axes import hashed_values, hydra_key, pooled
+from yoloprof.config.capture_settings import FIELDS, CaptureSettings, default_of, spec_of, unknown_key_message
 from yoloprof.errors import UsageError
 
 BUILTIN_TARGET = "yoloprof.workloads.models.build_model"
@@ -152,6 +152,31 @@ def data_source(data: dict[str, Any], mode: str) -> str | None:
         raise UsageError(f"data={data.get('name')} needs data.path (a data.yaml or dataset folder for "
                          "training, an image or folder for inference), e.g. data.path=datasets/coco8/data.yaml")
     return path
+
+
+MODE_WORDS = {"train": "training", "infer": "inference"}
+COUNTS = {"train": "capture.steps", "infer": "capture.runs"}  # a mode's measured iterations
+
+
+def ignored_settings(values: dict[str, Any]) -> list[str]:
+    """Warnings for the keys a job sets that its mode does not use (`capture.steps=8` in an
+    inference sweep, whose count is `capture.runs`): the capture would silently ignore them."""
+    mode = values["mode"]["name"]
+    out = []
+    for name in FIELDS:
+        spec = spec_of(name)
+        if spec.hydra is None or mode in spec.modes:
+            continue
+        try:
+            value = _read(values, name)
+        except (KeyError, TypeError):
+            continue
+        if value != default_of(name, mode):
+            key, word = hydra_key(name, spec), MODE_WORDS[mode]
+            instead = f"; {COUNTS[mode]} counts what it measures" if key in COUNTS.values() else ""
+            out.append(f"{key}={value} is ignored in {'an' if word[0] in 'aeiou' else 'a'} {word} sweep (it "
+                       f"applies to {', '.join(MODE_WORDS[m] for m in spec.modes)}){instead}")
+    return out
 
 
 def settings_from_cfg(cfg: DictConfig) -> CaptureSettings:

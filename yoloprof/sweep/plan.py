@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -24,8 +25,8 @@ from yoloprof.config.analysis_settings import check_analysis
 from yoloprof.config.device_spec import AUTO, canonical_device, is_auto
 from yoloprof.config.resources import AUTO_ON_CLUSTER
 from yoloprof.config.capture_settings import CaptureSettings
-from yoloprof.config.translate import (BUILTIN_TARGET, check_known_keys, check_target, job_values, node_dict,
-                                        node_list, settings_from_cfg)
+from yoloprof.config.translate import (BUILTIN_TARGET, check_known_keys, check_target, ignored_settings,
+                                        job_values, node_dict, node_list, settings_from_cfg)
 from yoloprof.errors import UsageError
 from yoloprof.defs import files
 from yoloprof.profiles.io import write_bytes_atomic
@@ -161,7 +162,9 @@ def validate_job_configs(jobs: list[list[str]], compose: Callable[[list[str]], D
                          composed: list[DictConfig] | None = None) -> list[CaptureSettings]:
     """Compose (via `compose`) and validate every job; the first problem raises one UsageError line
     naming the job. Model targets are imported once each. `composed` collects the configs."""
-    settings, targets = [], set()
+    from yoloprof.workloads.families import check_model
+
+    settings, targets, models = [], set(), set()
     for num, job in zip(nums or range(first_num, first_num + len(jobs)), jobs):
         try:
             job_cfg = compose(list(job))
@@ -169,6 +172,12 @@ def validate_job_configs(jobs: list[list[str]], compose: Callable[[list[str]], D
                 composed.append(job_cfg)
             settings.append(settings_from_cfg(job_cfg))
             check_inputs(settings[-1], HYDRA)  # data and model keywords, named by their Hydra keys
+            model = json.dumps([str(settings[-1].model), settings[-1].size, settings[-1].mode])
+            if model not in models:  # a family's model names and sizes, once each
+                check_model(settings[-1], strict_size=False)  # one size=t may serve several families
+                models.add(model)
+            for line in ignored_settings(job_values(job_cfg)):
+                warnings.warn(line, stacklevel=1)  # once per message (Python's default filter)
             targets.add(OmegaConf.select(job_cfg, "model._target_"))
             targets.add(OmegaConf.select(job_cfg, "task._target_", default=None))
         except UsageError as exc:

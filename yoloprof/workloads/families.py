@@ -30,7 +30,8 @@ from yoloprof.config.model_families import BUILTIN, FACTORY, FAMILIES, family_of
 from yoloprof.errors import UsageError
 from yoloprof.workloads.family_api import Adapter, ForwardLoss, InputSize, ModelRef
 
-__all__ = ["BUILTIN", "FACTORY", "FAMILIES", "Workload", "adapter_of", "check_installed", "family_of",
+__all__ = ["BUILTIN", "FACTORY", "FAMILIES", "Workload", "adapter_of", "batch_norm_checked", "check_installed",
+           "check_model", "family_of",
            "input_size", "model_ref", "size_of", "split_model", "user_loss", "user_postprocess", "workload"]
 
 
@@ -173,10 +174,67 @@ class Workload:
         return self.adapter.build(self.ref)
 
     def forward_loss(self, model: Any) -> ForwardLoss:
-        return user_loss(model, self.loss) if self.loss else self.adapter.make_loss(model, None)
+        fn = user_loss(model, self.loss) if self.loss else self.adapter.make_loss(model, None)
+        return batch_norm_checked(fn, self.ref)
 
     def postprocess(self) -> Callable[..., Any]:
         return user_postprocess(self.postprocess_target) if self.postprocess_target else self.adapter.postprocess
+
+
+BATCH_NORM_ONE = "Expected more than 1 value per channel when training"  # torch's batch_norm refusal
+
+
+def batch_norm_checked(fn: ForwardLoss, ref: ModelRef) -> ForwardLoss:
+    """`fn`, with torch's refusal of a batch norm over one value per channel (a batch of 1 reaching
+    a 1x1 feature map: SSDlite's extra layers, a classifier's pooled head) as one UsageError line
+    naming `--batch >= 2`, for every family. It surfaces from the first (warm-up) step, before
+    anything is written."""
+    label = ref.family if ref.family in (BUILTIN, FACTORY) else f"{ref.family}:{ref.name}"
+
+    def step(model: Any, inputs: Any, targets: Any) -> tuple[Any, dict[str, Any]]:
+        try:
+            return fn(model, inputs, targets)
+        except ValueError as exc:
+            if BATCH_NORM_ONE not in str(exc):
+                raise
+            shape = str(exc).rpartition("input size ")[2].replace("torch.Size(", "").rstrip(")") or "?"
+            raise UsageError(f"training {label} needs --batch >= 2: at --batch 1 one of its batch norm layers "
+                             f"gets a single value per channel (input {shape}), which torch refuses") from None
+    return step
+
+
+def check_model(settings: Any, strict_size: bool = True) -> None:
+    """The model's name, and its size, as its family knows them: before any data is read or any
+    job of a sweep runs (no model is built). A family without sizes (its scale is in the model's
+    name: yolov8s.yaml, resnet50) ignores `size`: the command line (`strict_size`) refuses one
+    other than the default; a sweep, where one `size=t` may serve several families' jobs, refuses
+    only a size that no family has (`size=z`)."""
+    from yoloprof.config.capture_settings import default_of, flag_of
+
+    family = family_of(settings.model)
+    if family in (BUILTIN, FACTORY):
+        return
+    adapter = adapter_of(family)
+    size = settings.size
+    if getattr(adapter, "sizes", None) is None and size != default_of("size", settings.mode) and \
+            (strict_size or size not in known_sizes()):
+        given, drop = (f"{flag_of('size')} {size}", flag_of("size")) if strict_size else (f"size={size}", "it")
+        raise UsageError(f"{given}: {family} models carry their size in their name "
+                         f"(e.g. {FAMILIES[family].example}); drop {drop}")
+    adapter.check(_asked(settings))
+
+
+def known_sizes() -> set[str]:
+    """Every size a family with sizes has (the built-in's, and each installed sized family's)."""
+    from yoloprof.config.capture_settings import SIZES
+    from yoloprof.config.model_families import SIZED
+
+    out = set(SIZES)
+    for family in SIZED:
+        if family != BUILTIN and FAMILIES[family].package and \
+                importlib.util.find_spec(str(FAMILIES[family].package)) is not None:
+            out.update(getattr(adapter_of(family), "sizes", None) or ())
+    return out
 
 
 def workload(settings: Any) -> Workload:

@@ -77,6 +77,10 @@ class Adapter(Protocol):
 
     sizes: tuple[str, ...] | None  # valid `size` values; None = the family has no sizes
 
+    def check(self, ref: ModelRef) -> None:
+        """The model's name (and size, where the family has sizes) are ones the family knows:
+        cheap (no model built), for the pre-flight of a capture or a sweep; UsageError if not."""
+
     def build(self, ref: ModelRef) -> Any:
         """The `torch.nn.Module` (seeded, on the CPU, in train mode); never downloads."""
 

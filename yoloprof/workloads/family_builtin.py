@@ -31,6 +31,10 @@ class FactoryAdapter:
 
     sizes: tuple[str, ...] | None = None
 
+    def check(self, ref: ModelRef) -> None:
+        """A factory's import is checked by the capture's pre-flight (capturing/builtin/preflight.py),
+        the built-in detector's size by `CaptureSettings.validate`."""
+
     def build(self, ref: ModelRef) -> Any:
         from yoloprof.workloads.models import build_model
 

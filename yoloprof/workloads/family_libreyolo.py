@@ -76,12 +76,18 @@ class LibreYOLOAdapter:
     def sizes(self) -> tuple[str, ...]:
         return tuple(sorted({s for cls in _classes().values() for s in _sizes(cls)}))
 
-    def build(self, ref: ModelRef) -> Any:
+    def check(self, ref: ModelRef) -> None:
+        """The registered class of a family LibreYOLO knows, at a size it has."""
         family = str(ref.name)
         cls = _class_of(family)
         valid = _sizes(cls)
         if ref.size not in valid:
             raise UsageError(f"--size {ref.size}: LibreYOLO {family} has sizes {', '.join(valid)}")
+
+    def build(self, ref: ModelRef) -> Any:
+        family = str(ref.name)
+        self.check(ref)
+        cls = _class_of(family)
         import torch
 
         with torch.random.fork_rng(devices=[]):

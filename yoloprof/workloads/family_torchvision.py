@@ -3,7 +3,8 @@
 `ModelRef.name` is a builder of `torchvision.models.list_models()` of the classification or the
 detection module (segmentation, video, optical-flow and quantized builders are refused). Every
 model is built with `weights=None` (and `weights_backbone=None` for detectors), seeded with
-`ModelRef.seed`; `ModelRef.weights` may name a state-dict file of that builder. Nothing downloads.
+`ModelRef.seed`; `ModelRef.weights` may name a state-dict file of that builder, whose class count
+the model follows where it differs (torchvision_weights.py). Nothing downloads.
 
 Classes. `ModelRef.num_classes` counts the data's classes. Where the detector's classifier counts a
 background class at index 0 (SSD, SSDlite, Faster/Mask/Keypoint R-CNN) the model gets
@@ -31,7 +32,8 @@ box decoding, score filter and NMS run in `postprocess`); for the R-CNN family t
 RPN and the ROI heads: the second stage needs the first stage's proposals, so the RPN's NMS and
 the ROI heads' box decoding and NMS run inside `forward`, and `postprocess` is only the transform's
 rescale to the original images. Outputs equal `model.eval()(images)`.
-`conf`, `iou`, `max_det` are set on the model as its score_thresh, nms_thresh and
+`conf`, `iou`, `max_det` (by default the model's own: config/postprocess_defaults.py, so setting
+them changes nothing unless the user overrode one) are set on the model as its score_thresh, nms_thresh and
 detections_per_img (R-CNN: on its ROI heads) before the detections are made; for R-CNN that is the
 next call's `forward`, so this call's detections are also filtered to score >= conf and the
 `max_det` best (exact for conf and max_det, since the ROI heads sort and filter the same way;
@@ -48,9 +50,8 @@ of proposals from the first stage's NMS, which one traced shape cannot hold.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 import torch
@@ -58,6 +59,7 @@ import torch
 from yoloprof.errors import RuntimeNotApplicable, UsageError
 from yoloprof.workloads.family_api import ExportForm, ForwardLoss, InputSize, ModelRef
 from yoloprof.workloads.pipeline import decode
+from yoloprof.workloads.torchvision_weights import checkpoint_classes, first_lines, load_weights, read_weights
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)  # what torchvision's classification weights were trained with
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -122,19 +124,6 @@ def _round_up(value: int, step: int) -> int:
     return -(-value // step) * step
 
 
-def _load_weights(model: Any, path: str) -> None:
-    file = Path(path)
-    if not file.is_file():
-        raise UsageError(f"model weights file {path!r} not found")
-    try:
-        state = torch.load(file, map_location="cpu", weights_only=True)
-        if isinstance(state, Mapping) and not any(isinstance(v, torch.Tensor) for v in state.values()):
-            state = state.get("model", state.get("state_dict", state))
-        model.load_state_dict(state)
-    except Exception as exc:  # noqa: BLE001 - a bad file is the user's to fix
-        raise UsageError(f"cannot load torchvision weights {path!r}: {type(exc).__name__}: {str(exc).splitlines()[0]}") from None
-
-
 def _set_size(model: Any, imgsz: int) -> None:
     """Make a detector's transform resize to `imgsz` on the longer side (SSD: imgsz x imgsz)."""
     t = model.transform
@@ -149,6 +138,9 @@ class TorchvisionAdapter:
 
     sizes = None
 
+    def check(self, ref: ModelRef) -> None:
+        _check_name(ref.name)
+
     def input_size(self, ref: ModelRef, imgsz: int) -> InputSize:
         _check_name(ref.name)
         smallest = MIN_IMGSZ.get(ref.name, 0)
@@ -161,29 +153,20 @@ class TorchvisionAdapter:
         return InputSize(imgsz)
 
     def build(self, ref: ModelRef) -> Any:
-        import torchvision.models as tvm
-
         _check_name(ref.name)
         given = [k for k in DOWNLOAD_KWARGS if k in ref.kwargs]
         if given:
             raise UsageError(f"torchvision model argument {given[0]!r} is not taken: weights come from model.weights (a state-dict file)")
         kind = detector_kind(ref.name)
-        kwargs: dict[str, Any] = {"weights": None, **dict(ref.kwargs)}
-        if kind is not None:
-            kwargs["weights_backbone"] = None
-            kwargs.setdefault("num_classes", ref.num_classes + (1 if kind.background else 0))
-        else:
-            kwargs.setdefault("num_classes", ref.num_classes)
-            if _vit_patch(ref.name) is not None and ref.imgsz is not None:
-                kwargs.setdefault("image_size", ref.imgsz)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(ref.seed)
-            try:
-                model = tvm.get_model(ref.name, **kwargs)
-            except Exception as exc:  # noqa: BLE001 - bad --model-arg values are the user's to fix
-                raise UsageError(f"building torchvision model {ref.name!r} failed: {type(exc).__name__}: {str(exc).splitlines()[0]}") from None
-        if ref.weights != "none":
-            _load_weights(model, ref.weights)
+        kwargs = _builder_kwargs(ref, kind)
+        state = read_weights(ref.weights) if ref.weights != "none" else None
+        if state is not None and "num_classes" not in ref.kwargs:  # the file's class count, read first
+            count = checkpoint_classes(_shapes_only(ref, kwargs), state, kwargs["num_classes"])
+            if count is not None and count != kwargs["num_classes"]:
+                kwargs = _builder_kwargs(ref, kind, _classes_followed(ref, kind, count))
+        model = _seeded(ref, kwargs)
+        if state is not None:
+            load_weights(model, state, ref.weights)
         if kind is not None and ref.imgsz is not None:
             _set_size(model, ref.imgsz)
         return model.train()
@@ -290,6 +273,60 @@ class _OneStage(torch.nn.Module):
         h, w = int(x.shape[-2]), int(x.shape[-1])
         raw = self.adapter.forward(self.model, ImageList(x, [(h, w)] * int(x.shape[0])))
         return {k: v for k, v in raw.items() if k != "image_sizes"}
+
+
+def _seeded(ref: ModelRef, kwargs: dict[str, Any]) -> Any:
+    import torchvision.models as tvm
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(ref.seed)
+        try:
+            return tvm.get_model(ref.name, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - bad --model-arg values are the user's to fix
+            raise UsageError(f"building torchvision model {ref.name!r} failed: {type(exc).__name__}: "
+                             f"{first_lines(exc)}") from None
+
+
+def _shapes_only(ref: ModelRef, kwargs: dict[str, Any]) -> Any:
+    """The model on the `meta` device (shapes, no storage, no initialisation: SSDlite in 0.2 s
+    instead of 3 s), to compare with a checkpoint's; a real build where meta cannot build it."""
+    import torchvision.models as tvm
+
+    try:
+        with torch.device("meta"):
+            return tvm.get_model(ref.name, **kwargs)
+    except Exception:  # noqa: BLE001 - then the seeded build says what is wrong, or works
+        return _seeded(ref, kwargs)
+
+
+def _builder_kwargs(ref: ModelRef, kind: DetectorKind | None, count: int | None = None) -> dict[str, Any]:
+    """The builder's keywords: no download, the model's class count (`count`, else the data's
+    plus background where the detector counts one), a ViT's image size."""
+    kwargs: dict[str, Any] = {"weights": None, **dict(ref.kwargs)}
+    own = ref.num_classes + (1 if kind is not None and kind.background else 0)
+    kwargs["num_classes"] = count if count is not None else kwargs.get("num_classes", own)
+    if kind is not None:
+        kwargs["weights_backbone"] = None
+    elif _vit_patch(ref.name) is not None and ref.imgsz is not None:
+        kwargs.setdefault("image_size", ref.imgsz)
+    return kwargs
+
+
+def _classes_followed(ref: ModelRef, kind: DetectorKind | None, count: int) -> int:
+    """The checkpoint's class count `count` (the model's, background included), followed with a
+    warning where the data's classes fit in it; else one line naming the `--num-classes` that
+    matches the file."""
+    background = 1 if kind is not None and kind.background else 0
+    data = count - background
+    if data < ref.num_classes:
+        raise UsageError(f"--weights {ref.weights} holds a {ref.name} of {data} classes, fewer than --num-classes "
+                         f"{ref.num_classes}: pass --num-classes {data}")
+    import warnings
+
+    extra = " (plus background)" if background else ""
+    warnings.warn(f"--weights {ref.weights} holds a {ref.name} of {data} classes{extra}: the model is built with "
+                  f"its {data} classes, not --num-classes {ref.num_classes}", stacklevel=2)
+    return count
 
 
 def model_kind(model: Any) -> DetectorKind | None:

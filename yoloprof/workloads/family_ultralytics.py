@@ -93,6 +93,17 @@ class UltralyticsAdapter:
 
     sizes = None  # the scale letter is in the yaml's name (yolov8n.yaml)
 
+    def check(self, ref: ModelRef) -> None:
+        """A yaml that resolves (a file, or packaged with Ultralytics) or a local .pt file."""
+        name = str(ref.name)
+        if name.endswith(".pt"):
+            if _is_remote(name) or not Path(name).expanduser().is_file():
+                raise UsageError(f"--model ultralytics:{name}: no such file (yoloprof never downloads weights)")
+        elif name.endswith(YAML_SUFFIXES):
+            _yaml(name)
+        else:
+            raise UsageError(f"--model ultralytics:{name}: expected a model yaml (yolov8n.yaml) or a .pt file")
+
     def build(self, ref: ModelRef) -> Any:
         import torch
 

@@ -99,8 +99,10 @@ def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = 
     in the profile's `warnings`.
     """
     interrupt.held_import("torch")  # a Ctrl-C inside torch's C++ initialisation would abort the process
-    asked = settings.validate().device
-    settings = settings.resolved()  # canonical device (`auto` decided here), effective precision and threads
+    settings = settings.validate()
+    asked = settings.device
+    post_from = postprocess_origins(settings)  # before None becomes the family's value
+    settings = settings.resolved()  # canonical device (`auto` decided here), effective precision and threads, NMS values
     device = resolve_device(settings.device)
     check_model_inputs(settings)
     check_inputs(settings, CLI)  # data exists, has images and labels, fills the steps; model keywords
@@ -120,12 +122,22 @@ def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = 
         if plan is not None:
             warnings.append(plan.line())
         return _capture(settings, device, amp, warnings, out_dir, progress, echo_warnings, plan,
-                        asked if is_auto(asked) else None)
+                        {**post_from, **({"device_asked": asked.strip().lower()} if is_auto(asked) else {})})
+
+
+def postprocess_origins(settings: CaptureSettings) -> dict[str, Any]:
+    """The config's `postprocess_from` (inference): for conf, iou and max_det, `family` (the model
+    family's own, config/postprocess_defaults.py) or `user` (given)."""
+    from yoloprof.config.postprocess_defaults import KEYS, origins
+
+    if settings.mode != "infer":
+        return {}
+    return {"postprocess_from": origins({k: getattr(settings, k) for k in KEYS})}
 
 
 def _capture(settings: CaptureSettings, device: DeviceInfo, amp: bool, warnings: list[str], out_dir: Path,
              progress: bool, echo_warnings: bool, plan: Any = None,
-             device_asked: str | None = None) -> dict[str, Any]:
+             config_extra: dict[str, Any] | None = None) -> dict[str, Any]:
     from yoloprof.capturing.builtin import infer as infer_mod
     from yoloprof.capturing.builtin import train as train_mod
 
@@ -150,8 +162,7 @@ def _capture(settings: CaptureSettings, device: DeviceInfo, amp: bool, warnings:
             profile = assemble(settings, device, amp, run, staged, warnings + input_notes)
             if plan is not None:
                 profile["config"]["autobatch"] = plan.as_dict()
-            if device_asked is not None:  # `device` is the one that ran; this is what was asked
-                profile["config"]["device_asked"] = device_asked.strip().lower()
+            profile["config"].update(config_extra or {})
             notes.extend(profile["warnings"])  # one channel: each printed once, all kept
             profile["warnings"] = list(notes.messages)
             interrupt.stage("write")

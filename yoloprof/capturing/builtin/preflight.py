@@ -82,13 +82,14 @@ def removed_if_left_empty(made: list[Path]) -> Iterator[None]:
 def check_model_inputs(settings: CaptureSettings) -> None:
     """The model, loss and weights named by the flags exist, before the data is read: a typo in
     `--weights` or `--model` must not wait for a large dataset to be verified first."""
-    from yoloprof.workloads.families import FACTORY, check_installed, family_of
+    from yoloprof.workloads.families import FACTORY, check_installed, check_model, family_of
     from yoloprof.workloads.models import import_target
 
     family = family_of(settings.model)
     if family == FACTORY and isinstance(settings.model, str):  # else an object from Python
         import_target(settings.model)
     check_installed(family)
+    check_model(settings, strict_size=False)  # a family's model name and size (workloads/families.py)
     for hook in (settings.loss, settings.postprocess):
         if hook:
             import_target(hook)

@@ -153,5 +153,5 @@ def build_infer_context(settings: CaptureSettings, device: DeviceInfo, sources: 
                         preprocess=lambda images, imgsz, dev: adapter.preprocess(model, images, imgsz, dev),
                         postprocess=lambda raw, meta, conf, iou, max_det: post(model, raw, meta, conf, iou, max_det),
                         forward=adapter.forward,
-                        conf=settings.conf, iou=settings.iou, max_det=settings.max_det,
+                        **settings.postprocess_values(),  # the family's own where not given
                         nvtx=settings.nvtx and _nvtx_usable(device))
