@@ -245,6 +245,9 @@ def compute_compare(before: dict | list[dict], after: dict | list[dict], *, metr
     AnalysisSettings(alpha=alpha, noise=noise).validate()  # the bounds of the one schema
     pb, pa = _as_list(before, "before"), _as_list(after, "after")
     b0, a0 = pb[0], pa[0]
+    from yoloprof.metrics.contention import leave_out  # contended captures: out of the verdicts
+
+    (pb, pa), contended, withheld = _unpack(leave_out({"before": pb, "after": pa}))
     traces = all(p.get("kind") == "trace" for p in pb + pa) and len(pb) == len(pa) == 1
     names = pick_metrics(b0, a0, metrics)
     names = [m for m in names if all(metric_entry(p, m) for p in pb + pa)] if not metrics else names
@@ -269,7 +272,10 @@ def compute_compare(before: dict | list[dict], after: dict | list[dict], *, metr
                      f"each side in {FULL_POWER_TRIALS} or more separate processes and compare them all "
                      "(`yoloprof compare A1 A2 A3 vs B1 B2 B3`), or let compare run both sides "
                      "(`yoloprof compare --run-a CMD_A --run-b CMD_B`)")
-    warnings = [w for r in rows for w in r["warnings"]] + _mixed_sides(pb, pa)
+    for r in rows if withheld else []:
+        if r.get("verdict_code") not in (None, "insufficient"):
+            r["verdict_code"], r["verdict"] = "inconclusive", "inconclusive: withheld, ran contended"
+    warnings = contended + [w for r in rows for w in r["warnings"]] + _mixed_sides(pb, pa)
     if not names:
         warnings.append("the two profiles have no headline metric in common")
     result: dict[str, Any] = {
@@ -283,6 +289,11 @@ def compute_compare(before: dict | list[dict], after: dict | list[dict], *, metr
         "notes": notes, "warnings": warnings,
     }
     return result
+
+
+def _unpack(left: tuple[dict[str, list[dict]], list[str], bool]) -> tuple[tuple[list[dict], list[dict]], list[str], bool]:
+    sides, words, withheld = left
+    return (sides["before"], sides["after"]), words, withheld
 
 
 def _bound(profile: dict) -> str:

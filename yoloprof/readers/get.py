@@ -2,7 +2,7 @@
 
 Fields are the metric names (`step_ms`, `img_per_s`, ...) plus dotted paths into the scalar
 sections (`latency.p99_ms`, `verdict.bound`, `model.params_total`, `config.batch`, `env.torch`,
-`trace.steps_analyzed`), and libreyolo's metric names (`gpu_util`, `latency_p50_ms`, `nms_ms`,
+`trace.steps_analyzed`, `contention.other_cores`), and libreyolo's metric names (`gpu_util`, `latency_p50_ms`, `nms_ms`,
 `throughput_img_s`, `bound`, ...: `readers.libreyolo.ALIASES`) as aliases of yoloprof's fields.
 This module is on the fast path: it imports nothing heavy (DESIGN.md section 2).
 """
@@ -17,7 +17,7 @@ from yoloprof.readers._common import KNOWN_METRICS, finite, na_reason
 from yoloprof.readers.libreyolo import ALIASES
 
 # Sections whose scalar leaves are fields, as dotted paths. Order = listing order.
-DOTTED_SECTIONS = ("latency", "verdict", "trace", "model", "config", "env", "tool")
+DOTTED_SECTIONS = ("latency", "verdict", "trace", "model", "config", "env", "contention", "tool")
 TOP_LEVEL = ("kind", "schema", "created_at")
 _SKIP = {("trace", "per_step")}  # per-step rows are tables, not scalars
 

@@ -40,6 +40,7 @@ from yoloprof.capturing.userloop.loop_support import (DEFAULT_OUT, blocks, check
                                            device_of, dist_rank, job_output, output_names, traced_phase, untouched)
 from yoloprof.capturing.userloop.loop_clock import LoopClock
 from yoloprof.capturing.passes.run_result import RunResult, phase_timing_name
+from yoloprof.capturing.device.cpu_contention import Sampler
 from yoloprof.capturing.passes.steady_steps import SteadySteps, cap_warnings, peak_of, warmup_section
 from yoloprof.capturing.passes.timing import TrialResult
 from yoloprof.capturing.passes.tracing import TraceSchedule
@@ -156,6 +157,7 @@ class Profile(LoopDevice):
         self._mix: Any = None
         self._scope = contextlib.ExitStack()  # the measured device is the current one in the block
         self._w, self._left = 0, 0
+        self._cpu = Sampler()  # other processes' CPU from here to the profile (capturing/device/cpu_contention.py)
         with contextlib.ExitStack() as stack:
             stack.callback(self._scope.close)  # left when the block ends (or if entering fails)
             self._scope.enter_context(self.device.scope())
@@ -242,12 +244,14 @@ class Profile(LoopDevice):
         # the user's warm-up is untouched; the timed steps' first ones extend it until steady
         self._steady = SteadySteps(self.device, 0, self.options["steps"], self._cap - self.options["warmup"])
         self._phase = self._nvtx_wrap(self._timed_phase)
+        self._cpu.begin_trial()  # the timed window (its blocks are consecutive parts of it)
         self._steady.begin()
         self._clock.start()
 
     def _end_timed(self) -> None:
         """The measured steps (after the extended warm-up) into `repeat` consecutive blocks, each
         one sample; a loop cut short keeps its partial last block."""
+        self._cpu.end_trial()
         kept, first = self._timed.measured(), 0
         for size in self._block_sizes:
             part, first = kept[first:first + size], first + size
@@ -426,7 +430,7 @@ class Profile(LoopDevice):
         model_section["batch_bytes"] = self._batch_bytes
         run = RunResult(samples=samples, phase_order=tuple(self._phase_order), workers=0,
                         phase_timing=phase_timing_name(self.device.is_cuda), flops=self._flops, flop_mix=self._mix,
-                        sections={"model": model_section, **self._sections})
+                        sections={"model": model_section, **self._sections}, contention=self._cpu.section())
         if self.kind == "infer":  # the latency block `yoloprof infer` writes (capturing/passes/latency.py)
             from yoloprof.capturing.passes.latency import latency_of
             from yoloprof.capturing.passes.step_calls import INFER_STAGES
