@@ -101,7 +101,7 @@ def test_a_real_sweep_of_identical_work_calls_nothing_improved_or_regressed(tmp_
             "capture.trace=false", "capture.modules=false", "capture.warmup_max=1"]
     isolated = [a for a in QUIET if not a.startswith("launch.isolation=")] + ["launch.isolation=process"]
     assert main(["trial=auto", "capture.trace_active=1,2", "hydra.sweep.dir=S", "adaptive.min_trials=2",
-                 "adaptive.max_trials=3", *isolated, *tiny]) == 0
+                 "adaptive.max_trials=3", "adaptive.replace_contended=2", *isolated, *tiny]) == 0
     record = json.loads((tmp_path / "S" / files.MANIFEST).read_text())["adaptive"]
     assert [d["code"] for d in record["comparisons"].values()] != [] and \
         not {d["code"] for d in record["comparisons"].values()} & {"improved", "regressed"}

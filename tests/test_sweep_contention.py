@@ -69,15 +69,16 @@ def test_trial_auto_replaces_contended_jobs_and_the_analysis_leaves_them_out(tmp
     assert said.startswith(f"jobs {busy[0]}, {busy[1]} ran while other processes used 1.6 of 2 cores: left out")
 
 
-def test_a_machine_busy_throughout_stops_the_sweep_and_withholds_every_verdict(tmp_path, monkeypatch):
-    """Every job contended: replacements up to the limit (sweep/adaptive_values.py), then the sweep
-    stops "contended"; the analysis runs and decides nothing."""
-    from yoloprof.sweep.adaptive_values import limit
-
+@pytest.mark.parametrize("replace, replaced", [(None, 3), (0, 0)])
+def test_a_machine_busy_throughout_stops_the_sweep_and_withholds_every_verdict(tmp_path, monkeypatch, replace,
+                                                                               replaced):
+    """Every job contended: replacements up to the limit (adaptive.replace_contended, unset:
+    max_trials), then the sweep stops "contended"; the analysis runs and decides nothing."""
+    limit = [] if replace is None else [f"adaptive.replace_contended={replace}"]
     sweep, record, rows = _sweep(tmp_path, monkeypatch, lambda s: True,
-                                 ["imgsz=64,96", "adaptive.min_trials=2", "adaptive.max_trials=3"])
+                                 ["imgsz=64,96", "adaptive.min_trials=2", "adaptive.max_trials=3", *limit])
     assert record["stopped"] == "contended"
-    assert len(rows) == 2 * (2 + limit(3))  # two configurations: min_trials + the replacement limit
+    assert len(rows) == 2 * (2 + replaced)  # two configurations: min_trials + the replacement limit
     [(cand, decision)] = record["comparisons"].items()
     assert decision["code"] == "contended" and "ran while other processes used 1.6 of 2 cores" in decision["why"]
     analysis = pd.read_parquet(sweep / "analysis" / "comparisons.parquet")

@@ -63,6 +63,7 @@ class Settings:
     noise: float
     baseline: tuple[str, ...]
     vary: str | None
+    replace_contended: int | None = None  # None: max_trials (sweep/adaptive_values.py)
 
     @classmethod
     def from_config(cls, cfg: Any) -> "Settings":
@@ -70,7 +71,10 @@ class Settings:
         s = cls(budget_s=ad["budget_s"], max_trials=None if ad["max_trials"] is None else int(ad["max_trials"]),
                 min_trials=int(ad["min_trials"]),
                 metric=str(ad["metric"]), alpha=float(an["alpha"]), noise=float(an["noise"]),
-                baseline=tuple(an.get("baseline") or ()), vary=an.get("vary"))
+                baseline=tuple(an.get("baseline") or ()), vary=an.get("vary"),
+                replace_contended=None if ad.get("replace_contended") is None else int(ad["replace_contended"]))
+        if s.replace_contended is not None and s.replace_contended < 0:
+            raise UsageError(f"adaptive.replace_contended={s.replace_contended}: must be 0 or more")
         try:
             sequential.look_plan(s.min_trials, s.first_max_trials)
         except ValueError as exc:
@@ -297,7 +301,7 @@ class Rounds:
     def next_trials(self, run_on: set[int], n: int) -> dict[int, range]:
         """Trials up to n uncontended jobs per configuration: one more for each contended one,
         up to the replacement limit."""
-        most = limit(self.plan[-1])
+        most = limit(self.plan[-1], self.s.replace_contended)
         stop = {c: n + min(self.lost.get(c, 0), most) for c in sorted(run_on)}
         return {c: range(self.trials[c], stop[c]) for c in stop if self.trials[c] < stop[c]}
 

@@ -4,7 +4,9 @@ contended jobs, which are kept but not used and replaced (docs/sweeps.md "Conten
 A job that ran while other processes used more than CONTENDED_CORES (metrics/contention.py) is
 not a replicate of its configuration on this machine: it is left out of the values, and the next
 round (or a replacement round at the same look) runs one more trial of its configuration in its
-place, within the budget and at most REPLACE_LIMIT times the planned trials per configuration.
+place, within the budget and at most `adaptive.replace_contended` times per configuration (unset:
+as many times as its planned trials, max_trials: a machine busy throughout at most doubles the
+sweep before it stops "contended").
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from typing import Any
 
 from yoloprof.metrics.contention import contended, job_words
 
-REPLACE_LIMIT = 1.0  # contended jobs replaced per configuration, as a multiple of max_trials
 CONTENDED = "contended"  # a comparison's code while a side lacks uncontended jobs at this look
 
 
@@ -66,6 +67,6 @@ def shortfall(sides: tuple[str, ...], values: dict[str, list[float]],
     return {"contended": [j[0] for j in jobs], "why": f"{job_words(jobs)}: left out, run again"}
 
 
-def limit(max_trials: int) -> int:
+def limit(max_trials: int, replace: int | None = None) -> int:
     """The most contended jobs of one configuration that are replaced."""
-    return max(1, int(REPLACE_LIMIT * max_trials))
+    return max_trials if replace is None else max(0, int(replace))
