@@ -379,7 +379,7 @@ def run_adaptive(runner: Any, jobs: list[list[str]], sweep_dir: Path) -> list[An
         if state.over_budget(sum(len(r) for r in trials.values())):
             stopped = "budget"
             break
-        runs = f"{sum(len(r) for r in trials.values())} jobs (trials up to {max(r.stop for r in trials.values())})"
+        runs = f"{sum(len(r) for r in trials.values())} jobs (trials up to {max((r.stop for r in trials.values()), default=0)})"
         if replaces:
             say(f"trial=auto: look {look}: jobs {', '.join(map(str, replaces))} ran contended; "
                 f"round {len(state.rounds) + 1} runs {runs} in their place")
