@@ -113,3 +113,29 @@ def test_a_capture_records_its_window_and_each_trial(tmp_path):
     assert compute_get(profile, "contention.other_cores")["value"] == block["other_cores"]
     row = row_from_profile(profile, {})
     assert (row["other_cpu_cores"], row["cpu_cores"]) == (block["other_cores"], block["cores"])
+
+
+@pytest.mark.skipif(not Path("/proc/stat").exists(), reason="Linux only")
+def test_the_user_loop_records_it_and_counts_its_own_children(tmp_path):
+    """`yoloprof.profile`: the same block, its timed window one; a busy child the loop starts (as
+    a DataLoader worker would be) is the loop's own CPU, not other processes'."""
+    import torch
+
+    import yoloprof
+
+    model = torch.nn.Linear(4, 1)
+    child = None
+    with yoloprof.profile(tmp_path, model=model, warmup=0, steps=3, trace_steps=0, flops=False,
+                          modules=False) as prof:
+        while not prof.done:
+            if child is None:
+                child = subprocess.Popen(HOG)
+            time.sleep(0.3)
+            model(torch.randn(2, 4)).sum().backward()
+            prof.step()
+    used = _cpu_s(child.pid)  # all of it ran inside the loop's window (which also holds the loop's own)
+    child.kill()
+    child.wait()
+    block = prof.result["contention"]
+    assert len(block["trials"]) == 1 and block["seconds"] > 0.5 and used > 0.02
+    assert block["own_cores"] * block["seconds"] >= used - 0.05
