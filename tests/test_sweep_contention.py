@@ -118,3 +118,42 @@ def test_the_rule_and_the_row(other, contended):
     profile = _profile([10.0], other)
     row = row_from_profile(profile, {})
     assert (row["other_cpu_cores"], row["cpu_cores"]) == ((other, 2) if other is not None else (None, None))
+
+
+def test_the_gate_leaves_contended_captures_out_of_its_baseline_and_withholds_on_a_contended_new_one(tmp_path):
+    """`yoloprof gate` (CI): a stored capture that ran contended is not baseline; a new capture
+    that ran contended is never called regressed (exit 0, withheld), an uncontended one is."""
+    import datetime as dt
+
+    import numpy as np
+
+    from helpers.paths import run_main
+    from helpers.profiles import cpu_train_profile
+    from yoloprof.profiles import store
+    from yoloprof.profiles.io import write_profile
+
+    rng = np.random.default_rng(4)
+    t0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    for i in range(10):  # 8 calm captures at 10 ms, 2 contended ones at 20 ms
+        busy = i in (3, 7)
+        store.append(tmp_path, {"status": "ok", "config_key": "k", "cpu_model": "A", "device_name": "A",
+                                "threads": 1, "torch_version": "2.5", "cuda_version": "none", "mode": "train",
+                                "batch": 2, "imgsz": 128, "device": "cpu", "started_at": t0 + dt.timedelta(minutes=i),
+                                "step_ms": (20.0 if busy else 10.0) * float(np.exp(rng.normal(0, 0.01))),
+                                "other_cpu_cores": BUSY if busy else 0.02, "cpu_cores": 2})
+    for name, other in (("calm", 0.02), ("busy", BUSY)):
+        new = cpu_train_profile(step_ms=13.0)  # 30% slower than the calm history
+        new["env"].update(cpu_model="A", device_name="A", torch="2.5", threads=1)
+        new["contention"] = {"cores": 2, "other_cores": other, "own_cores": 1.0, "seconds": 3.0, "trials": []}
+        write_profile(tmp_path / f"{name}.json", new)
+    proc = run_main("gate", str(tmp_path), str(tmp_path / "calm.json"), "--json")
+    assert proc.returncode == 4, proc.stderr
+    out = json.loads(proc.stdout)
+    [j] = out["judgements"]
+    assert j["baseline_n"] == 8 and j["baseline_mean"] == pytest.approx(10, rel=0.02)
+    assert any("2 stored capture(s) of this configuration ran contended" in n for n in out["notes"])
+    proc = run_main("gate", str(tmp_path), str(tmp_path / "busy.json"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["judgements"][0]["verdict_code"] == "inconclusive" and "withheld" in out["judgements"][0]["verdict"]
+    assert any("ran while other processes used 1.6 of 2 cores" in n for n in out["notes"])
