@@ -83,6 +83,7 @@ def test_a_real_sweep_of_identical_work_calls_nothing_improved_or_regressed(tmp_
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("YOLOPROF_SWEEP_ID", raising=False)
+    monkeypatch.delenv("YOLOPROF_CONTENDED_CORES", raising=False)  # the rule on (tests/conftest.py)
     real, hogged = job_mod._capture, []
 
     def busy(settings, job_dir, isolation):

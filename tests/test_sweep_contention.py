@@ -22,6 +22,12 @@ QUIET = ["device=cpu", "workers=0", "launch.isolation=inprocess", "analysis.html
 BUSY = 1.6  # other processes' cores in a contended fake job (of 2)
 
 
+@pytest.fixture(autouse=True)
+def default_threshold(monkeypatch):
+    """The rule's own threshold (tests/conftest.py turns it off for the rest of the suite)."""
+    monkeypatch.delenv("YOLOPROF_CONTENDED_CORES", raising=False)
+
+
 def _busy_when(rule):
     """noisy_capture with a `contention` block: BUSY cores where rule(settings), else 0.05."""
     def capture(settings, out_dir, *, progress=False):
@@ -157,3 +163,18 @@ def test_the_gate_leaves_contended_captures_out_of_its_baseline_and_withholds_on
     out = json.loads(proc.stdout)
     assert out["judgements"][0]["verdict_code"] == "inconclusive" and "withheld" in out["judgements"][0]["verdict"]
     assert any("ran while other processes used 1.6 of 2 cores" in n for n in out["notes"])
+
+
+def test_the_threshold_can_be_set_and_a_bad_one_is_a_usage_error(monkeypatch):
+    from yoloprof.errors import UsageError
+    from yoloprof.metrics.contention import contended
+
+    assert contended(0.3) and not contended(0.25)
+    monkeypatch.setenv("YOLOPROF_CONTENDED_CORES", "inf")
+    assert not contended(1.9)
+    monkeypatch.setenv("YOLOPROF_CONTENDED_CORES", "0.5")
+    assert not contended(0.3) and contended(0.6)
+    for bad in ("-1", "many", "nan"):
+        monkeypatch.setenv("YOLOPROF_CONTENDED_CORES", bad)
+        with pytest.raises(UsageError, match="YOLOPROF_CONTENDED_CORES"):
+            contended(0.3)

@@ -1,8 +1,8 @@
 """Contended jobs: the rule and the words, shared by the capture's warning, `compare`, the sweep's
 `trial=auto` rounds and the analysis (docs/analysis.md "Contended jobs").
 
-A job is contended when other processes used more than `CONTENDED_CORES` (config/stat_defaults.py)
-while its capture ran (the profile's `contention.other_cores`, the row's `other_cpu_cores`;
+A job is contended when other processes used more than `CONTENDED_CORES` (config/stat_defaults.py;
+`YOLOPROF_CONTENDED_CORES` replaces it where set) while its capture ran (the profile's `contention.other_cores`, the row's `other_cpu_cores`;
 measured by capturing/device/cpu_contention.py). A job measured nowhere (not Linux, an older
 profile) is not contended: unknown is said once, never guessed.
 """
@@ -10,10 +10,13 @@ profile) is not contended: unknown is said once, never guessed.
 from __future__ import annotations
 
 import math
+import os
 from typing import Any, Iterable
 
 from yoloprof.config.stat_defaults import CONTENDED_CORES
+from yoloprof.errors import UsageError
 
+ENV = "YOLOPROF_CONTENDED_CORES"  # replaces CONTENDED_CORES where set
 SECTION = "contention"  # the profile's block (its row columns: profiles/rows.py OTHER_CPU, CPU_CORES)
 
 
@@ -25,9 +28,24 @@ def _number(value: Any) -> float | None:
     return out if math.isfinite(out) else None
 
 
-def contended(other_cores: Any, threshold: float = CONTENDED_CORES) -> bool:
+def threshold() -> float:
+    """CONTENDED_CORES, or `YOLOPROF_CONTENDED_CORES` where set (cores, >= 0; `inf` turns the rule
+    off): for a machine whose other load is known and accepted, e.g. a test suite's own workers."""
+    given = os.environ.get(ENV, "").strip()
+    if not given:
+        return CONTENDED_CORES
+    try:
+        value = float(given)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise UsageError(f"{ENV}={given}: must be a number of cores, 0 or more (inf: never contended)")
+    return value
+
+
+def contended(other_cores: Any, limit: float | None = None) -> bool:
     value = _number(other_cores)
-    return value is not None and value > threshold
+    return value is not None and value > (threshold() if limit is None else limit)
 
 
 def of_profile(profile: dict[str, Any]) -> tuple[float | None, int | None]:
@@ -80,9 +98,9 @@ def capture_warning(other_cores: float | None, cores: int | None, what: str = "t
         return []
     assert other_cores is not None
     return [f"other processes used {_share([other_cores], cores)} while {what} ran (contended: more than "
-            f"{CONTENDED_CORES:g} of a core): its times may be slower than this machine's own; verdicts "
+            f"{threshold():g} of a core): its times may be slower than this machine's own; verdicts "
             "leave contended captures out"]
 
 
-def rule_words(threshold: float = CONTENDED_CORES) -> str:
-    return f"contended: other processes used more than {threshold:g} of a core while the job ran"
+def rule_words() -> str:
+    return f"contended: other processes used more than {threshold():g} of a core while the job ran"

@@ -37,6 +37,7 @@ from yoloprof.defs import files
 from yoloprof.defs import metrics as registry
 from yoloprof.errors import UsageError
 from yoloprof.metrics import sequential
+from yoloprof.metrics.contention import threshold
 from yoloprof.sweep import grid
 from yoloprof.sweep.adaptive_values import CONTENDED, contended_jobs, limit, process_values, shortfall
 
@@ -73,6 +74,7 @@ class Settings:
                 metric=str(ad["metric"]), alpha=float(an["alpha"]), noise=float(an["noise"]),
                 baseline=tuple(an.get("baseline") or ()), vary=an.get("vary"),
                 replace_contended=None if ad.get("replace_contended") is None else int(ad["replace_contended"]))
+        threshold()  # a bad YOLOPROF_CONTENDED_CORES fails before the first job
         if s.replace_contended is not None and s.replace_contended < 0:
             raise UsageError(f"adaptive.replace_contended={s.replace_contended}: must be 0 or more")
         try:

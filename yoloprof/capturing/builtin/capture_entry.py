@@ -99,6 +99,9 @@ def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = 
     """
     interrupt.held_import("torch")  # a Ctrl-C inside torch's C++ initialisation would abort the process
     settings = settings.validate().resolved()  # canonical device, effective precision and threads
+    from yoloprof.metrics.contention import threshold
+
+    threshold()  # a bad YOLOPROF_CONTENDED_CORES fails before any work, not after it
     device = resolve_device(settings.device)
     check_model_inputs(settings)
     check_inputs(settings, CLI)  # data exists, has images and labels, fills the steps; model keywords
