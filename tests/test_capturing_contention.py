@@ -57,8 +57,20 @@ def test_a_hand_worked_window(tmp_path):
 
 def test_no_proc_stat_is_na_with_the_reason(tmp_path):
     assert cc.read(tmp_path / "nowhere") is None
-    section = cc.Sampler(tmp_path / "nowhere").section()
+    import jsonschema
+
+    from helpers.fixtures_capture import SCHEMA
+
+    sampler = cc.Sampler(tmp_path / "nowhere")
+    sampler.begin_trial()
+    sampler.end_trial()
+    section = sampler.section()
     assert section["other_cores"] is None and section["cores"] is None and "not Linux" in section["why"]
+    assert section["trials"] == [None]
+    jsonschema.validate(section, SCHEMA["properties"]["contention"])
+    from yoloprof.metrics.contention import capture_warning, contended
+
+    assert not contended(section["other_cores"]) and capture_warning(None, None) == []
 
 
 def _cpu_s(pid: int) -> float:
@@ -112,7 +124,13 @@ def test_a_capture_records_its_window_and_each_trial(tmp_path):
                                modules=False, device="cpu", warmup_max=1)
     profile = capture(settings, tmp_path / "p", echo_warnings=False)
     block = profile["contention"]
-    validate_profile(json.loads((tmp_path / "p" / "profile.json").read_text()), "profile.json")
+    import jsonschema
+
+    from helpers.fixtures_capture import SCHEMA
+
+    written = json.loads((tmp_path / "p" / "profile.json").read_text())
+    validate_profile(written, "profile.json")
+    jsonschema.validate(written, SCHEMA)
     assert block["cores"] >= 1 and block["other_cores"] >= 0 and block["own_cores"] > 0 and block["seconds"] > 0
     assert len(block["trials"]) == len(block["trial_seconds"]) == 2
     assert sum(block["trial_seconds"]) <= block["seconds"] + 0.05
