@@ -2,8 +2,9 @@
 
 Fields are the metric names (`step_ms`, `img_per_s`, ...) plus dotted paths into the scalar
 sections (`latency.p99_ms`, `verdict.bound`, `model.params_total`, `config.batch`, `env.torch`,
-`trace.steps_analyzed`, `contention.other_cores`), and libreyolo's metric names (`gpu_util`, `latency_p50_ms`, `nms_ms`,
-`throughput_img_s`, `bound`, ...: `readers.libreyolo.ALIASES`) as aliases of yoloprof's fields.
+`trace.steps_analyzed`, `contention.other_cores`), and libreyolo's metric names (`gpu_util`,
+`latency_p50_ms`, `nms_ms`, `throughput_img_s`, `bound`, ...: `readers.libreyolo.ALIASES`) as
+aliases of yoloprof's fields.
 This module is on the fast path: it imports nothing heavy (DESIGN.md section 2).
 """
 
