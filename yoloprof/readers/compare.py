@@ -8,7 +8,9 @@ stored run-to-run noise floor for this machine and workload (`yoloprof.metrics.n
 by `yoloprof calibrate`), else `inconclusive` with the command that would decide. The plain
 deltas a reader wants are added. Every difference between the sides besides the code (device
 model, threads, torch, precision, batch, capture time: `yoloprof.metrics.sides`) is listed, and a
-big one flags every verdict. Two raw traces (one each) carry one sample per step, which is not a
+big one flags every verdict. A profile that ran contended (other processes' CPU above the
+threshold of metrics/contention.py) is left out of its side, and every verdict is withheld where a
+side has no other; a warning names them. Two raw traces (one each) carry one sample per step, which is not a
 trial: they get per-step and per-category deltas without significance.
 """
 
