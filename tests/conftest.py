@@ -24,6 +24,12 @@ from helpers.paths import CONF, TRACES  # noqa: E402
 pytest_plugins = ["helpers.fixtures_analysis", "helpers.fixtures_capture", "helpers.fixtures_readers"]
 
 
+@pytest.fixture
+def contention_rule(monkeypatch) -> None:
+    """The contended-job rule at its own threshold (pytest_configure turns it off for the suite)."""
+    monkeypatch.delenv("YOLOPROF_CONTENDED_CORES", raising=False)
+
+
 @pytest.fixture(scope="session")
 def traces_dir() -> Path:
     if not TRACES.is_dir():
@@ -44,7 +50,7 @@ def pytest_configure(config) -> None:
     # the suite's workers share the machine (xdist -n auto on 2 cores): every real capture runs
     # beside another test, so all would be "contended" and their verdicts withheld. Tests of that
     # rule (test_sweep_contention.py, test_capturing_contention.py, the identical-work sweep of
-    # test_sweep_adaptive.py) put the default back with monkeypatch.delenv.
+    # test_sweep_adaptive.py) put the default back (the `contention_rule` fixture).
     os.environ["YOLOPROF_CONTENDED_CORES"] = "inf"
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)

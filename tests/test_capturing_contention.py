@@ -15,11 +15,8 @@ from yoloprof.capturing.device import cpu_contention as cc
 
 HOG = [sys.executable, "-c", "while True: pass"]
 
-
-@pytest.fixture(autouse=True)
-def default_threshold(monkeypatch):
-    """The rule's own threshold (tests/conftest.py turns it off for the rest of the suite)."""
-    monkeypatch.delenv("YOLOPROF_CONTENDED_CORES", raising=False)
+# the rule at its own threshold (tests/conftest.py turns it off for the rest of the suite)
+pytestmark = pytest.mark.usefixtures("contention_rule")
 
 
 def _proc(root: Path, stat_cpu: str, pids: dict[int, tuple[list[int], list[int]]]) -> None:

@@ -65,7 +65,7 @@ def test_identical_work_is_never_called_different_within_its_budget(tmp_path, mo
 
 
 @pytest.mark.slow
-def test_a_real_sweep_of_identical_work_calls_nothing_improved_or_regressed(tmp_path, monkeypatch):
+def test_a_real_sweep_of_identical_work_calls_nothing_improved_or_regressed(tmp_path, monkeypatch, contention_rule):
     """Real tiny captures (infer, 32 px), two labels of identical work (trace settings of a capture
     whose trace pass is off), trial=auto: no improved/regressed verdict from the sweep's rule nor
     from its analysis, and the manifest says how it stopped. Each job in a fresh worker process,
@@ -83,7 +83,6 @@ def test_a_real_sweep_of_identical_work_calls_nothing_improved_or_regressed(tmp_
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("YOLOPROF_SWEEP_ID", raising=False)
-    monkeypatch.delenv("YOLOPROF_CONTENDED_CORES", raising=False)  # the rule on (tests/conftest.py)
     real, hogged = job_mod._capture, []
 
     def busy(settings, job_dir, isolation):

@@ -21,11 +21,8 @@ from yoloprof.sweep.app import main
 QUIET = ["device=cpu", "workers=0", "launch.isolation=inprocess", "analysis.html=false"]
 BUSY = 1.6  # other processes' cores in a contended fake job (of 2)
 
-
-@pytest.fixture(autouse=True)
-def default_threshold(monkeypatch):
-    """The rule's own threshold (tests/conftest.py turns it off for the rest of the suite)."""
-    monkeypatch.delenv("YOLOPROF_CONTENDED_CORES", raising=False)
+# the rule at its own threshold (tests/conftest.py turns it off for the rest of the suite)
+pytestmark = pytest.mark.usefixtures("contention_rule")
 
 
 def _busy_when(rule):
