@@ -25,6 +25,12 @@ pytest_plugins = ["helpers.fixtures_analysis", "helpers.fixtures_capture", "help
                   "helpers.fixtures_runtimes"]
 
 
+@pytest.fixture
+def contention_rule(monkeypatch) -> None:
+    """The contended-job rule at its own threshold (pytest_configure turns it off for the suite)."""
+    monkeypatch.delenv("YOLOPROF_CONTENDED_CORES", raising=False)
+
+
 @pytest.fixture(scope="session")
 def traces_dir() -> Path:
     if not TRACES.is_dir():
@@ -42,6 +48,11 @@ def pytest_configure(config) -> None:
     their own recorded thread count (settings.threads); this is only the default in between."""
     # hermetic noise floors: no test reads (or writes) the user's stored run-to-run noise floors
     os.environ["YOLOPROF_NOISE_FILE"] = os.path.join(tempfile.gettempdir(), f"yoloprof-test-noise-{os.getpid()}.json")
+    # the suite's workers share the machine (xdist -n auto on 2 cores): every real capture runs
+    # beside another test, so all would be "contended" and their verdicts withheld. Tests of that
+    # rule (test_sweep_contention.py, test_capturing_contention.py, the identical-work sweep of
+    # test_sweep_adaptive.py) put the default back (the `contention_rule` fixture).
+    os.environ["YOLOPROF_CONTENDED_CORES"] = "inf"
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)

@@ -163,7 +163,7 @@ def compare_configs(metrics: pd.DataFrame, cfg: Configs, plan: Plan, names: list
             b, a = samples.get((base, m)), samples.get((g, m))
             if b is None or a is None:
                 where = "both" if b is None and a is None else ("the baseline" if b is None else "this configuration")
-                rows.append(_missing_row(cfg, g, base, m, meta[m], where))
+                rows.append(_missing_row(cfg, g, base, m, meta.get(m, (registry.better(m), registry.unit(m))), where))
             else:
                 jobs.append((g, base, m))
                 rows.append({})

@@ -152,7 +152,11 @@ def compute_gate(project: Path, new_paths: Sequence[str], *, metrics: Sequence[s
     window = WINDOW if window is None else window
     if window < MIN_BASELINE:
         raise UsageError(f"--window {window}: must be at least {MIN_BASELINE}")
-    profiles = _new_side(new_paths)
+    from yoloprof.metrics.contention import contended, leave_out
+    from yoloprof.profiles.rows import OTHER_CPU
+
+    kept, busy, withheld = leave_out({"new": _new_side(new_paths)})  # docs/analysis.md "Contended jobs"
+    profiles = kept["new"]
     metrics = list(metrics or ["step_ms"])
     machine_fp = profile_machine(profiles[0])
     machine = store.machine_key(machine_fp)
@@ -161,9 +165,9 @@ def compute_gate(project: Path, new_paths: Sequence[str], *, metrics: Sequence[s
                          "gate one machine at a time")
     # the change-point search at its own level (changepoints.ALPHA, HistoryQuery's default)
     q = HistoryQuery(Path(project), metric=metrics[0], where=where, repo=repo, dirty=dirty)
-    df, _ = read_frame(q, extra=[*metrics, *AXES])
+    df, _ = read_frame(q, extra=[*metrics, *AXES, OTHER_CPU])
     key, how = _series_key(df, profiles[0], machine)
-    notes: list[str] = []
+    notes: list[str] = list(busy)
     other = int((df["machine"] != machine).sum())
     if other:
         notes.append(f"{other} stored capture(s) from other machines are never used as this machine's baseline")
@@ -172,6 +176,10 @@ def compute_gate(project: Path, new_paths: Sequence[str], *, metrics: Sequence[s
     series = df[(df["machine"] == machine) & (df["config_key"] == key)] if key else df.iloc[0:0]
     mine = np.array([(c, h) in created for c, h in zip(series["profile_created_at"], series["hostname"])], bool)
     series = series.loc[~mine] if len(series) else series
+    calm = np.array([not contended(v) for v in series[OTHER_CPU]], bool) if len(series) else mine[:0]
+    if len(series) and not calm.all():
+        notes.append(f"{int((~calm).sum())} stored capture(s) of this configuration ran contended: not in the baseline")
+        series = series.loc[calm]
     judgements = []
     for metric in metrics:
         s = series[(series[metric] > 0).fillna(False).astype(bool)]
@@ -181,6 +189,8 @@ def compute_gate(project: Path, new_paths: Sequence[str], *, metrics: Sequence[s
             raise UsageError(f"gate: the new capture has no value of {metric}")
         j = judge(base[metric].to_numpy(dtype=float) if len(base) else np.array([]), new,
                   registry.better(metric), alpha, noise)
+        if withheld:
+            j.update(verdict_code="inconclusive", verdict="inconclusive: withheld, the new capture ran contended")
         j.update(metric=metric, unit=registry.unit(metric), better=registry.better(metric),
                  baseline_commits=int(base["_commit"].nunique()) if len(base) else 0,
                  baseline_since_change=since)

@@ -19,6 +19,7 @@ import pandas as pd
 from yoloprof.analysis.collect import Collected, collect
 from yoloprof.analysis.compare_configs import choose_metrics, compare_configs, gmean_table, profile_floors, regressions
 from yoloprof.analysis.configs import Configs, build_configs, plan_baseline
+from yoloprof.analysis.contended import apply_contention, contended_jobs, judged, warnings_for
 from yoloprof.analysis.drift import apply_drift, drift_table, drift_warnings, job_values
 from yoloprof.analysis.envdiff import apply_env_flags, env_differences, env_warnings
 from yoloprof.analysis.inventory import PROBLEMS
@@ -103,26 +104,29 @@ def analyze_collected(c: Collected, *, baseline: list[str] | None = None, vary: 
                       correction: str = CORRECTION) -> AnalysisResult:
     """Compute every table from collected rows/profiles; no files written, nothing printed."""
     tables = read_tables(c)
+    hit = contended_jobs(c.ok)  # jobs that ran contended: kept in the tables, left out of verdicts
+    scored = judged(tables["metrics"], hit)
     cfg: Configs = build_configs(c.ok)
     plan = plan_baseline(cfg, baseline=baseline, vary=vary)
     modes = sorted(c.ok["mode"].dropna().unique()) if "mode" in c.ok else []
     devices = sorted(c.ok["device"].dropna().astype(str).unique()) if "device" in c.ok else []
     names, metric_notes = choose_metrics(tables["metrics"], metrics, modes, devices)
-    comparisons = compare_configs(tables["metrics"], cfg, plan, names, alpha=alpha, noise=noise,
-                                  correction=correction, floor_for=profile_floors(tables["metrics"], c.profiles))
-    jobs = job_values(tables["metrics"][tables["metrics"]["metric"].isin(names)], c.ok)
+    comparisons = compare_configs(scored, cfg, plan, names, alpha=alpha, noise=noise,
+                                  correction=correction, floor_for=profile_floors(scored, c.profiles))
+    jobs = job_values(scored[scored["metric"].isin(names)], c.ok)
     comparisons = apply_drift(comparisons, jobs, alpha=alpha, noise=noise)
     drift = drift_table(jobs, dict(zip(cfg.table.index, cfg.table["config"].astype(str))), alpha=alpha)
     env_diffs = env_differences(c.ok, cfg, plan.pairs)
     comparisons = apply_env_flags(comparisons, env_diffs)
     from yoloprof.analysis.adaptive_verdicts import apply_sequential  # trial=auto: the rule that stopped it
 
-    comparisons = apply_sequential(comparisons, tables["metrics"], c.sweep_dir, alpha=alpha, noise=noise)
+    comparisons = apply_sequential(comparisons, scored, c.sweep_dir, alpha=alpha, noise=noise)
+    comparisons = apply_contention(comparisons, scored, hit)
     memory = pareto_memory(names, tables["metrics"], devices)
     view = sorted(set(names) | set(registry.names("view")) | {memory})
-    gm = gmean_table(tables["metrics"], cfg, view, alpha)
+    gm = gmean_table(scored, cfg, view, alpha)
     front_metrics = set(names) | {THROUGHPUT, "p50_ms", "step_ms", memory}
-    samples = process_means(tables["metrics"][tables["metrics"]["metric"].isin(front_metrics)])
+    samples = process_means(scored[scored["metric"].isin(front_metrics)])
     modes_map = modes_of(c.ok)  # best and Pareto: within a mode, with the comparisons' statistics
     best = best_within_modes(gm, samples, metric_meta(tables["metrics"]), names, modes_map,
                              comparisons["p"].tolist() if "p" in comparisons else [],
@@ -147,7 +151,8 @@ def analyze_collected(c: Collected, *, baseline: list[str] | None = None, vary: 
         pareto=front, scaling=scaling(gm, cfg, noise=noise), gmeans=gm,
         settings=AnalysisSettings(tuple(baseline or ()), vary, tuple(metrics or ()), alpha, noise,
                                   correction).to_dict(),
-        warnings=list(c.warnings) + env_warnings(env_diffs) + drift_warnings(drift), notes=notes, drift=drift,
+        warnings=list(c.warnings) + warnings_for(hit) + env_warnings(env_diffs) + drift_warnings(drift), notes=notes,
+        drift=drift,
         env_diffs=env_diffs,
         jobs={"total": int(len(c.folders) or len(c.rows)), **{str(k): int(v) for k, v in status.items()}},
         folders=[f.to_dict() for f in c.folders if f.state != "ok"],

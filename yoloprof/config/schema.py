@@ -76,6 +76,10 @@ class AdaptiveConf:
     min_trials: int = 3
     # the row metric each comparison decides on (its direction from the metric registry)
     metric: str = "step_ms"
+    # most contended jobs (other processes' CPU above CONTENDED_CORES while they ran) replaced per
+    # configuration; they are kept but never used. None: as many as max_trials; 0: none
+    # (sweep/adaptive_values.py)
+    replace_contended: Optional[int] = None
 
 
 @dataclass

@@ -7,3 +7,9 @@ ALPHA = 0.05
 NOISE = 0.02
 CORRECTIONS = ("holm", "bh", "none")
 CORRECTION = CORRECTIONS[0]
+
+# A job (or trial) is "contended" when other processes used more than this many cores while it
+# ran (capturing/device/cpu_contention.py; docs/analysis.md "Contended jobs"). A quarter of a core:
+# an idle machine's background (daemons, a shell, an editor) stays near a tenth, one competing busy
+# process is a whole core, and a window of a second or more reads to about a fiftieth of a core.
+CONTENDED_CORES = 0.25

@@ -45,6 +45,9 @@ FACTS_FLOAT = ("model_mb",)
 # allocator settings, driver.
 _ARROW = {"bool": pa.bool_(), "str": pa.string()}
 ENV_RUNTIME = tuple((key, _ARROW[kind]) for key, _, kind in RUNTIME_FIELDS)
+# Other processes' CPU while the job's capture ran, in cores, and the machine's cores (the profile's
+# `contention` block; metrics/contention.py judges it).
+OTHER_CPU, CPU_CORES = "other_cpu_cores", "cpu_cores"
 # The sweep axes' columns come from the capture settings (config/axes.py): a field's Python type ->
 # its column type. int32, and the order (str, then int, each in field order), are what every
 # existing results.parquet holds.
@@ -73,6 +76,8 @@ ROW_SCHEMA = pa.schema(
     + [(name, pa.int64()) for name in FACTS_INT] + [(name, pa.float64()) for name in FACTS_FLOAT]
     + list(ENV_RUNTIME)
     + [("warmup_used", pa.int32()), ("warmup_steady", pa.bool_())]  # config.warmup_used, summarised
+    # other processes' CPU while the capture ran and the machine's cores (profile `contention`)
+    + [(OTHER_CPU, pa.float64()), (CPU_CORES, pa.int32())]
 )
 
 
@@ -128,6 +133,9 @@ def row_from_profile(profile: dict[str, Any], base: dict[str, Any]) -> dict[str,
     for name, kind in ENV_RUNTIME:
         value = env.get(name)
         row[name] = None if value is None else (bool(value) if kind == pa.bool_() else str(value))
+    block = profile.get("contention")
+    if isinstance(block, dict):  # metrics/contention.py: a contended job is left out of verdicts
+        row[OTHER_CPU], row[CPU_CORES] = block.get("other_cores"), block.get("cores")
     used = config.get("warmup_used")
     if isinstance(used, dict):  # the most warm-up steps of a trial; every trial steady
         from yoloprof.config.steady_thresholds import summarize

@@ -23,6 +23,7 @@ SECTION_TYPES: dict[str, tuple[str, ...]] = {
     "metrics": ("dict",), "latency": ("dict", "null"), "stages": ("list", "null"),
     "phases": ("list",), "categories": ("list",), "kernels": ("list",), "ops": ("list",),
     "verdict": ("dict", "null"), "trace": ("dict", "null"), "warnings": ("list",),
+    "contention": ("dict", "null"),
 }
 # List sections whose items are objects, with the key each item is named by in messages.
 ROW_SECTIONS = {"phases": "phase", "categories": "category", "kernels": "name", "ops": "name",
@@ -34,7 +35,7 @@ METRIC_FIELDS: dict[str, tuple[str, ...]] = {
 BETTER = ("lower", "higher", None)
 # A number under one of these keys (or key endings) is a duration, count or share: never negative.
 NON_NEGATIVE_KEYS = ("ms", "n", "count", "share", "pct", "steps_analyzed", "window_ms")
-NON_NEGATIVE_ENDINGS = ("_ms", "_us", "_per_step", "_pct")
+NON_NEGATIVE_ENDINGS = ("_ms", "_us", "_per_step", "_pct", "_cores")
 # Sections whose numbers are only checked for finiteness (the verdict's evidence holds differences).
 SIGNED_SECTIONS = ("verdict",)
 NON_NEGATIVE_UNITS = ("%", "MiB", "MB", "count", "img/s", "GFLOP", "TFLOP/s", "1/s")

@@ -8,7 +8,9 @@ stored run-to-run noise floor for this machine and workload (`yoloprof.metrics.n
 by `yoloprof calibrate`), else `inconclusive` with the command that would decide. The plain
 deltas a reader wants are added. Every difference between the sides besides the code (device
 model, threads, torch, precision, batch, capture time: `yoloprof.metrics.sides`) is listed, and a
-big one flags every verdict. Two raw traces (one each) carry one sample per step, which is not a
+big one flags every verdict. A profile that ran contended (other processes' CPU above the
+threshold of metrics/contention.py) is left out of its side, and every verdict is withheld where a
+side has no other; a warning names them. Two raw traces (one each) carry one sample per step, which is not a
 trial: they get per-step and per-category deltas without significance.
 """
 
@@ -245,6 +247,9 @@ def compute_compare(before: dict | list[dict], after: dict | list[dict], *, metr
     AnalysisSettings(alpha=alpha, noise=noise).validate()  # the bounds of the one schema
     pb, pa = _as_list(before, "before"), _as_list(after, "after")
     b0, a0 = pb[0], pa[0]
+    from yoloprof.metrics.contention import leave_out  # contended captures: out of the verdicts
+
+    (pb, pa), contended, withheld = _unpack(leave_out({"before": pb, "after": pa}))
     traces = all(p.get("kind") == "trace" for p in pb + pa) and len(pb) == len(pa) == 1
     names = pick_metrics(b0, a0, metrics)
     names = [m for m in names if all(metric_entry(p, m) for p in pb + pa)] if not metrics else names
@@ -269,7 +274,10 @@ def compute_compare(before: dict | list[dict], after: dict | list[dict], *, metr
                      f"each side in {FULL_POWER_TRIALS} or more separate processes and compare them all "
                      "(`yoloprof compare A1 A2 A3 vs B1 B2 B3`), or let compare run both sides "
                      "(`yoloprof compare --run-a CMD_A --run-b CMD_B`)")
-    warnings = [w for r in rows for w in r["warnings"]] + _mixed_sides(pb, pa)
+    for r in rows if withheld else []:
+        if r.get("verdict_code") not in (None, "insufficient"):
+            r["verdict_code"], r["verdict"] = "inconclusive", "inconclusive: withheld, ran contended"
+    warnings = contended + [w for r in rows for w in r["warnings"]] + _mixed_sides(pb, pa)
     from yoloprof.readers.libreyolo_headline import mixed_sources
 
     mixed = mixed_sources(pb + pa)  # libreyolo files read from different sources (trace, its timer)
@@ -288,6 +296,11 @@ def compute_compare(before: dict | list[dict], after: dict | list[dict], *, metr
         "notes": notes, "warnings": warnings,
     }
     return result
+
+
+def _unpack(left: tuple[dict[str, list[dict]], list[str], bool]) -> tuple[tuple[list[dict], list[dict]], list[str], bool]:
+    sides, words, withheld = left
+    return (sides["before"], sides["after"]), words, withheld
 
 
 def _bound(profile: dict) -> str:

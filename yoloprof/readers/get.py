@@ -2,11 +2,11 @@
 
 Fields are the metric names (`step_ms`, `img_per_s`, ...) plus dotted paths into the scalar
 sections (`latency.p99_ms`, `verdict.bound`, `model.params_total`, `config.batch`, `env.torch`,
-`trace.steps_analyzed`), and libreyolo's metric names (`gpu_util`, `latency_p50_ms`, `nms_ms`,
-`throughput_img_s`, `bound`, ...: `readers.libreyolo.ALIASES`) as aliases of yoloprof's fields;
-every other name of libreyolo's metrics block through `readers.libreyolo_names`. `env.captured_at`
-answers on every input (`profiles.captured`). An unknown field's error lists at most ten close
-names.
+`trace.steps_analyzed`, `contention.other_cores`), and libreyolo's metric names (`gpu_util`,
+`latency_p50_ms`, `nms_ms`, `throughput_img_s`, `bound`, ...: `readers.libreyolo.ALIASES`) as
+aliases of yoloprof's fields; every other name of libreyolo's metrics block through
+`readers.libreyolo_names`. `env.captured_at` answers on every input (`profiles.captured`). An
+unknown field's error lists at most ten close names.
 This module is on the fast path: it imports nothing heavy (DESIGN.md section 2).
 """
 
@@ -23,7 +23,7 @@ from yoloprof.readers.libreyolo_names import names as libreyolo_names
 from yoloprof.readers.libreyolo_names import resolve as resolve_libreyolo
 
 # Sections whose scalar leaves are fields, as dotted paths. Order = listing order.
-DOTTED_SECTIONS = ("latency", "verdict", "trace", "model", "config", "env", "tool")
+DOTTED_SECTIONS = ("latency", "verdict", "trace", "model", "config", "env", "contention", "tool")
 TOP_LEVEL = ("kind", "schema", "created_at")
 _SKIP = {("trace", "per_step")}  # per-step rows are tables, not scalars
 MAX_SUGGESTIONS = 10  # close names an unknown field's error lists (never every field)

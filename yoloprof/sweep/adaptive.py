@@ -37,7 +37,9 @@ from yoloprof.defs import files
 from yoloprof.defs import metrics as registry
 from yoloprof.errors import UsageError
 from yoloprof.metrics import sequential
+from yoloprof.metrics.contention import threshold
 from yoloprof.sweep import grid
+from yoloprof.sweep.adaptive_values import CONTENDED, contended_jobs, limit, process_values, shortfall
 
 FALLBACK_MAX_TRIALS = 12  # the last look when adaptive.max_trials is unset and no noise floor is known
 AUTO_MAX_TRIALS = 100     # the most a noise floor sets it to when there is no budget
@@ -46,7 +48,8 @@ AUTO_MAX_TRIALS = 100     # the most a noise floor sets it to when there is no b
 STOPS = {"decided": "every comparison is decided", "max_trials": "adaptive.max_trials reached",
          "budget": "the next round would end past adaptive.budget_s",
          "no_comparison": "no configuration has a baseline to be compared with",
-         "failed": "every open comparison has a configuration whose jobs failed"}
+         "failed": "every open comparison has a configuration whose jobs failed",
+         "contended": "contended jobs could not be replaced within the limit (sweep/adaptive_values.py)"}
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,7 @@ class Settings:
     noise: float
     baseline: tuple[str, ...]
     vary: str | None
+    replace_contended: int | None = None  # None: max_trials (sweep/adaptive_values.py)
 
     @classmethod
     def from_config(cls, cfg: Any) -> "Settings":
@@ -68,7 +72,11 @@ class Settings:
         s = cls(budget_s=ad["budget_s"], max_trials=None if ad["max_trials"] is None else int(ad["max_trials"]),
                 min_trials=int(ad["min_trials"]),
                 metric=str(ad["metric"]), alpha=float(an["alpha"]), noise=float(an["noise"]),
-                baseline=tuple(an.get("baseline") or ()), vary=an.get("vary"))
+                baseline=tuple(an.get("baseline") or ()), vary=an.get("vary"),
+                replace_contended=None if ad.get("replace_contended") is None else int(ad["replace_contended"]))
+        threshold()  # a bad YOLOPROF_CONTENDED_CORES fails before the first job
+        if s.replace_contended is not None and s.replace_contended < 0:
+            raise UsageError(f"adaptive.replace_contended={s.replace_contended}: must be 0 or more")
         try:
             sequential.look_plan(s.min_trials, s.first_max_trials)
         except ValueError as exc:
@@ -102,23 +110,6 @@ def round_jobs(configs: list[list[str]], trials: dict[int, range], order: str) -
 
 def first_round(configs: list[list[str]], min_trials: int, order: str = "interleave") -> list[list[str]]:
     return round_jobs(configs, {c: range(min_trials) for c in range(len(configs))}, order)
-
-
-def process_values(rows: Any, metric: str) -> dict[str, list[float]]:
-    """Per configuration (group_hash), the log of each ok job's process mean of `metric`, in trial
-    order."""
-    out: dict[str, list[tuple[int, float]]] = {}
-    samples = f"{metric}_samples"
-    for row in rows.to_dict("records"):
-        if row.get("status") != "ok" or row.get("group_hash") is None:
-            continue
-        raw = row.get(samples)
-        values = [float(v) for v in raw] if raw is not None and not isinstance(raw, float) else []
-        value = sum(values) / len(values) if values else row.get(metric)
-        if value is None or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-            continue
-        out.setdefault(str(row["group_hash"]), []).append((int(row.get("trial") or 0), math.log(value)))
-    return {g: [v for _, v in sorted(vals)] for g, vals in out.items()}
 
 
 def pairs_of(sweep_dir: Path, s: Settings) -> dict[str, str]:
@@ -155,8 +146,9 @@ class Rounds:
         self.rounds: list[dict[str, Any]] = []
         self.started = time.monotonic()
         self.job_s: list[float] = []
+        self.lost: dict[int, int] = {}         # configuration index -> its contended jobs (kept, not used)
 
-    def run_round(self, trials: dict[int, range], look: int) -> list[Any]:
+    def run_round(self, trials: dict[int, range], look: int, replaces: list[int] | None = None) -> list[Any]:
         jobs = round_jobs(self.configs, trials, self.runner.order())
         first = self.runner.next_job
         if not self.rounds:  # later rounds only add trial values to configurations already checked
@@ -173,6 +165,8 @@ class Rounds:
         self.rounds.append({"round": len(self.rounds) + 1, "look": look, "trials_per_config": self.plan[look - 1],
                             "jobs": list(range(first, first + len(jobs))), "job_overrides": jobs,
                             "wall_s": round(time.monotonic() - t0, 3)})
+        if replaces:  # a round at the same look, in place of contended jobs
+            self.rounds[-1]["replaces"] = replaces
         return returns
 
     def look(self, look: int) -> tuple[set[int], str | None]:
@@ -182,7 +176,9 @@ class Rounds:
         rows = read_rows(self.sweep_dir)
         self._map_groups(rows)
         pairs = pairs_of(self.sweep_dir, self.s)
-        values = process_values(rows, self.s.metric)
+        values = process_values(rows, self.s.metric)  # contended jobs left out (sweep/adaptive_values.py)
+        hit = contended_jobs(rows)
+        self.lost = {c: len(hit.get(g, [])) for c, g in self.group.items()}
         if look == 1 and self.s.max_trials is None and pairs:
             self._design(rows, pairs)
         self.values, self.family = values, len(pairs)
@@ -193,8 +189,11 @@ class Rounds:
             if self.decisions.get(g, {}).get("decided"):
                 continue
             if len(values.get(g, [])) < n or len(values.get(base, [])) < n:
+                lacks = shortfall((g, base), values, hit, n)
                 self.decisions[g] = {"baseline": base, "code": "failed", "look": look, "decided": False,
                                      "why": f"fewer than {n} ok jobs on a side"}
+                if lacks is not None:  # contended jobs: replaced (sweep/adaptive_values.py)
+                    self.decisions[g].update(code=CONTENDED, **lacks)
             else:
                 todo.append((g, base))
         rejected = sum(d["code"] in sequential.REJECTING for d in self.decisions.values())
@@ -204,7 +203,7 @@ class Rounds:
         for (g, base), d in zip(todo, found):
             self.decisions[g] = {"baseline": base, **asdict(d), "decided": d.decided}
         self.rounds[-1]["decisions"] = {g: dict(v) for g, v in self.decisions.items()}
-        open_groups = {g for g, d in self.decisions.items() if d["code"] == sequential.UNDECIDED}
+        open_groups = {g for g, d in self.decisions.items() if d["code"] in (sequential.UNDECIDED, CONTENDED)}
         open_groups |= {self.decisions[g]["baseline"] for g in set(open_groups)}
         configs = {c for c, g in self.group.items() if g in open_groups}
         if not pairs:
@@ -297,6 +296,17 @@ class Rounds:
                 if c is not None:
                     self.group.setdefault(c, str(row["group_hash"]))
 
+    def replacing(self) -> list[int]:
+        """The contended jobs an open comparison lacks at this look ([] when none does)."""
+        return sorted({j for d in self.decisions.values() if d["code"] == CONTENDED for j in d["contended"]})
+
+    def next_trials(self, run_on: set[int], n: int) -> dict[int, range]:
+        """Trials up to n uncontended jobs per configuration: one more for each contended one,
+        up to the replacement limit."""
+        most = limit(self.plan[-1], self.s.replace_contended)
+        stop = {c: n + min(self.lost.get(c, 0), most) for c in sorted(run_on)}
+        return {c: range(self.trials[c], stop[c]) for c in stop if self.trials[c] < stop[c]}
+
     def over_budget(self, jobs: int) -> bool:
         if self.s.budget_s is None:
             return False
@@ -360,18 +370,26 @@ def run_adaptive(runner: Any, jobs: list[list[str]], sweep_dir: Path) -> list[An
         run_on, stopped = state.look(look)
         if stopped is not None:
             break
-        if look == len(state.plan):
+        replaces = state.replacing()  # contended jobs: replaced at the same look, not counted as a look
+        if not replaces and look == len(state.plan):
             stopped = "max_trials"
             break
-        n = state.plan[look]
-        trials = {c: range(state.trials[c], n) for c in sorted(run_on) if state.trials[c] < n}
+        trials = state.next_trials(run_on, state.plan[look - 1 if replaces else look])
+        if replaces and not trials:
+            stopped = "contended"
+            break
         if state.over_budget(sum(len(r) for r in trials.values())):
             stopped = "budget"
             break
-        say(f"trial=auto: look {look}: {len(run_on)} of {len(configs)} configurations undecided; "
-            f"round {look + 1} runs {sum(len(r) for r in trials.values())} jobs (trials up to {n})")
-        look += 1
-        returns += state.run_round(trials, look)
+        runs = f"{sum(len(r) for r in trials.values())} jobs (trials up to {max((r.stop for r in trials.values()), default=0)})"
+        if replaces:
+            say(f"trial=auto: look {look}: jobs {', '.join(map(str, replaces))} ran contended; "
+                f"round {len(state.rounds) + 1} runs {runs} in their place")
+        else:
+            say(f"trial=auto: look {look}: {len(run_on)} of {len(configs)} configurations undecided; "
+                f"round {len(state.rounds) + 1} runs {runs}")
+            look += 1
+        returns += state.run_round(trials, look, replaces)
     state.explain_undecided()
     state.record(stopped)
     say(f"trial=auto: stopped after {len(state.rounds)} rounds, {runner.next_job} jobs: {STOPS[stopped]}")

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
+from yoloprof.capturing.device import cpu_contention
 from yoloprof.capturing.passes import interrupt
 from yoloprof.capturing.device.torch_device import DeviceInfo, resolve_device
 from yoloprof.capturing.passes.heap import frozen_heap
@@ -103,6 +104,9 @@ def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = 
     asked = settings.device
     post_from = postprocess_origins(settings)  # before None becomes the family's value
     settings = settings.resolved()  # canonical device (`auto` decided here), effective precision and threads, NMS values
+    from yoloprof.metrics.contention import threshold
+
+    threshold()  # a bad YOLOPROF_CONTENDED_CORES fails before any work, not after it
     device = resolve_device(settings.device)
     check_model_inputs(settings)
     check_inputs(settings, CLI)  # data exists, has images and labels, fills the steps; model keywords
@@ -142,7 +146,7 @@ def _capture(settings: CaptureSettings, device: DeviceInfo, amp: bool, warnings:
     from yoloprof.capturing.builtin import train as train_mod
 
     runner = train_mod if settings.mode == "train" else infer_mod
-    with interrupt.guard(), warn.collecting(echo=echo_warnings) as notes:
+    with interrupt.guard(), warn.collecting(echo=echo_warnings) as notes, cpu_contention.sampling() as cpu:
         interrupt.stage("prepare")
         inputs, input_notes = runner.prepare(settings)  # dataset or images, built once, checked first
         target = out_dir / f"{_STAGED}{TRACE_NAME}"
@@ -159,6 +163,7 @@ def _capture(settings: CaptureSettings, device: DeviceInfo, amp: bool, warnings:
 
                 warnings.append(nvtx_note(device))
             interrupt.checkpoint()
+            run.contention = cpu.section()  # the whole capture's window: prepare to trace analysis
             profile = assemble(settings, device, amp, run, staged, warnings + input_notes)
             if plan is not None:
                 profile["config"]["autobatch"] = plan.as_dict()
@@ -238,6 +243,11 @@ def fill_profile(profile: dict[str, Any], run: Any, device: DeviceInfo, compute_
 
     spread = trial_spread_warnings(run.samples.get("step_ms") or [], profile.get("config") or {})
     profile["warnings"] = [*warnings, *run.warnings, *spread]
+    if run.contention is not None:  # other processes' CPU while it ran (capturing/device/cpu_contention.py)
+        from yoloprof.metrics.contention import SECTION, capture_warning
+
+        profile[SECTION] = run.contention
+        profile["warnings"] += capture_warning(run.contention.get("other_cores"), run.contention.get("cores"))
     profile["metrics"] = metrics_from_samples(run.samples)
     add_flops(profile, run.flops, device, compute_dtype, run.flop_mix)
     profile["phases"] = phases_from_run(run)

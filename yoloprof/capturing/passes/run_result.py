@@ -21,6 +21,8 @@ class RunResult:
     sections: dict[str, Any] = field(default_factory=dict)
     # the warm-up each trial used (capturing/passes/steady_steps.py warmup_section): the profile's config.warmup_used
     warmup: dict[str, Any] | None = None
+    # other processes' CPU while the capture ran (capturing/device/cpu_contention.py): the profile's `contention`
+    contention: dict[str, Any] | None = None
 
 
 def phase_timing_name(is_cuda: bool) -> str:

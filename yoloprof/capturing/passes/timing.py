@@ -75,6 +75,7 @@ def run_trials(settings: Any, device: DeviceInfo, build: Callable[[], Any],
     so that no trial inherits another's warm state; each reaches its own steady state, so a first
     trial that pays the process's first calls (lazy initialisation, caches) warms up longer rather
     than measuring slow. `cap`: the most warm-up steps (default: `settings.warmup_cap`)."""
+    from yoloprof.capturing.device import cpu_contention
     from yoloprof.capturing.passes import interrupt
 
     cap = warmup_cap_of(settings) if cap is None else cap
@@ -85,7 +86,9 @@ def run_trials(settings: Any, device: DeviceInfo, build: Callable[[], Any],
             update = bar.task(f"{settings.mode} trial {t + 1}/{settings.repeat}",
                               settings.warmup + settings.measured)
             interrupt.stage("measure")
+            cpu_contention.trial_begin()  # the trial's own window of other processes' CPU
             trials.append(time_trial(ctx, device, settings.warmup, settings.measured, update, warmup_max=cap))
+            cpu_contention.trial_end()
         finally:
             _close(ctx)
         del ctx  # free this trial's model before the next one is built

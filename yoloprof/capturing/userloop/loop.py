@@ -49,6 +49,7 @@ from yoloprof.capturing.userloop.loop_clock import LoopClock
 from yoloprof.capturing.userloop.loop_output import ProjectArg, check_project, say
 from yoloprof.capturing.userloop.loop_plan import LoopPlan, plan_windows
 from yoloprof.capturing.passes.steady_steps import SteadySteps, peak_of
+from yoloprof.capturing.device.cpu_contention import Sampler
 from yoloprof.capturing.passes.timing import TrialResult
 from yoloprof.capturing.passes.tracing import TraceSchedule
 from yoloprof.errors import UsageError
@@ -171,6 +172,7 @@ class Profile(LoopDevice, LoopWrite):
         self._mix: Any = None
         self._scope = contextlib.ExitStack()  # the measured device is the current one in the block
         self._w, self._left = 0, 0
+        self._cpu = Sampler()  # other processes' CPU from here to the profile (capturing/device/cpu_contention.py)
         with contextlib.ExitStack() as stack:
             stack.callback(self._scope.close)  # left when the block ends (or if entering fails)
             self._scope.enter_context(self.device.scope())
@@ -295,12 +297,14 @@ class Profile(LoopDevice, LoopWrite):
         # the user's warm-up is untouched; the timed steps' first ones extend it until steady
         self._steady = SteadySteps(self.device, 0, self.options["steps"], self._cap - self.options["warmup"])
         self._phase = self._nvtx_wrap(self._timed_phase)
+        self._cpu.begin_trial()  # the timed window (its blocks are consecutive parts of it)
         self._steady.begin()
         self._clock.start()
 
     def _end_timed(self) -> None:
         """The measured steps (after the extended warm-up) into `repeat` consecutive blocks, each
         one sample; a loop cut short keeps its partial last block."""
+        self._cpu.end_trial()
         kept, first = self._timed.measured(), 0
         for size in self._block_sizes:
             part, first = kept[first:first + size], first + size

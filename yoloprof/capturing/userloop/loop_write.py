@@ -45,6 +45,7 @@ class LoopWrite:
     _threads_arg: int | None
     _phase_order: list[str]
     _batch_bytes: int | None
+    _cpu: Any  # capturing/device/cpu_contention.Sampler
     _flops: float | None
     _mix: Any
     _sections: dict[str, Any]
@@ -118,7 +119,7 @@ class LoopWrite:
         model_section["batch_bytes"] = self._batch_bytes
         run = RunResult(samples=samples, phase_order=tuple(self._phase_order), workers=0,
                         phase_timing=phase_timing_name(self.device.is_cuda), flops=self._flops, flop_mix=self._mix,
-                        sections={"model": model_section, **self._sections})
+                        sections={"model": model_section, **self._sections}, contention=self._cpu.section())
         if self.kind == "infer":  # the latency block `yoloprof infer` writes (capturing/passes/latency.py)
             from yoloprof.capturing.passes.latency import latency_of
             from yoloprof.capturing.passes.step_calls import INFER_STAGES
