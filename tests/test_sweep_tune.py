@@ -1,0 +1,175 @@
+"""`yoloprof tune` (docs/tune.md): the knob plan, the rows and their ranking, and whole runs with
+the fake capture (the planner's logic does not depend on what a capture measures): a level that
+helps is improved and becomes best.yaml, which `yoloprof sweep` applies; a level whose jobs fail
+is a "not applicable" row with the job's error; a knob this build lacks is one too; Ctrl-C exits
+130 naming `yoloprof tune --resume DIR`, and the resume re-uses the finished sweeps."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import yoloprof.capturing.builtin.capture_entry as capture_api
+import yoloprof.config.capture_settings as capture_settings
+from yoloprof.analysis import tune_rows
+from yoloprof.cli import main
+from yoloprof.defs import files
+from yoloprof.errors import UsageError
+from yoloprof.profiles.model import metric
+from yoloprof.sweep import tune_knobs
+
+BF16_FACTOR = 0.7  # the fake's bfloat16 step time relative to float32
+FAST = ["--knobs", "precision,threads,compile", "--threads", "1", "--budget", "30",
+        "launch.isolation=inprocess", "analysis.html=false", "workers=0", "adaptive.min_trials=2"]
+
+
+def fake(settings, out_dir, *, progress: bool = False) -> dict:
+    """Step time 10 ms x a per-process lognormal level (2%), x BF16_FACTOR under bfloat16; more than
+    one thread fails (as a level that does not build); TUNE_STOP in the env: Ctrl-C there."""
+    import os
+
+    if settings.threads > 1:
+        if os.environ.get("TUNE_STOP") == "threads":
+            raise KeyboardInterrupt
+        raise RuntimeError(f"fake: {settings.threads} threads do not build\nsecond line of the traceback")
+    rng = random.Random(f"{settings.precision}/{settings.trial}")
+    level = 10.0 * rng.lognormvariate(0.0, 0.02) * (BF16_FACTOR if settings.precision == "bfloat16" else 1.0)
+    steps = [level] * settings.repeat
+    profile = {"schema": "yoloprof.profile/1", "kind": settings.mode, "config": settings.resolved().to_dict(),
+               "env": {"device_name": "fake-cpu"},
+               "metrics": {"step_ms": metric(steps, "ms", "lower"),
+                           "img_per_s": metric([1000.0 / s for s in steps], "img/s", "higher")},
+               "verdict": {"bound": "compute", "why": "fake", "evidence": {}}, "warnings": []}
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / files.PROFILE).write_text(json.dumps(profile), encoding="utf-8")
+    return profile
+
+
+def _setup(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(capture_api, "capture", fake)
+    monkeypatch.setattr(capture_settings, "usable_cpus", lambda: 2)  # thread levels 1 (baseline) and 2
+    monkeypatch.delenv("YOLOPROF_SWEEP_ID", raising=False)
+    monkeypatch.setenv("COLUMNS", "200")
+
+
+def _folder(tmp_path: Path) -> Path:
+    [folder] = (tmp_path / "runs" / "profile" / files.TUNE_DIR).iterdir()
+    return folder
+
+
+# -- the plan
+
+
+def test_the_plan_keeps_the_levels_that_apply_and_says_why_of_the_others():
+    checks = {("precision", "float16"): lambda device: "float16 autocast: CUDA devices only"}
+    plans = tune_knobs.plan_knobs(["compile", "runtime", "precision", "threads"], "train", "cpu", threads=1,
+                                  cpus=8, has_setting=lambda n: n != "compile", checks=checks)
+    by = {p.name: p for p in plans}
+    assert "runtime" not in by  # an inference knob means nothing to a training step
+    assert by["compile"].levels == [] and by["compile"].not_applicable == {"": "this yoloprof has no setting compile"}
+    assert by["precision"].levels == ["bfloat16"] and by["precision"].baseline == "float32"
+    assert by["precision"].not_applicable == {"float16": "float16 autocast: CUDA devices only"}
+    assert by["threads"].baseline == "1" and by["threads"].levels == ["4", "8"]
+    assert tune_knobs.thread_levels(1, 2) == ["2"] and tune_knobs.thread_levels(1, 1) == []
+    assert tune_knobs.advice_first(["memory_format", "precision", "compile"], ["compile", "runtime"]) == [
+        "compile", "memory_format", "precision"]
+    with pytest.raises(UsageError, match="unknown knob 'speed'"):
+        tune_knobs.parse_knobs("precision,speed")
+
+
+def test_improvements_need_same_outputs_and_the_table_ranks_not_applicable_last():
+    rows = [tune_rows.empty_row("knob", "compile", "default", ratio=1.30, verdict_code="improved", outputs="same"),
+            tune_rows.empty_row("knob", "runtime", "onnxruntime", ratio=1.50, verdict_code="improved",
+                                outputs="differ (max rel 0.02)"),
+            tune_rows.empty_row("knob", "precision", "bfloat16", ratio=1.10, verdict_code="improved"),
+            tune_rows.empty_row("knob", "precision", "float16", ratio=1.20, verdict_code="improved"),
+            tune_rows.not_applicable("knob", "runtime", "openvino", "openvino is not installed"),
+            tune_rows.empty_row("knob", "threads", "2", ratio=0.90, verdict_code="regressed")]
+    chosen = tune_rows.decided_improvements(rows)
+    assert {k: r["level"] for k, r in chosen.items()} == {"compile": "default", "precision": "float16"}
+    table = tune_rows.ranked(rows)
+    assert table["config"].tolist() == ["runtime=onnxruntime", "compile=default", "precision=float16",
+                                        "precision=bfloat16", "threads=2", "runtime=openvino"]
+    assert table.iloc[-1]["verdict"] == "not applicable: openvino is not installed"
+
+
+def test_advice_names_the_knob_that_tests_it():
+    from yoloprof.readers.advice import knobs_of, try_line
+
+    assert try_line("launches") == "yoloprof tune --knobs compile,optimizer_impl"
+    assert try_line("dataloader") is None
+    assert knobs_of([{"rule": "amp"}, {"rule": "launches"}, {"rule": "dataloader"}]) == [
+        "precision", "compile", "optimizer_impl"]
+
+
+# -- whole runs
+
+
+def _log_ratio(rows: pd.DataFrame, base: str, cand: str) -> float:
+    """The ratio of geometric means of the process values, baseline over candidate (step_ms: lower
+    is better, so > 1 = better), by hand from the rows."""
+    def gm(p: str) -> float:
+        vals = rows[(rows["precision"] == p) & (rows["status"] == "ok")]["step_ms"]
+        return sum(math.log(v) for v in vals) / len(vals)
+    return math.exp(gm(base) - gm(cand))
+
+
+def test_a_tune_run_writes_its_table_files_and_a_best_yaml_that_sweep_applies(tmp_path, monkeypatch, capsys):
+    _setup(tmp_path, monkeypatch)
+    assert main(["tune", *FAST]) == 0
+    out = capsys.readouterr().out
+    folder = _folder(tmp_path)
+    for name in (files.TUNE_MANIFEST, files.TUNE_ROWS, files.TUNE_BEST, files.REPORT_HTML):
+        assert (folder / name).is_file(), name
+    table = pd.read_parquet(folder / files.TUNE_ROWS)
+    assert table["config"].tolist()[0] == "precision=bfloat16"  # best first
+    best = table.iloc[0]
+    assert best["verdict_code"] == "improved" and best["ci_low"] <= 1 / BF16_FACTOR <= best["ci_high"]
+    rows = pd.read_parquet(folder / "sweeps" / "precision" / files.RESULTS)
+    assert best["ratio"] == pytest.approx(_log_ratio(rows, "float32", "bfloat16"), rel=1e-6)
+    na = table[table["verdict_code"] == "not applicable"].set_index("config")["reason"].to_dict()
+    assert na == {"threads=2": "RuntimeError: fake: 2 threads do not build second line of the traceback",
+                  "precision=float16": "float16 autocast: CUDA devices only",
+                  "compile": "this yoloprof has no setting compile"}
+    assert table["verdict_code"].tolist()[-3:] == ["not applicable"] * 3  # last
+    lines = out.splitlines()
+    assert [i for i, line in enumerate(lines) if "precision=bfloat16" in line][0] < \
+        [i for i, line in enumerate(lines) if "not applicable: RuntimeError: fake" in line][0]
+    manifest = json.loads((folder / files.TUNE_MANIFEST).read_text())
+    assert manifest["state"] == "finished" and manifest["best"] == {"precision": "bfloat16", "threads": "1"}
+    text = (folder / files.TUNE_BEST).read_text()
+    assert "precision: \"bfloat16\"" in text and "threads: 1" in text
+    assert "precision=bfloat16" in (folder / files.REPORT_HTML).read_text()
+    # best.yaml as a config group file: `yoloprof sweep --config-dir <run>/conf +tune=best`
+    assert main(["sweep", "--config-dir", str(folder / "conf"), "+tune=best", "device=cpu", "-m", "batch=1",
+                 "hydra.sweep.dir=B", "launch.isolation=inprocess", "analysis.enabled=false", "workers=0"]) == 0
+    [row] = pd.read_parquet(tmp_path / "B" / files.RESULTS).to_dict("records")
+    assert (row["status"], row["precision"], row["threads"]) == ("ok", "bfloat16", 1)
+
+
+def test_ctrl_c_exits_130_naming_the_resume_which_reuses_the_finished_sweeps(tmp_path, monkeypatch, capsys):
+    _setup(tmp_path, monkeypatch)
+    monkeypatch.setenv("TUNE_STOP", "threads")
+    assert main(["tune", *FAST[:1], "precision,threads", *FAST[2:]]) == 130
+    err = capsys.readouterr().err
+    folder = _folder(tmp_path)
+    assert f"continue with: yoloprof tune --resume {folder.relative_to(tmp_path)}\n" in err
+    assert err.count("continue with") == 1
+    assert json.loads((folder / files.TUNE_MANIFEST).read_text())["state"] == "interrupted"
+    assert not (folder / files.TUNE_ROWS).exists()
+    monkeypatch.delenv("TUNE_STOP")
+    assert main(["tune", "--resume", str(folder)]) == 0
+    err = capsys.readouterr().err
+    assert "precision: re-using the finished sweep" in err and "threads: re-using" not in err
+    table = pd.read_parquet(folder / files.TUNE_ROWS).set_index("config")
+    assert table.loc["precision=bfloat16", "verdict_code"] == "improved"
+    assert table.loc["threads=2", "reason"].startswith("RuntimeError: fake")
+    assert main(["tune", "--resume", str(tmp_path)]) == 2  # not a tune folder: one line, usage
+    assert "not a tune folder" in capsys.readouterr().err
