@@ -159,7 +159,7 @@ class Tune:
         write_bytes_atomic(path, ("\n".join(lines) + "\n").encode())
         return path
 
-    def confirm(self, chosen: dict[str, dict[str, Any]]) -> dict[str, Any] | int | None:
+    def confirm(self, chosen: dict[str, dict[str, Any]]) -> dict[str, Any] | int:
         """The confirm sweep of the combination; its row, or the exit code of an interrupt."""
         combo = {**self.baseline, **{k: r["level"] for k, r in chosen.items()}}
         self.write_group(BASELINE, self.baseline, "yoloprof tune: the baseline")
