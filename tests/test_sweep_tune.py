@@ -173,3 +173,10 @@ def test_ctrl_c_exits_130_naming_the_resume_which_reuses_the_finished_sweeps(tmp
     assert table.loc["threads=2", "reason"].startswith("RuntimeError: fake")
     assert main(["tune", "--resume", str(tmp_path)]) == 2  # not a tune folder: one line, usage
     assert "not a tune folder" in capsys.readouterr().err
+
+
+def test_a_workload_the_sweep_would_refuse_is_a_usage_error_before_any_folder(tmp_path, monkeypatch, capsys):
+    _setup(tmp_path, monkeypatch)
+    assert main(["tune", "imgsz=65"]) == 2
+    assert "imgsz must be a multiple of 32" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()

@@ -1,5 +1,5 @@
 """The rows of `yoloprof tune` (docs/tune.md): one per knob=level, read from the analysis of the
-trial=auto sweep that ran it against the baseline. Compute only; render/tune.py prints them.
+trial=auto sweep that ran it against the baseline. Compute only; render/tune_table.py prints them.
 
 A row's figures are that sweep's comparison of the level with the baseline on the decision
 metric (`adaptive.metric`, step_ms by default): `ratio` > 1 is better, [ci_low, ci_high] the

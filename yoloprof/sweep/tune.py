@@ -92,12 +92,8 @@ class Tune:
 
     # -- the sweeps
     def common(self) -> list[str]:
-        s = self.s
-        out = [f"mode={s.mode}", f"device={s.device}", f"model={s.model}"]
-        out += [f"batch={s.batch}"] if s.batch is not None else []
-        out += [f"imgsz={s.imgsz}"] if s.imgsz is not None else []
-        out += ["--config-dir", s.config_dir] if s.config_dir else []
-        return out + list(s.overrides)
+        dirs = ["--config-dir", self.s.config_dir] if self.s.config_dir else []
+        return [*workload(self.s), *dirs]
 
     def share(self, left: int) -> float:
         spent = time.monotonic() - self.started
@@ -191,6 +187,23 @@ class Tune:
         return dict(self.baseline), "the baseline (no level improved on it)"
 
 
+def workload(s: TuneSettings) -> list[str]:
+    """The Hydra overrides of the workload every sweep of the run shares."""
+    out = [f"mode={s.mode}", f"device={s.device}", f"model={s.model}"]
+    out += [f"batch={s.batch}"] if s.batch is not None else []
+    out += [f"imgsz={s.imgsz}"] if s.imgsz is not None else []
+    return out + list(s.overrides)
+
+
+def check_workload(s: TuneSettings) -> None:
+    """Compose the workload once before any folder is made: a typo (`--model yolov9`, `imgsz=65`)
+    is a usage error (exit 2), not a row of "not applicable" for every level. The sweep's own
+    pre-flight (sweep/plan.py) of the baseline's one job; nothing is created."""
+    from yoloprof.sweep.plan import plan_sweep
+
+    plan_sweep(workload(s), multirun_flag=False, config_dir=s.config_dir)
+
+
 def _yaml_value(v: str) -> str:
     return v if v.lstrip("-").isdigit() else json.dumps(v)
 
@@ -230,6 +243,7 @@ def run_tune(s: TuneSettings | None, resume: Path | None = None) -> int:
         folder = resume
     else:
         assert s is not None
+        check_workload(s)
         plans = plan_for(s)
         folder = new_folder(s.project)
     tune = Tune(folder, s, plans)
@@ -260,7 +274,7 @@ def run_tune(s: TuneSettings | None, resume: Path | None = None) -> int:
 def finish(tune: Tune, best: dict[str, str], best_text: str) -> None:
     """best.yaml (twice: the run's root, and conf/tune/best.yaml), tune.parquet, report.html, the table."""
     from yoloprof.profiles.io import write_bytes_atomic
-    from yoloprof.render.tune import render_tune, tune_html
+    from yoloprof.render.tune_table import render_tune, tune_html
 
     comment = f"yoloprof tune {tune.folder.name}: {best_text}"
     group_file = tune.write_group("best", best, comment)
