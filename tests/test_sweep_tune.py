@@ -165,7 +165,7 @@ def test_ctrl_c_exits_130_naming_the_resume_which_reuses_the_finished_sweeps(tmp
     assert json.loads((folder / files.TUNE_MANIFEST).read_text())["state"] == "interrupted"
     assert not (folder / files.TUNE_ROWS).exists()
     monkeypatch.delenv("TUNE_STOP")
-    assert main(["tune", "--resume", str(folder)]) == 0
+    assert main(["tune", f"resume={folder}"]) == 0  # as a sweep's resume; --resume DIR alike
     err = capsys.readouterr().err
     assert "precision: re-using the finished sweep" in err and "threads: re-using" not in err
     table = pd.read_parquet(folder / files.TUNE_ROWS).set_index("config")

@@ -73,9 +73,9 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 class Tune:
-    def __init__(self, folder: Path, s: TuneSettings, plans: list[tune_knobs.KnobPlan]) -> None:
+    def __init__(self, folder: Path, s: TuneSettings, plans: list[tune_knobs.KnobPlan], spent_s: float = 0.0) -> None:
         self.folder, self.s, self.plans = folder, s, plans
-        self.started = time.monotonic()
+        self.started = time.monotonic() - spent_s  # a resume goes on with what is left of the budget
         self.rows: list[dict[str, Any]] = []
         # every knob this build has is pinned at its baseline level (the CLI's threads included)
         self.baseline = {p.name: p.baseline for p in plans if "" not in p.not_applicable}
@@ -84,7 +84,8 @@ class Tune:
     def save(self, state: str, **extra: Any) -> None:
         _write_json(self.folder / files.TUNE_MANIFEST, {
             "schema": SCHEMA, "id": self.folder.name, "state": state, "settings": asdict(self.s),
-            "plans": [asdict(p) for p in self.plans], **extra})
+            "plans": [asdict(p) for p in self.plans], "spent_s": round(time.monotonic() - self.started, 3),
+            **extra})
 
     @property
     def resume_hint(self) -> str:
@@ -224,7 +225,7 @@ def plan_for(s: TuneSettings) -> list[tune_knobs.KnobPlan]:
                                  cpus=usable_cpus() or 1, has_setting=_has_setting)
 
 
-def load(folder: Path) -> tuple[TuneSettings, list[tune_knobs.KnobPlan]]:
+def load(folder: Path) -> tuple[TuneSettings, list[tune_knobs.KnobPlan], float]:
     """The settings and plan of an earlier run (`--resume DIR`), or one line refusing."""
     path = folder / files.TUNE_MANIFEST
     try:
@@ -233,20 +234,21 @@ def load(folder: Path) -> tuple[TuneSettings, list[tune_knobs.KnobPlan]]:
         raise UsageError(f"--resume {folder}: not a tune folder ({path.name}: {one_line(str(exc))})") from exc
     if data.get("schema") != SCHEMA:
         raise UsageError(f"--resume {folder}: {path.name} is not {SCHEMA}")
-    return TuneSettings(**data["settings"]), [tune_knobs.KnobPlan(**p) for p in data["plans"]]
+    return (TuneSettings(**data["settings"]), [tune_knobs.KnobPlan(**p) for p in data["plans"]],
+            float(data.get("spent_s") or 0.0))
 
 
 def run_tune(s: TuneSettings | None, resume: Path | None = None) -> int:
     """The whole tune run; its exit code (0, or 130 after Ctrl-C)."""
     if resume is not None:
-        s, plans = load(resume)
+        s, plans, spent = load(resume)
         folder = resume
     else:
         assert s is not None
         check_workload(s)
         plans = plan_for(s)
-        folder = new_folder(s.project)
-    tune = Tune(folder, s, plans)
+        folder, spent = new_folder(s.project), 0.0
+    tune = Tune(folder, s, plans, spent)
     tune.save("running")
     try:
         code = tune.run_knobs()

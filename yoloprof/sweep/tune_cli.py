@@ -48,6 +48,11 @@ def advised_knobs(path: str) -> list[str]:
 def run_from_args(args: argparse.Namespace, resume: Path | None) -> int:
     from yoloprof.sweep.tune import TuneSettings, run_tune
 
+    given = [o.split("=", 1)[1] for o in args.overrides if o.startswith("resume=")]  # as `yoloprof sweep resume=DIR`
+    if given:
+        if resume is not None or len(given) > 1 or len(args.overrides) > 1:
+            raise UsageError("resume=DIR (or --resume DIR) takes nothing else: the run's settings are in its tune.json")
+        resume = Path(given[0])
     if resume is not None:
         return run_tune(None, resume)
     if args.budget <= 0:
