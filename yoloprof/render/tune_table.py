@@ -47,9 +47,9 @@ def tune_html(df: pd.DataFrame, result: dict[str, Any]) -> str:
         html = [escape(c) for c in cells]
         code = str(r.get("verdict_code") or "")
         html[3] = _badge(code, cells[3]) if code != "not applicable" else escape(cells[3])
-        if r.get("sweep"):
-            html[1] += f' <span class="detail"><a href="sweeps/{escape(str(r["sweep"]))}/analysis/report.html">' \
-                       "sweep report</a></span>"
+        link = result.get("reports", {}).get(r.get("sweep")) if not missing(r.get("sweep")) else None
+        if link:
+            html[1] += f' <span class="detail"><a href="{escape(link)}">sweep report</a></span>'
         rows.append(html)
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     parts = [f"<h1>yoloprof tune {escape(result['id'])}</h1>",

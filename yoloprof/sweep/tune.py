@@ -292,7 +292,10 @@ def finish(tune: Tune, best: dict[str, str], best_text: str) -> None:
     result = {"id": tune.folder.name, "mode": s.mode, "device": s.device, "model": s.model,
               "budget_s": s.budget_s, "best_text": best_text, "best_yaml": str(best_path),
               "baseline_text": " ".join(f"{k}={v}" for k, v in tune.baseline.items()) or "defaults",
-              "use": f"yoloprof sweep --config-dir {tune.folder / CONF} +{GROUP}=best ..."}
+              "use": f"yoloprof sweep --config-dir {tune.folder / CONF} +{GROUP}=best ...",
+              "reports": {d.name: f"{SWEEPS}/{d.name}/{files.ANALYSIS_DIR}/{files.REPORT_HTML}"
+                          for d in sorted((tune.folder / SWEEPS).glob("*"))
+                          if (d / files.ANALYSIS_DIR / files.REPORT_HTML).is_file()}}
     write_bytes_atomic(tune.folder / files.REPORT_HTML, tune_html(df, result).encode())
     tune.save("finished", best=best, best_text=best_text)
     render_tune(df, result)
