@@ -180,3 +180,20 @@ def test_a_workload_the_sweep_would_refuse_is_a_usage_error_before_any_folder(tm
     assert main(["tune", "imgsz=65"]) == 2
     assert "imgsz must be a multiple of 32" in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()
+
+
+def test_the_device_checks_read_what_torch_says():
+    import importlib.util
+
+    import torch
+    from torch.optim import optimizer
+
+    checks = tune_knobs.LEVEL_CHECKS
+    assert checks[("compile", "reduce-overhead")]("cpu") == "reduce-overhead uses CUDA graphs: CUDA devices only"
+    assert checks[("compile", "reduce-overhead")]("cuda:0") is None
+    assert checks[("precision", "float16")]("cpu") is not None
+    fused_cpu = "cpu" in getattr(optimizer, "_get_fused_kernels_supported_devices", lambda: ["cuda"])()
+    assert (checks[("optimizer_impl", "fused")]("cpu") is None) == fused_cpu
+    bf16_cpu = torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
+    assert (checks[("precision", "bfloat16")]("cpu") is None) == bool(bf16_cpu)
+    assert (checks[("runtime", "openvino")]("cpu") is None) == (importlib.util.find_spec("openvino") is not None)
