@@ -197,3 +197,33 @@ def test_the_device_checks_read_what_torch_says():
     bf16_cpu = torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()
     assert (checks[("precision", "bfloat16")]("cpu") is None) == bool(bf16_cpu)
     assert (checks[("runtime", "openvino")]("cpu") is None) == (importlib.util.find_spec("openvino") is not None)
+
+
+@pytest.mark.slow
+def test_a_real_tune_of_the_tiny_builtin_detector(tmp_path, monkeypatch, capsys):
+    """The built-in yolo (size n, 32 px, inference) with real captures: the planner, the sweep and
+    its analysis end to end (about 8 s of CPU)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(capture_settings, "usable_cpus", lambda: 2)
+    monkeypatch.delenv("YOLOPROF_SWEEP_ID", raising=False)
+    tiny = ["size=n", "launch.isolation=inprocess", "capture.warmup=1", "capture.runs=2", "repeat=1",
+            "capture.trace=false", "capture.modules=false", "capture.warmup_max=1", "adaptive.min_trials=2",
+            "adaptive.max_trials=2", "analysis.html=false"]
+    assert main(["tune", "--mode", "infer", "--imgsz", "32", "--knobs", "threads", "--threads", "1",
+                 "--budget", "5", *tiny]) == 0
+    folder = _folder(tmp_path)
+    [row] = pd.read_parquet(folder / files.TUNE_ROWS).to_dict("records")
+    assert row["config"] == "threads=2" and row["n"] == row["n_baseline"] == 2
+    assert row["ci_low"] <= row["ratio"] <= row["ci_high"] and row["verdict_code"] != "not applicable"
+    best = json.loads((folder / files.TUNE_MANIFEST).read_text())["best"]
+    assert best["threads"] in ("1", "2") and "threads=2" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("override, words", [("trial=3", "trial is set by yoloprof tune"),
+                                             ("precision=bfloat16", "precision is set by yoloprof tune"),
+                                             ("adaptive.budget_s=9", "use --budget"),
+                                             ("batch=1,4", "one value per key"), ("size", "KEY=VALUE")])
+def test_overrides_that_would_change_what_tune_measures_are_refused(tmp_path, monkeypatch, capsys, override, words):
+    monkeypatch.chdir(tmp_path)
+    assert main(["tune", "--knobs", "precision,threads", override]) == 2
+    assert words in capsys.readouterr().err and not (tmp_path / "runs").exists()

@@ -45,6 +45,25 @@ def advised_knobs(path: str) -> list[str]:
     return knobs_of(recommendations(load_any(path))["recommendations"])
 
 
+# keys tune sets on every sweep it runs: a user's value would change what it measures
+SET_BY_TUNE = ("trial", "hydra.sweep.dir", "hydra.run.dir", "hydra.sweep.subdir", "analysis.vary",
+               "analysis.baseline", "adaptive.budget_s", "adaptive.metric", "sweep_name", "sweep")
+
+
+def check_overrides(overrides: list[str], knobs: list[str]) -> None:
+    """One workload, its knobs left to tune: refuse what would make the sweeps something else."""
+    for item in overrides:
+        key, sep, value = item.lstrip("+~").partition("=")
+        if not sep:
+            raise UsageError(f"overrides take KEY=VALUE, not {item!r}")
+        if key in SET_BY_TUNE or key in knobs:
+            flag = {"adaptive.metric": " (use --metric)", "adaptive.budget_s": " (use --budget)"}.get(key, "")
+            raise UsageError(f"{key} is set by yoloprof tune{flag}; the knobs it tries: {', '.join(knobs)}")
+        if "," in value and not value.startswith(("[", "{")):
+            raise UsageError(f"{item}: tune runs one workload; give one value per key (sweep the workload "
+                             "with yoloprof sweep and best.yaml)")
+
+
 def run_from_args(args: argparse.Namespace, resume: Path | None) -> int:
     from yoloprof.sweep.tune import TuneSettings, run_tune
 
@@ -57,12 +76,11 @@ def run_from_args(args: argparse.Namespace, resume: Path | None) -> int:
         return run_tune(None, resume)
     if args.budget <= 0:
         raise UsageError(f"--budget must be > 0 (got {args.budget:g})")
-    bad = [o for o in args.overrides if "=" not in o]
-    if bad:
-        raise UsageError(f"overrides take KEY=VALUE, not {bad[0]!r}")
+    knobs = tune_knobs.parse_knobs(args.knobs)
+    check_overrides(list(args.overrides), knobs)
     advised = advised_knobs(args.profile_from) if args.profile_from else []
     s = TuneSettings(model=args.model, mode=args.mode, device=args.device, batch=args.batch, imgsz=args.imgsz,
-                     budget_s=args.budget, knobs=tune_knobs.parse_knobs(args.knobs), project=args.project,
+                     budget_s=args.budget, knobs=knobs, project=args.project,
                      threads=args.threads, overrides=list(args.overrides), config_dir=args.config_dir,
                      metric=args.metric, advised=advised)
     return run_tune(s)
