@@ -24,21 +24,24 @@ from yoloprof.profiles.model import metric
 from yoloprof.sweep import tune_knobs
 
 BF16_FACTOR = 0.7  # the fake's bfloat16 step time relative to float32
+THREADS2_FACTOR = 0.8  # and with 2 threads relative to 1 (4 threads fail)
 FAST = ["--knobs", "precision,threads,compile", "--threads", "1", "--budget", "30",
         "launch.isolation=inprocess", "analysis.html=false", "workers=0", "adaptive.min_trials=2"]
 
 
 def fake(settings, out_dir, *, progress: bool = False) -> dict:
-    """Step time 10 ms x a per-process lognormal level (2%), x BF16_FACTOR under bfloat16; more than
-    one thread fails (as a level that does not build); TUNE_STOP in the env: Ctrl-C there."""
+    """Step time 10 ms x a per-process lognormal level (2%), x BF16_FACTOR under bfloat16, x
+    THREADS2_FACTOR with 2 threads; 4 threads fail (as a level that does not build); TUNE_STOP=threads
+    in the env: Ctrl-C in the first job with more than one thread."""
     import os
 
-    if settings.threads > 1:
-        if os.environ.get("TUNE_STOP") == "threads":
-            raise KeyboardInterrupt
+    if settings.threads > 1 and os.environ.get("TUNE_STOP") == "threads":
+        raise KeyboardInterrupt
+    if settings.threads == 4:
         raise RuntimeError(f"fake: {settings.threads} threads do not build\nsecond line of the traceback")
-    rng = random.Random(f"{settings.precision}/{settings.trial}")
+    rng = random.Random(f"{settings.precision}/{settings.threads}/{settings.trial}")
     level = 10.0 * rng.lognormvariate(0.0, 0.02) * (BF16_FACTOR if settings.precision == "bfloat16" else 1.0)
+    level *= THREADS2_FACTOR if settings.threads == 2 else 1.0
     steps = [level] * settings.repeat
     profile = {"schema": "yoloprof.profile/1", "kind": settings.mode, "config": settings.resolved().to_dict(),
                "env": {"device_name": "fake-cpu"},
@@ -54,7 +57,7 @@ def fake(settings, out_dir, *, progress: bool = False) -> dict:
 def _setup(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(capture_api, "capture", fake)
-    monkeypatch.setattr(capture_settings, "usable_cpus", lambda: 2)  # thread levels 1 (baseline) and 2
+    monkeypatch.setattr(capture_settings, "usable_cpus", lambda: 4)  # thread levels 1 (baseline), 2, 4
     monkeypatch.delenv("YOLOPROF_SWEEP_ID", raising=False)
     monkeypatch.setenv("COLUMNS", "200")
 
@@ -112,16 +115,20 @@ def test_advice_names_the_knob_that_tests_it():
 # -- whole runs
 
 
-def _log_ratio(rows: pd.DataFrame, base: str, cand: str) -> float:
+def _by_hand(rows: pd.DataFrame, base: dict, cand: dict) -> float:
     """The ratio of geometric means of the process values, baseline over candidate (step_ms: lower
-    is better, so > 1 = better), by hand from the rows."""
-    def gm(p: str) -> float:
-        vals = rows[(rows["precision"] == p) & (rows["status"] == "ok")]["step_ms"]
-        return sum(math.log(v) for v in vals) / len(vals)
-    return math.exp(gm(base) - gm(cand))
+    is better, so > 1 = better), by hand from the rows; sides chosen by their override values."""
+    def side(values: dict) -> list[float]:
+        keep = [r for r in rows.to_dict("records") if r["status"] == "ok"
+                and all(f"{k}={v}" in json.loads(r["overrides"]) for k, v in values.items())]
+        return [math.log(r["step_ms"]) for r in keep]
+    b, c = side(base), side(cand)
+    return math.exp(sum(b) / len(b) - sum(c) / len(c))
 
 
 def test_a_tune_run_writes_its_table_files_and_a_best_yaml_that_sweep_applies(tmp_path, monkeypatch, capsys):
+    """precision=bfloat16 and threads=2 each improve; their combination is confirmed and best;
+    threads=4 fails in its jobs, float16 cannot apply on a CPU, compile is not in this build."""
     _setup(tmp_path, monkeypatch)
     assert main(["tune", *FAST]) == 0
     out = capsys.readouterr().out
@@ -129,13 +136,19 @@ def test_a_tune_run_writes_its_table_files_and_a_best_yaml_that_sweep_applies(tm
     for name in (files.TUNE_MANIFEST, files.TUNE_ROWS, files.TUNE_BEST, files.REPORT_HTML):
         assert (folder / name).is_file(), name
     table = pd.read_parquet(folder / files.TUNE_ROWS)
-    assert table["config"].tolist()[0] == "precision=bfloat16"  # best first
-    best = table.iloc[0]
-    assert best["verdict_code"] == "improved" and best["ci_low"] <= 1 / BF16_FACTOR <= best["ci_high"]
-    rows = pd.read_parquet(folder / "sweeps" / "precision" / files.RESULTS)
-    assert best["ratio"] == pytest.approx(_log_ratio(rows, "float32", "bfloat16"), rel=1e-6)
+    assert table["config"].tolist()[:3] == ["precision=bfloat16 threads=2", "precision=bfloat16", "threads=2"]
+    combo, bf16, threads = (table.iloc[i] for i in range(3))
+    assert combo["stage"] == "confirm" and (combo["verdict_code"], bf16["verdict_code"], threads["verdict_code"]) == (
+        "improved", "improved", "improved")
+    assert bf16["ci_low"] <= 1 / BF16_FACTOR <= bf16["ci_high"]
+    assert combo["ci_low"] <= 1 / (BF16_FACTOR * THREADS2_FACTOR) <= combo["ci_high"]
+    sweeps = folder / "sweeps"
+    assert bf16["ratio"] == pytest.approx(_by_hand(pd.read_parquet(sweeps / "precision" / files.RESULTS),
+                                                   {"precision": "float32"}, {"precision": "bfloat16"}), rel=1e-6)
+    assert combo["ratio"] == pytest.approx(_by_hand(pd.read_parquet(sweeps / "confirm" / files.RESULTS),
+                                                    {"+tune": "baseline"}, {"+tune": "combo"}), rel=1e-6)
     na = table[table["verdict_code"] == "not applicable"].set_index("config")["reason"].to_dict()
-    assert na == {"threads=2": "RuntimeError: fake: 2 threads do not build second line of the traceback",
+    assert na == {"threads=4": "RuntimeError: fake: 4 threads do not build second line of the traceback",
                   "precision=float16": "float16 autocast: CUDA devices only",
                   "compile": "this yoloprof has no setting compile"}
     assert table["verdict_code"].tolist()[-3:] == ["not applicable"] * 3  # last
@@ -143,15 +156,15 @@ def test_a_tune_run_writes_its_table_files_and_a_best_yaml_that_sweep_applies(tm
     assert [i for i, line in enumerate(lines) if "precision=bfloat16" in line][0] < \
         [i for i, line in enumerate(lines) if "not applicable: RuntimeError: fake" in line][0]
     manifest = json.loads((folder / files.TUNE_MANIFEST).read_text())
-    assert manifest["state"] == "finished" and manifest["best"] == {"precision": "bfloat16", "threads": "1"}
+    assert manifest["state"] == "finished" and manifest["best"] == {"precision": "bfloat16", "threads": "2"}
     text = (folder / files.TUNE_BEST).read_text()
-    assert "precision: \"bfloat16\"" in text and "threads: 1" in text
+    assert text.startswith("# @package _global_\n") and "precision: \"bfloat16\"" in text and "threads: 2" in text
     assert "precision=bfloat16" in (folder / files.REPORT_HTML).read_text()
     # best.yaml as a config group file: `yoloprof sweep --config-dir <run>/conf +tune=best`
     assert main(["sweep", "--config-dir", str(folder / "conf"), "+tune=best", "device=cpu", "-m", "batch=1",
                  "hydra.sweep.dir=B", "launch.isolation=inprocess", "analysis.enabled=false", "workers=0"]) == 0
     [row] = pd.read_parquet(tmp_path / "B" / files.RESULTS).to_dict("records")
-    assert (row["status"], row["precision"], row["threads"]) == ("ok", "bfloat16", 1)
+    assert (row["status"], row["precision"], row["threads"]) == ("ok", "bfloat16", 2)
 
 
 def test_ctrl_c_exits_130_naming_the_resume_which_reuses_the_finished_sweeps(tmp_path, monkeypatch, capsys):
@@ -170,7 +183,8 @@ def test_ctrl_c_exits_130_naming_the_resume_which_reuses_the_finished_sweeps(tmp
     assert "precision: re-using the finished sweep" in err and "threads: re-using" not in err
     table = pd.read_parquet(folder / files.TUNE_ROWS).set_index("config")
     assert table.loc["precision=bfloat16", "verdict_code"] == "improved"
-    assert table.loc["threads=2", "reason"].startswith("RuntimeError: fake")
+    assert table.loc["threads=4", "reason"].startswith("RuntimeError: fake")
+    assert table.loc["precision=bfloat16 threads=2", "stage"] == "confirm"
     assert main(["tune", "--resume", str(tmp_path)]) == 2  # not a tune folder: one line, usage
     assert "not a tune folder" in capsys.readouterr().err
 
