@@ -75,3 +75,26 @@ def test_communication_fires_on_a_communication_bound_verdict():
     assert r["what_if"]["change"]["remove_category"] == "communication"
     p["verdict"] = {"bound": "device", "why": "device-bound"}
     assert "communication" not in _rules(p, None)
+
+
+def test_each_advice_names_the_tune_knobs_that_test_it_and_summary_shows_the_command(tmp_path, capsys):
+    """Host-bound -> `launches`, tested by compile and the fused optimizer; `summary` says how, and
+    `tune --from` puts those knobs first."""
+    import json
+
+    from yoloprof.cli import main
+    from yoloprof.sweep.tune_cli import advised_knobs
+    from yoloprof.sweep.tune_knobs import advice_first
+
+    p = gpu_train_profile(step_samples=(100.0, 100.0))
+    p["verdict"] = {"bound": "host", "why": "host-bound"}
+    r = _rules(p, None)["launches"]
+    assert r["knobs"] == [{"knob": "compile", "level": "reduce-overhead"}, {"knob": "optimizer_impl", "level": "fused"}]
+    assert r["try"] == "yoloprof tune --knobs compile,optimizer_impl"
+    assert _rules(_v100(gpu_train_profile()), _detail(loader_ms=20.0))["dataloader"]["try"] is None
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(p))
+    assert main(["summary", str(path)]) == 0
+    assert "try: yoloprof tune --knobs compile,optimizer_impl" in capsys.readouterr().out
+    assert advice_first(["precision", "threads", "compile", "optimizer_impl"], advised_knobs(str(path))) == [
+        "compile", "optimizer_impl", "precision", "threads"]

@@ -452,6 +452,15 @@ def _add_history_commands(add: Callable[..., argparse.ArgumentParser],
 # parser
 
 
+def cmd_tune(args: argparse.Namespace) -> int:
+    """`yoloprof tune`: trial=auto sweeps of each knob's levels against the baseline (docs/tune.md)."""
+    from pathlib import Path
+
+    from yoloprof.sweep.tune_cli import run_from_args
+
+    return run_from_args(args, Path(args.resume) if args.resume else None)
+
+
 def cmd_completion(args: argparse.Namespace) -> int:
     from yoloprof.completion import script
 
@@ -576,6 +585,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
 
     _add_history_commands(add, wanted)
+
+    p = add("tune", "try each knob's levels against the baseline in trial=auto sweeps, confirm the "
+            "combination of the improvements, write best.yaml", cmd_tune)
+    if wanted("tune"):
+        from yoloprof.sweep.tune_cli import add_tune_arguments
+
+        add_tune_arguments(p)
 
     p = add("completion", "print the shell completion script: eval \"$(yoloprof completion bash)\"",
             cmd_completion)

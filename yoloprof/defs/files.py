@@ -18,3 +18,7 @@ REPORT_HTML = "report.html"
 CAPTURE_REPORT_HTML = "capture_report.html"  # `yoloprof report`: one capture's views
 ANALYSIS_SETTINGS = "settings.json"  # an analysis' recorded settings, beside its files
 RESULTS_DIR = "results"  # a project's results store: every capture's row (profiles/store.py)
+TUNE_DIR = "tune"  # `yoloprof tune`: <project>/tune/<id>/ (docs/tune.md)
+TUNE_MANIFEST = "tune.json"  # a tune run's settings, plan and state (resume reads it)
+TUNE_ROWS = "tune.parquet"  # a tune run's rows: one per knob=level
+TUNE_BEST = "best.yaml"  # the overrides of a tune run's best confirmed configuration

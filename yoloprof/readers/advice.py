@@ -29,10 +29,32 @@ LOW_UTIL_PCT = 50.0      # the plugin's threshold
 TC_MIN_MAJOR = 7         # Tensor Cores from compute capability 7.0
 
 
+# The `yoloprof tune` knob (and level, "" = every level) that tests each rule's advice; a rule
+# without one names a change tune does not make (workers, batch, collectives): `try` is None.
+RULE_KNOBS: dict[str, tuple[tuple[str, str], ...]] = {
+    "launches": (("compile", "reduce-overhead"), ("optimizer_impl", "fused")),
+    "amp": (("precision", ""),),
+    "dataloader": (), "low_utilization": (), "communication": (),
+}
+
+
+def try_line(rule: str) -> str | None:
+    """`yoloprof tune --knobs compile,optimizer_impl`: the command that tests a rule's advice."""
+    knobs = list(dict.fromkeys(k for k, _ in RULE_KNOBS.get(rule, ())))
+    return f"yoloprof tune --knobs {','.join(knobs)}" if knobs else None
+
+
+def knobs_of(advice: list[dict[str, Any]]) -> list[str]:
+    """The knobs the fired advice names, in the advice's order (`yoloprof tune --from`)."""
+    return list(dict.fromkeys(k for a in advice for k, _ in RULE_KNOBS.get(a["rule"], ())))
+
+
 def _advice(rule: str, text: str, evidence: dict[str, Any], what_if: dict[str, Any] | None,
             no_what_if: str | None = None) -> dict[str, Any]:
     return {"rule": rule, "advice": text, "evidence": evidence, "what_if": what_if,
-            "what_if_na": None if what_if else no_what_if}
+            "what_if_na": None if what_if else no_what_if,
+            "knobs": [{"knob": k, "level": v or None} for k, v in RULE_KNOBS.get(rule, ())],
+            "try": try_line(rule)}
 
 
 def _step_ms(profile: dict) -> float | None:

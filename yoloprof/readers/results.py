@@ -36,6 +36,8 @@ class SummaryResult(TypedDict):
     unreliable: JSON
     steps: JSONObject
     warnings: list[str]
+    # the advice that fires without the trace's detail and names a `yoloprof tune` knob: rule, advice, try
+    advice: Rows
     # with per_step=True (`summary --per-step`): the trace's per-step GPU figures
     gpu_metrics: NotRequired[JSON]
     plugin_breakdown: NotRequired[JSON]

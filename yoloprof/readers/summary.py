@@ -46,6 +46,7 @@ def compute_summary(profile: dict) -> dict[str, Any]:
         "unreliable": thrash_mark(profile),
         "steps": compute_steps(profile),
         "warnings": [str(w) for w in profile.get("warnings") or []],
+        "advice": _advice(profile),
     }
     src = profile.get("source")
     if isinstance(src, dict):  # another tool's file (libreyolo's): which file, trace and headline source
@@ -54,6 +55,18 @@ def compute_summary(profile: dict) -> dict[str, Any]:
         result["latency"] = _latency(profile)
         result["stages"] = _stages(profile)
     return result
+
+
+def _advice(profile: dict) -> list[dict[str, Any]]:
+    """The advice that fires without the trace's detail and names a `yoloprof tune` knob to test it
+    (readers/advice.py; `yoloprof report` shows every rule with its evidence)."""
+    from yoloprof.readers.advice import recommendations
+
+    try:
+        fired = recommendations(profile, None)["recommendations"]
+    except Exception:  # noqa: BLE001 - advice never stops a summary
+        return []
+    return [{"rule": a["rule"], "advice": a["advice"], "try": a["try"]} for a in fired if a.get("try")]
 
 
 def _sized(model: Any) -> bool:

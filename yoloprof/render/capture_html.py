@@ -235,7 +235,9 @@ def _recommendations(r: dict) -> str:
                f"({fmt_num(w.get('speedup'))}x)" if w else f"what-if: {NA} ({x.get('what_if_na')})")
         ev = ", ".join(f"{k}={fmt_num(v) if isinstance(v, (int, float)) else v}" for k, v in x["evidence"].items())
         items.append(f"<li><b>{escape(x['rule'])}</b>: {escape(x['advice'])}<span class='detail'>evidence: "
-                     f"{escape(ev)}</span><span class='detail'>{escape(est)}</span></li>")
+                     f"{escape(ev)}</span><span class='detail'>{escape(est)}</span>"
+                     + (f"<span class='detail'>try: <code>{escape(x['try'])}</code></span>" if x.get("try") else "")
+                     + "</li>")
     return '<ul class="notes">' + "".join(items) + "</ul>"
 
 

@@ -46,6 +46,8 @@ def render_summary(result: dict[str, Any], source: str | None = None, out: Out |
     if ev:
         out.line("  evidence: " + ", ".join(f"{k}={fmt_named(k, x) if isinstance(x, (int, float)) else x}"
                                             for k, x in ev.items()))
+    for a in result.get("advice") or []:
+        out.line(f"advice: {a['advice']}; try: {a['try']}")
     _render_latency(out, result)
     if result.get("device_time"):
         out.kv([(f["label"], _figure_text(f)) for f in result["device_time"]], title="device time per step")

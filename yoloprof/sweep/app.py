@@ -259,8 +259,9 @@ def json_summary(sweep_dir: Path) -> dict[str, Any]:
             "jobs": jobs, "failed": sum(1 for j in jobs if j.get("status") == "failed")}
 
 
-def _run(argv: list[str]) -> tuple[int, Path | None]:
-    """(exit code, sweep dir or None when nothing was swept)."""
+def _run(argv: list[str], resume_hint: str | None = None) -> tuple[int, Path | None]:
+    """(exit code, sweep dir or None when nothing was swept). `resume_hint`: the command the
+    Ctrl-C line names (a planner over sweeps, `yoloprof tune`, names its own)."""
     yes = "--yes" in argv  # ours: confirms rerun= of finished jobs
     args = _parse([a for a in argv if a != "--yes"])
     if args.shell_completion:
@@ -309,7 +310,7 @@ def _run(argv: list[str]) -> tuple[int, Path | None]:
         raise
     except KeyboardInterrupt:
         set_manifest_state(plan.sweep_dir, "interrupted")
-        return interrupted(plan.sweep_dir, plan.total, started), None
+        return interrupted(plan.sweep_dir, plan.total, started, resume_hint), None
     except NoFeasiblePoint as exc:  # the rows are whole: consolidate and show them, then say so
         finish(plan.sweep_dir, plan.total, plan.analysis)
         print(f"{PROG}: error: {exc}", file=sys.stderr)
@@ -318,7 +319,7 @@ def _run(argv: list[str]) -> tuple[int, Path | None]:
     return finish(plan.sweep_dir, plan.total, plan.analysis), plan.sweep_dir
 
 
-def interrupted(sweep_dir: Path, total: int | None, since: float = 0.0) -> int:
+def interrupted(sweep_dir: Path, total: int | None, since: float = 0.0, hint: str | None = None) -> int:
     """Ctrl-C: one line, exit 130. Every row on disk is whole (atomic writes); the job that was
     running wrote none and is marked `interrupted`; results.parquet is left as it was. Counted:
     the planned jobs with a row, and those of them written by this run (since `since`)."""
@@ -329,7 +330,7 @@ def interrupted(sweep_dir: Path, total: int | None, since: float = 0.0) -> int:
     new = sum(1 for p in rows if p.stat().st_mtime >= since)
     by_run = f" ({new} by this run)" if new != len(rows) else ""
     print(f"{PROG}: interrupted after {len(rows)} of {total if total is not None else '?'} jobs{by_run}; "
-          f"nothing half-written; continue with: yoloprof sweep resume={sweep_dir}", file=sys.stderr)
+          f"nothing half-written; continue with: {hint or f'yoloprof sweep resume={sweep_dir}'}", file=sys.stderr)
     return 130
 
 
