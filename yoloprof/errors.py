@@ -32,6 +32,13 @@ class UsageError(YoloprofError):
     exit_code = 2
 
 
+class NotApplicableError(UsageError):
+    """A knob level that cannot apply to this model or machine (exit 2): `--compile` without a C++
+    compiler, a CUDA-only mode on CPU, a runtime whose exporter cannot take the network. The one
+    line starts with the flag and "not applicable:"; a planner (`tune`) catches it and skips the
+    level instead of failing."""
+
+
 class DataTooSmallError(YoloprofError):
     """The data cannot fill --warmup + --steps batches (exit 3)."""
 

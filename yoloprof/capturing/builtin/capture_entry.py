@@ -131,6 +131,7 @@ def _capture(settings: CaptureSettings, device: DeviceInfo, amp: bool, warnings:
         try:
             with CaptureProgress(progress).running() as bar:
                 run = runner.measure(settings, device, amp, bar, inputs)
+                _check_outputs(settings, device, amp, inputs, run, bar)
                 staged = runner.trace(settings, device, amp, target, bar, inputs) if settings.trace else None
                 from yoloprof.capturing.builtin.extra_sections import measure_extras
 
@@ -154,6 +155,18 @@ def _capture(settings: CaptureSettings, device: DeviceInfo, amp: bool, warnings:
             for leftover in (target, target.with_name(target.name + ".gz")):
                 leftover.unlink(missing_ok=True)
     return profile
+
+
+def _check_outputs(settings: CaptureSettings, device: DeviceInfo, amp: bool, inputs: Any, run: Any,
+                   bar: CaptureProgress) -> None:
+    """Knobs or precision away from eager float32: the outputs against an eager float32 copy
+    (capturing/output_check.py), after the timed trials; the section and its metrics join the run."""
+    from yoloprof.capturing.output_check import check_outputs
+
+    bar.task("outputs check", 1)
+    section, figures = check_outputs(settings, device, amp, inputs)
+    run.sections["outputs"] = section
+    run.samples.update(figures)
 
 
 def _commit(out_dir: Path, profile: dict[str, Any], staged: Path | None) -> None:
