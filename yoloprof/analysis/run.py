@@ -26,7 +26,8 @@ from yoloprof.analysis.dominance import THROUGHPUT, best_within_modes, modes_of,
 from yoloprof.analysis.insights import pareto_memory, scaling
 from yoloprof.analysis.outputs import analysis_dir, recorded_settings
 from yoloprof.analysis.settings import DEFAULT_NAME, AnalysisSettings, check_name, command
-from yoloprof.config.stat_defaults import ALPHA, CORRECTION, NOISE
+from yoloprof.analysis.knob_effects import apply_knob_effects
+from yoloprof.config.stat_defaults import ALPHA, CORRECTION, NOISE, OUTPUT_TOL
 from yoloprof.analysis.tables import metric_meta, process_means, read_tables
 from yoloprof.defs import metrics as registry
 
@@ -100,7 +101,7 @@ def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
 
 def analyze_collected(c: Collected, *, baseline: list[str] | None = None, vary: str | None = None,
                       metrics: list[str] | None = None, alpha: float = ALPHA, noise: float = NOISE,
-                      correction: str = CORRECTION) -> AnalysisResult:
+                      correction: str = CORRECTION, output_tol: float = OUTPUT_TOL) -> AnalysisResult:
     """Compute every table from collected rows/profiles; no files written, nothing printed."""
     tables = read_tables(c)
     cfg: Configs = build_configs(c.ok)
@@ -118,6 +119,7 @@ def analyze_collected(c: Collected, *, baseline: list[str] | None = None, vary: 
     from yoloprof.analysis.adaptive_verdicts import apply_sequential  # trial=auto: the rule that stopped it
 
     comparisons = apply_sequential(comparisons, tables["metrics"], c.sweep_dir, alpha=alpha, noise=noise)
+    comparisons = apply_knob_effects(comparisons, tables["metrics"], output_tol)  # outputs, payback_calls
     memory = pareto_memory(names, tables["metrics"], devices)
     view = sorted(set(names) | set(registry.names("view")) | {memory})
     gm = gmean_table(tables["metrics"], cfg, view, alpha)
@@ -146,7 +148,7 @@ def analyze_collected(c: Collected, *, baseline: list[str] | None = None, vary: 
         comparisons=comparisons, configs=cfg.table.reset_index(drop=True), tables=tables, best=best,
         pareto=front, scaling=scaling(gm, cfg, noise=noise), gmeans=gm,
         settings=AnalysisSettings(tuple(baseline or ()), vary, tuple(metrics or ()), alpha, noise,
-                                  correction).to_dict(),
+                                  correction, output_tol).to_dict(),
         warnings=list(c.warnings) + env_warnings(env_diffs) + drift_warnings(drift), notes=notes, drift=drift,
         env_diffs=env_diffs,
         jobs={"total": int(len(c.folders) or len(c.rows)), **{str(k): int(v) for k, v in status.items()}},
@@ -181,6 +183,7 @@ def analyze(sweep_dir: str | Path, *, baseline: list[str] | None = None, vary: s
     c = collect(sweep_dir)
     result = analyze_collected(c, baseline=list(settings.baseline) or None, vary=settings.vary,
                                metrics=list(settings.metrics) or None, alpha=settings.alpha,
-                               noise=settings.noise, correction=settings.correction)
+                               noise=settings.noise, correction=settings.correction,
+                               output_tol=settings.output_tol)
     result.name, result.command, result.folder = name, cmd, analysis_dir(sweep_dir, name)
     return result
