@@ -40,6 +40,9 @@ def apply_train_knobs(settings: CaptureSettings, device: DeviceInfo, ctx: TrainC
 
 
 def apply_infer_knobs(settings: CaptureSettings, device: DeviceInfo, ctx: InferContext) -> InferContext:
+    if settings.runtime != "eager" and settings.compile != "none":
+        raise not_applicable("--compile", settings.compile, f"torch.compile runs eager PyTorch; --runtime "
+                             f"{settings.runtime} runs the network elsewhere (choose one)")
     apply_model_knobs(settings, device, ctx.model)
     fmt, inner = settings.memory_format, ctx.preprocess
     if fmt != "contiguous":
