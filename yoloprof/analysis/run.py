@@ -172,14 +172,15 @@ def resolve(sweep_dir: Path, *, name: str | None = None, auto_baseline: bool = F
 def analyze(sweep_dir: str | Path, *, baseline: list[str] | None = None, vary: str | None = None,
             metrics: list[str] | None = None, alpha: float | None = None, noise: float | None = None,
             correction: str | None = None, auto_baseline: bool = False,
-            name: str | None = None) -> AnalysisResult:
+            name: str | None = None, output_tol: float | None = None) -> AnalysisResult:
     """Resolve the settings (the sweep's recorded ones, replaced by what was given) and compute
     every view table: no files written, nothing printed. `yoloprof.render.report.analyze_sweep`
     (the sweep app, `yoloprof analyze`) then writes the analysis folder and prints the table."""
     sweep_dir = Path(sweep_dir)
     # the sweep app passes its Hydra config values (ListConfig, "" or [] for "not set")
     settings, name, cmd = resolve(sweep_dir, name=name, auto_baseline=auto_baseline, baseline=baseline,
-                                  vary=vary, metrics=metrics, alpha=alpha, noise=noise, correction=correction)
+                                  vary=vary, metrics=metrics, alpha=alpha, noise=noise, correction=correction,
+                                  output_tol=output_tol)
     c = collect(sweep_dir)
     result = analyze_collected(c, baseline=list(settings.baseline) or None, vary=settings.vary,
                                metrics=list(settings.metrics) or None, alpha=settings.alpha,
