@@ -61,14 +61,16 @@ def _load_runtime(settings: CaptureSettings, device: DeviceInfo, ctx: InferConte
     `setup_s`, its note a warning of the profile."""
     import torch
 
-    from yoloprof.capturing import runtimes
+    # the runtimes package (docs/CONTRACTS.md "Runtimes") defines both names
+    from yoloprof.capturing.runtimes import (  # type: ignore[attr-defined, unused-ignore]
+        RuntimeNotApplicable, load_runtime)
 
     first = [ctx.sources[i % len(ctx.sources)] for i in range(ctx.batch)]  # the first call's inputs
     with torch.inference_mode():
         example, _ = ctx.preprocess(first, ctx.imgsz, ctx.device)
     try:
-        rt = runtimes.load_runtime(settings.runtime, ctx.model, example, device.torch_device, settings.precision)
-    except runtimes.RuntimeNotApplicable as exc:
+        rt = load_runtime(settings.runtime, ctx.model, example, device.torch_device, settings.precision)
+    except RuntimeNotApplicable as exc:
         raise not_applicable("--runtime", settings.runtime, str(exc)) from None
     ctx.forward = lambda model, x: rt.forward(x)
     ctx.setup_s = float(rt.setup_s)

@@ -29,7 +29,7 @@ NA_KEY = "na"  # the section's {metric: why it is n/a}; readers' na_reason reads
 
 def reference_settings(settings: CaptureSettings) -> CaptureSettings:
     """The same capture with every knob at its default and float32 arithmetic."""
-    knobs = {name: knob.default for name, knob in BY_NAME.items()}
+    knobs: dict[str, Any] = {name: knob.default for name, knob in BY_NAME.items()}
     return dataclasses.replace(settings, precision=REFERENCE_PRECISION, **knobs)
 
 
@@ -48,9 +48,9 @@ def check_outputs(settings: CaptureSettings, device: DeviceInfo, amp: bool, inpu
         section[NA_KEY] = dict.fromkeys(("output_max_abs_diff", "output_max_rel_diff"), why)
         return section, {}
     samples = {}
-    for name, (value, why) in figures.items():
+    for name, (value, reason) in figures.items():
         if value is None:
-            section[NA_KEY][name] = why
+            section[NA_KEY][name] = reason
         else:
             section[name] = value
             samples[name] = [value]

@@ -12,6 +12,7 @@ This module imports only the standard library: it sits in the lowest layer with 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 # torch.compile of the family's network (train and infer); "none" = eager
@@ -66,13 +67,13 @@ BY_NAME: dict[str, Knob] = {k.name: k for k in KNOBS}
 NAMES: tuple[str, ...] = tuple(BY_NAME)
 
 
-def changed(values: dict[str, object], mode: str) -> dict[str, object]:
+def changed(values: Mapping[str, object], mode: str) -> dict[str, object]:
     """The knobs of `mode` away from their default in `values` (settings as a mapping)."""
     return {k.name: values[k.name] for k in KNOBS
             if mode in k.modes and k.name in values and values[k.name] != k.default}
 
 
-def needs_output_check(values: dict[str, object], mode: str) -> bool:
+def needs_output_check(values: Mapping[str, object], mode: str) -> bool:
     """Whether a capture differs from the eager, contiguous, float32 reference: a knob away from
     its default or a precision other than float32 (settings resolved: `auto` is gone)."""
     return bool(changed(values, mode)) or values.get("precision", REFERENCE_PRECISION) != REFERENCE_PRECISION
