@@ -12,7 +12,7 @@ import torch
 
 from tests.gpu import requires_cuda
 from yoloprof.analysis.knob_effects import apply_knob_effects, outputs_label
-from yoloprof.capturing import knob_apply
+from yoloprof.capturing.builtin import knob_apply
 from yoloprof.capturing.device.torch_device import resolve_device
 from yoloprof.config import knobs
 from yoloprof.config.capture_settings import CaptureSettings

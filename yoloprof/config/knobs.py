@@ -3,7 +3,7 @@ the levels of each knob and the table of knobs, defined once.
 
 One row per knob says what it applies to, how the capture applies it and what it costs once, so a
 new knob is one row here, one field in config/capture_settings.py and one function in
-capturing/knob_apply.py. The first level of each knob is its default (the eager, contiguous,
+capturing/builtin/knob_apply.py. The first level of each knob is its default (the eager, contiguous,
 float32 reference the outputs check compares against, with `precision=float32`). Runtimes live in
 `capturing/runtimes/`.
 
@@ -26,7 +26,7 @@ RUNTIMES = ("eager", "torchscript", "onnxruntime", "openvino")
 OPTIMIZER_IMPLS = ("default", "foreach", "fused")
 
 # Levels that need a CUDA device (CUDA graphs); anything else may also be refused where it runs
-# (torch.compile needs a C++ compiler on CPU and Triton on a GPU: capturing/knob_apply.py).
+# (torch.compile needs a C++ compiler on CPU and Triton on a GPU: capturing/builtin/knob_apply.py).
 CUDA_ONLY = {"compile": ("reduce-overhead",)}
 # The arithmetic of the reference the outputs check compares against (DESIGN.md section 3).
 REFERENCE_PRECISION = "float32"

@@ -160,8 +160,8 @@ def _capture(settings: CaptureSettings, device: DeviceInfo, amp: bool, warnings:
 def _check_outputs(settings: CaptureSettings, device: DeviceInfo, amp: bool, inputs: Any, run: Any,
                    bar: CaptureProgress) -> None:
     """Knobs or precision away from eager float32: the outputs against an eager float32 copy
-    (capturing/output_check.py), after the timed trials; the section and its metrics join the run."""
-    from yoloprof.capturing.output_check import check_outputs
+    (capturing/builtin/output_check.py), after the timed trials; the section and its metrics join the run."""
+    from yoloprof.capturing.builtin.output_check import check_outputs
 
     bar.task("outputs check", 1)
     section, figures = check_outputs(settings, device, amp, inputs)

@@ -111,11 +111,11 @@ def needs_grad_scaler(amp: bool, device: DeviceInfo, precision: str) -> bool:
 
 def build_train_context(settings: CaptureSettings, device: DeviceInfo, dataset: Any, amp: bool,
                         knobs: bool = True) -> TrainContext:
-    """`knobs`: apply compile, memory_format and optimizer_impl (capturing/knob_context.py); off for
+    """`knobs`: apply compile, memory_format and optimizer_impl (capturing/builtin/knob_context.py); off for
     the FLOP count, which counts the eager network's arithmetic."""
     import torch
 
-    from yoloprof.capturing.knob_context import apply_train_knobs
+    from yoloprof.capturing.builtin.knob_context import apply_train_knobs
 
     from yoloprof.workloads.data import make_loader
     from yoloprof.workloads.families import workload
@@ -148,9 +148,9 @@ def load_infer_sources(settings: CaptureSettings) -> tuple[list[Any], list[str]]
 
 def build_infer_context(settings: CaptureSettings, device: DeviceInfo, sources: list[Any], amp: bool,
                         knobs: bool = True) -> InferContext:
-    """`knobs`: apply compile, memory_format and the runtime (capturing/knob_context.py; the
+    """`knobs`: apply compile, memory_format and the runtime (capturing/builtin/knob_context.py; the
     runtimes package is imported only for a runtime other than eager); off for the FLOP count."""
-    from yoloprof.capturing.knob_context import apply_infer_knobs
+    from yoloprof.capturing.builtin.knob_context import apply_infer_knobs
     from yoloprof.workloads.families import workload
 
     work = workload(settings)

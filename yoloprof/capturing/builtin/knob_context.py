@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from yoloprof.capturing.device.torch_device import DeviceInfo
-from yoloprof.capturing.knob_apply import (compile_model, memory_format_input, memory_format_model,
+from yoloprof.capturing.builtin.knob_apply import (compile_model, memory_format_input, memory_format_model,
                                            not_applicable, rebuild_optimizer)
 from yoloprof.capturing.passes.step_calls import InferContext, TrainContext
 from yoloprof.config.capture_settings import CaptureSettings
