@@ -262,7 +262,7 @@ def compute_compare(before: dict | list[dict], after: dict | list[dict], *, metr
     if flagged:
         notes.append("verdicts are flagged: the sides differ in more than the code ("
                      + "; ".join(flags) + ")")
-    from yoloprof.readers.one_time import apply_one_time
+    from yoloprof.readers.knob_costs import apply_one_time
 
     one_time = apply_one_time(rows, pb, pa)  # payback_calls, outputs against eager float32
     decide = next((r["decide"] for r in rows if r.get("decide")), None)

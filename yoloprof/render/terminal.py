@@ -251,7 +251,7 @@ def render_compare(result: dict[str, Any], out: Out | None = None) -> None:
 
 
 def _one_time_lines(out: Out, result: dict[str, Any]) -> None:
-    """One-time setup, payback and outputs against eager float32 (readers/one_time.py), where recorded."""
+    """One-time setup, payback and outputs against eager float32 (readers/knob_costs.py), where recorded."""
     one = result.get("one_time") or {}
     setup = one.get("setup_s") or [None, None]
     if any(v is not None for v in setup):

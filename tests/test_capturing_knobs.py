@@ -205,3 +205,13 @@ def test_compile_on_cuda_really_compiles(tmp_path):  # pragma: no cover - GPU on
     p = yoloprof.capture(s, tmp_path / "c")
     assert p.get("setup_s") > 0.5 and p.get("first_call_ms") > 10 * p.get("step_ms")
     assert p.get("output_max_rel_diff") < 1e-2
+
+
+def test_per_module_times_are_skipped_where_modules_do_not_run_one_by_one():
+    from yoloprof.capturing.builtin.extra_sections import _modules_apply
+
+    assert _modules_apply(_settings("infer"))
+    with pytest.warns(UserWarning, match="per-module times not recorded: --compile fuses"):
+        assert not _modules_apply(_settings("infer", compile="default"))
+    with pytest.warns(UserWarning, match="--runtime onnxruntime runs the network outside PyTorch"):
+        assert not _modules_apply(_settings("infer", runtime="onnxruntime"))
