@@ -215,3 +215,54 @@ def test_per_module_times_are_skipped_where_modules_do_not_run_one_by_one():
         assert not _modules_apply(_settings("infer", compile="default"))
     with pytest.warns(UserWarning, match="--runtime onnxruntime runs the network outside PyTorch"):
         assert not _modules_apply(_settings("infer", runtime="onnxruntime"))
+
+
+def _side(step_ms: float, jitter: float, setup_s: float, rel: float | None) -> list[dict]:
+    from helpers.profiles import _metric, cpu_train_profile
+
+    out = []
+    for k in range(3):  # three processes per side: the nested test decides without a noise floor
+        p = cpu_train_profile(step_ms + jitter * (k - 1))
+        p["metrics"]["step_ms"] = _metric("step_ms", [step_ms + jitter * (k - 1) + d for d in (-0.1, 0.0, 0.1)])
+        p["metrics"]["setup_s"] = _metric("setup_s", [setup_s])
+        if rel is not None:
+            p["metrics"]["output_max_rel_diff"] = _metric("output_max_rel_diff", [rel])
+        out.append(p)
+    return out
+
+
+def test_compare_reports_payback_and_never_plainly_improved_when_outputs_differ():
+    from yoloprof.readers.compare import compute_compare
+
+    before, after = _side(30.0, 0.2, 0.5, None), _side(20.0, 0.2, 60.5, 3.8e-3)
+    result = compute_compare(before, after, metrics=["step_ms"])
+    [row] = result["metrics"]
+    assert row["verdict_code"] == "improved_outputs_differ"
+    assert row["verdict"] == "faster, outputs differ (max rel 0.0038)"
+    # 60 s more once; the gap of the means is 10 ms per step: 6000 steps
+    assert row["payback_calls"] == pytest.approx(60.0 * 1000 / (row["before"]["value"] - row["after"]["value"]))
+    assert row["payback_calls"] == pytest.approx(6000)
+    assert result["one_time"]["outputs"][1]["label"] == "differ (max rel 0.0038)"
+    same = compute_compare(before, _side(20.0, 0.2, 60.5, 1e-5), metrics=["step_ms"])
+    assert same["metrics"][0]["verdict_code"] == "improved" and same["one_time"]["outputs"][1]["label"] == "same"
+
+
+def test_cli_not_applicable_is_one_line_exit_2(tmp_path, capsys):
+    from yoloprof.cli import main
+
+    code = main(["infer", "--device", "cpu", "--imgsz", "64", "--runs", "2", "--warmup", "0", "--no-trace",
+                 "--compile", "reduce-overhead", "--project", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err[-1] == ("yoloprof: error: --compile reduce-overhead: not applicable: this mode "
+                                     "captures CUDA graphs and needs a CUDA device")
+    assert not (tmp_path / "infer" / "profile.json").exists()
+
+
+def test_train_capture_with_foreach_and_channels_last(tmp_path):
+    import yoloprof
+
+    p = yoloprof.capture(_settings("train", optimizer_impl="foreach", memory_format="channels_last"), tmp_path / "t")
+    assert p.data["config"]["optimizer_impl"] == "foreach" and p.data["config"]["memory_format"] == "channels_last"
+    assert p.get("first_call_ms") > 0 and p.get("setup_s") >= 0
+    # the same float32 arithmetic in another layout: the loss agrees to float32 rounding
+    assert p.get("output_max_rel_diff") < 1e-4

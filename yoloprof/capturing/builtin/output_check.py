@@ -6,9 +6,9 @@ process, after the timed trials; the figures are metrics/agreement.py's.
 The fixed input is the first batch the timed steps see: inference, the first `batch` sources
 through each side's own pre-process; training, the loader's first batch (seeded, unshuffled)
 through each side's own `to_device`. Inference compares the network's raw outputs and, for a
-detector, the detections after the family's post-process; training compares the forward's loss
-and its parts (the training-form outputs as the family's loss reduces them: every family has
-one, while a training-mode forward without targets does not always run). `optimizer_impl` does not change a
+detector, the detections after the family's post-process; training compares the training-mode
+forward's outputs (the family's `forward` under `no_grad`), or, where that forward needs the
+targets (torchvision's detectors), the loss and its parts. `optimizer_impl` does not change a
 forward, so it alone gives differences of 0.
 """
 
@@ -116,17 +116,26 @@ def _train_pair(settings: CaptureSettings, device: DeviceInfo, amp: bool, datase
     from yoloprof.capturing.builtin.trial_context import build_train_context
     from yoloprof.capturing.passes.step_calls import train_step_inputs
 
-    out: dict[str, Any] = {}
+    from yoloprof.workloads.families import workload
+
+    forward: dict[str, Any] = {}
+    losses: dict[str, Any] = {}
     for side, (s, autocast) in {"cand": (settings, amp), "ref": (reference_settings(settings), False)}.items():
         ctx = build_train_context(s, device, dataset, autocast)
         try:
             inputs, targets = train_step_inputs(ctx)
             with torch.no_grad(), ctx.autocast():
+                try:
+                    forward[side] = workload(s).adapter.forward(ctx.model, inputs)
+                except Exception:  # noqa: BLE001 - a training-mode forward that needs targets: the loss instead
+                    forward[side] = None
                 loss, parts = ctx.forward_loss(ctx.model, inputs, targets)
-            out[side] = [loss, *(parts[k] for k in sorted(parts))]
+            losses[side] = [loss, *(parts[k] for k in sorted(parts))]
         finally:
             ctx.close()
-    return _diffs(out["cand"], out["ref"])
+    if forward["cand"] is not None and forward["ref"] is not None:
+        return _diffs(forward["cand"], forward["ref"])
+    return _diffs(losses["cand"], losses["ref"])
 
 
 def _detections(cand: Any, ref: Any) -> list[tuple[Any, Any, Any, Any]] | None:
