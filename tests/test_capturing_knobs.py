@@ -266,3 +266,15 @@ def test_train_capture_with_foreach_and_channels_last(tmp_path):
     assert p.get("first_call_ms") > 0 and p.get("setup_s") >= 0
     # the same float32 arithmetic in another layout: the loss agrees to float32 rounding
     assert p.get("output_max_rel_diff") < 1e-4
+
+
+def test_knob_lines_under_the_comparison_table():
+    from yoloprof.render.knob_lines import knob_lines
+
+    cmp = pd.DataFrame({"config": ["compile=default", "compile=default", "batch=4"],
+                        "metric": ["step_ms", "img_per_s", "step_ms"],
+                        "outputs": ["differ (max rel 0.0038)", "differ (max rel 0.0038)", ""],
+                        "payback_calls": [6000.0, np.nan, np.nan]})
+    assert knob_lines(cmp) == ["compile=default: outputs vs eager float32 differ (max rel 0.0038)",
+                               "compile=default / step_ms: its extra one-time setup pays back after 6,000 calls"]
+    assert knob_lines(cmp.drop(columns=["outputs", "payback_calls"])) == []

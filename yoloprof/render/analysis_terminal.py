@@ -80,6 +80,10 @@ def _comparisons(console: Any, result: Any) -> None:
     _print_table(console, f"comparisons ({RATIO_NOTE}; {s['correction']} correction, alpha {s['alpha']}, "
                           f"noise {s['noise']:.0%})", [COMPARISON_HEADERS[i] for i in keep], cells,
                  right=right, styles=styles)
+    from yoloprof.render.knob_lines import knob_lines
+
+    for line in knob_lines(cmp):  # outputs and payback_calls (docs/knobs.md)
+        console.print(line, markup=False, highlight=False)
 
 
 def _best(console: Any, result: Any) -> None:

@@ -259,7 +259,9 @@ def _one_time_lines(out: Out, result: dict[str, Any]) -> None:
                                                 for side, v in zip(("before", "after"), setup)))
     for m in result.get("metrics", []):
         if m.get("payback_calls") is not None:
-            out.line(f"{m['metric']}: the after side's extra setup pays back after {m['payback_calls']:.3g} calls")
+            from yoloprof.render.knob_lines import calls_text
+
+            out.line(f"{m['metric']}: the after side's extra setup pays back after {calls_text(m['payback_calls'])} calls")
     labels = [(side, o.get("label")) for side, o in zip(("before", "after"), one.get("outputs") or []) if o.get("label")]
     if labels:
         out.line("outputs vs eager float32: " + ", ".join(f"{side} {label}" for side, label in labels))
