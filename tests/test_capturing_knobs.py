@@ -278,3 +278,13 @@ def test_knob_lines_under_the_comparison_table():
     assert knob_lines(cmp) == ["compile=default: outputs vs eager float32 differ (max rel 0.0038)",
                                "compile=default / step_ms: its extra one-time setup pays back after 6,000 calls"]
     assert knob_lines(cmp.drop(columns=["outputs", "payback_calls"])) == []
+
+
+def test_compare_lists_knob_differences_without_flagging():
+    from yoloprof.metrics.sides import differences, side_facts
+
+    old = side_facts({}, {"mode": "train", "batch": 2})  # a capture from before the knobs: their defaults
+    new = side_facts({}, {"mode": "train", "batch": 2, "compile": "default", "memory_format": "contiguous"})
+    rows = differences(old, new)
+    assert [(r["field"], r["before"], r["after"], r["big"]) for r in rows] == [("compile", "none", "default", False)]
+    assert side_facts({}, {})["compile"] is None  # a raw trace records no knob
