@@ -288,3 +288,18 @@ def test_compare_lists_knob_differences_without_flagging():
     rows = differences(old, new)
     assert [(r["field"], r["before"], r["after"], r["big"]) for r in rows] == [("compile", "none", "default", False)]
     assert side_facts({}, {})["compile"] is None  # a raw trace records no knob
+
+
+@pytest.mark.slow
+def test_compile_on_cpu_really_compiles_and_pays_its_first_call(tmp_path):
+    """A real torch.compile (inductor, C++ on CPU) of a tiny network: about 8 s of compilation on a
+    2-core machine, all in the first call; the outputs agree with eager float32."""
+    import yoloprof
+
+    why = knob_apply._compile_missing(False)
+    if why:
+        pytest.skip(why)
+    p = yoloprof.capture(_settings("infer", compile="default"), tmp_path / "c")
+    assert p.get("first_call_ms") > 5 * p.get("step_ms") and p.get("setup_s") > 0.05
+    assert p.get("output_max_rel_diff") < 1e-4
+    assert p.data["outputs"]["reference"] == "eager, contiguous, float32"
