@@ -100,6 +100,9 @@ def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = 
     settings = settings.validate().resolved()  # canonical device, effective precision and threads
     device = resolve_device(settings.device)
     check_model_inputs(settings)
+    from yoloprof.capturing.builtin.knob_apply import check_knobs
+
+    check_knobs(settings, device.is_cuda)  # a knob level this machine cannot run: one line, exit 2
     check_inputs(settings, CLI)  # data exists, has images and labels, fills the steps; model keywords
     amp = settings.autocast
     warnings = precision_warnings(settings, device) + device_warnings(settings, device) + input_size_notes(settings)

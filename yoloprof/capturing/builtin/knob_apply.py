@@ -24,6 +24,16 @@ def not_applicable(flag: str, level: str, why: str) -> NotApplicableError:
     return NotApplicableError(f"{flag} {level}: not applicable: {one_line(why)}")
 
 
+def check_knobs(settings: Any, is_cuda: bool) -> None:
+    """What can be refused before any work (the capture's pre-flight): a compile mode this machine
+    cannot run, compile combined with a runtime. Runtimes and optimizers are refused when built."""
+    if settings.compile != "none":
+        check_compile(settings.compile, is_cuda)
+        if settings.mode == "infer" and settings.runtime != "eager":
+            raise not_applicable("--compile", settings.compile, f"torch.compile runs eager PyTorch; --runtime "
+                                 f"{settings.runtime} runs the network elsewhere (choose one)")
+
+
 def check_compile(mode: str, is_cuda: bool) -> None:
     """torch.compile needs dynamo on this Python, a C++ compiler for CPU code and Triton for GPU
     code; CUDA-graph modes need a CUDA device."""

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from yoloprof.capturing.device.torch_device import DeviceInfo
-from yoloprof.capturing.builtin.knob_apply import (compile_model, memory_format_input, memory_format_model,
-                                           not_applicable, rebuild_optimizer)
+from yoloprof.capturing.builtin.knob_apply import (check_knobs, compile_model, memory_format_input,
+                                                   memory_format_model, not_applicable, rebuild_optimizer)
 from yoloprof.capturing.passes.step_calls import InferContext, TrainContext
 from yoloprof.config.capture_settings import CaptureSettings
 
@@ -40,9 +40,7 @@ def apply_train_knobs(settings: CaptureSettings, device: DeviceInfo, ctx: TrainC
 
 
 def apply_infer_knobs(settings: CaptureSettings, device: DeviceInfo, ctx: InferContext) -> InferContext:
-    if settings.runtime != "eager" and settings.compile != "none":
-        raise not_applicable("--compile", settings.compile, f"torch.compile runs eager PyTorch; --runtime "
-                             f"{settings.runtime} runs the network elsewhere (choose one)")
+    check_knobs(settings, device.is_cuda)  # compile with a runtime (also the capture's pre-flight)
     apply_model_knobs(settings, device, ctx.model)
     fmt, inner = settings.memory_format, ctx.preprocess
     if fmt != "contiguous":
