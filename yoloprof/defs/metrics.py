@@ -101,11 +101,11 @@ METRICS: tuple[Metric, ...] = (
     _m("mfu_pct", PCT, HIGHER, "model FLOPs utilisation", modes=CAPTURE_MODES, device_only=True),
     # what a configuration costs once (capturing/passes/one_time.py) and how far its outputs are
     # from eager float32 (metrics/agreement.py; docs/knobs.md)
-    _m("first_call_ms", MS, LOWER, "first call", modes=CAPTURE_MODES),
-    _m("setup_s", S, LOWER, "one-time setup", modes=CAPTURE_MODES),
-    _m("output_max_abs_diff", "", LOWER, "outputs: max abs difference", modes=CAPTURE_MODES),
-    _m("output_max_rel_diff", "", LOWER, "outputs: max relative difference", modes=CAPTURE_MODES),
-    _m("detections_matched_pct", PCT, HIGHER, "detections matched", modes=("infer",)),
+    _m("first_call_ms", MS, LOWER, "first call", "row", modes=CAPTURE_MODES),
+    _m("setup_s", S, LOWER, "one-time setup", "row", modes=CAPTURE_MODES),
+    _m("output_max_abs_diff", "", LOWER, "outputs: max abs difference", "row", modes=CAPTURE_MODES),
+    _m("output_max_rel_diff", "", LOWER, "outputs: max relative difference", "row", modes=CAPTURE_MODES),
+    _m("detections_matched_pct", PCT, HIGHER, "detections matched", "row", modes=("infer",)),
 )
 BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
 
