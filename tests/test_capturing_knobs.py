@@ -303,3 +303,26 @@ def test_compile_on_cpu_really_compiles_and_pays_its_first_call(tmp_path):
     assert p.get("first_call_ms") > 5 * p.get("step_ms") and p.get("setup_s") > 0.05
     assert p.get("output_max_rel_diff") < 1e-4
     assert p.data["outputs"]["reference"] == "eager, contiguous, float32"
+
+
+def test_training_check_falls_back_to_the_loss_where_the_forward_needs_targets(monkeypatch):
+    from yoloprof.capturing.builtin import output_check
+    from yoloprof.capturing.builtin.trial_context import prepare_dataset
+
+    s = _settings("train", memory_format="channels_last")
+    dataset, _ = prepare_dataset(s)
+    seen = []
+    loss_outputs = output_check._loss_outputs
+
+    def needs_targets(ctx, settings, inputs, targets):
+        raise output_check._NeedsTargets("targets should be passed")
+
+    def loss(ctx, settings, inputs, targets):
+        seen.append(settings.memory_format)
+        return loss_outputs(ctx, settings, inputs, targets)
+
+    monkeypatch.setattr(output_check, "_forward_outputs", needs_targets)
+    monkeypatch.setattr(output_check, "_loss_outputs", loss)
+    figures = output_check._train_pair(s, resolve_device("cpu"), False, dataset)
+    assert seen == ["channels_last", "contiguous"]  # the configuration, then the eager float32 reference
+    assert figures["output_max_abs_diff"][0] < 1e-5  # a loss near 0: the absolute figure is the one to read

@@ -7,7 +7,7 @@ The fixed input is the first batch the timed steps see: inference, the first `ba
 through each side's own pre-process; training, the loader's first batch (seeded, unshuffled)
 through each side's own `to_device`. Inference compares the network's raw outputs and, for a
 detector, the detections after the family's post-process; training compares the training-mode
-forward's outputs (the family's `forward` under `no_grad`), or, where that forward needs the
+forward's outputs (the family's `forward`, grad enabled), or, where that forward needs the
 targets (torchvision's detectors), the loss and its parts. `optimizer_impl` does not change a
 forward, so it alone gives differences of 0.
 """
@@ -109,33 +109,51 @@ def _infer_pair(settings: CaptureSettings, device: DeviceInfo, amp: bool, source
     return figures
 
 
+class _NeedsTargets(Exception):
+    """A training-mode forward that does not run without the targets (torchvision's detectors)."""
+
+
 def _train_pair(settings: CaptureSettings, device: DeviceInfo, amp: bool, dataset: Any
                 ) -> dict[str, tuple[float | None, str | None]]:
-    import torch
+    """The training-mode forward's outputs on both sides, or both sides' loss and parts where that
+    forward needs the targets. Grad stays enabled, as in the timed steps, so a compiled network's
+    graph is reused rather than recompiled for no_grad (minutes on a CPU); outputs are detached
+    when read."""
+    try:
+        return _train_compare(settings, device, amp, dataset, _forward_outputs)
+    except _NeedsTargets:
+        return _train_compare(settings, device, amp, dataset, _loss_outputs)
 
+
+def _train_compare(settings: CaptureSettings, device: DeviceInfo, amp: bool, dataset: Any,
+                   read: Any) -> dict[str, tuple[float | None, str | None]]:
     from yoloprof.capturing.builtin.trial_context import build_train_context
     from yoloprof.capturing.passes.step_calls import train_step_inputs
 
-    from yoloprof.workloads.families import workload
-
-    forward: dict[str, Any] = {}
-    losses: dict[str, Any] = {}
+    out: dict[str, Any] = {}
     for side, (s, autocast) in {"cand": (settings, amp), "ref": (reference_settings(settings), False)}.items():
         ctx = build_train_context(s, device, dataset, autocast)
         try:
             inputs, targets = train_step_inputs(ctx)
-            with torch.no_grad(), ctx.autocast():
-                try:
-                    forward[side] = workload(s).adapter.forward(ctx.model, inputs)
-                except Exception:  # noqa: BLE001 - a training-mode forward that needs targets: the loss instead
-                    forward[side] = None
-                loss, parts = ctx.forward_loss(ctx.model, inputs, targets)
-            losses[side] = [loss, *(parts[k] for k in sorted(parts))]
+            with ctx.autocast():
+                out[side] = read(ctx, s, inputs, targets)
         finally:
             ctx.close()
-    if forward["cand"] is not None and forward["ref"] is not None:
-        return _diffs(forward["cand"], forward["ref"])
-    return _diffs(losses["cand"], losses["ref"])
+    return _diffs(out["cand"], out["ref"])
+
+
+def _forward_outputs(ctx: Any, settings: CaptureSettings, inputs: Any, targets: Any) -> Any:
+    from yoloprof.workloads.families import workload
+
+    try:
+        return workload(settings).adapter.forward(ctx.model, inputs)
+    except Exception as exc:  # noqa: BLE001 - whatever the family raises without its targets
+        raise _NeedsTargets(str(exc)) from exc
+
+
+def _loss_outputs(ctx: Any, settings: CaptureSettings, inputs: Any, targets: Any) -> list[Any]:
+    loss, parts = ctx.forward_loss(ctx.model, inputs, targets)
+    return [loss, *(parts[k] for k in sorted(parts))]
 
 
 def _detections(cand: Any, ref: Any) -> list[tuple[Any, Any, Any, Any]] | None:
