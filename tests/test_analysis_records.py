@@ -25,7 +25,7 @@ def test_manifest_records_the_resolved_settings(demo: Path) -> None:
     manifest = json.loads((demo / "yoloprof_sweep.json").read_text())
     # sweeps/demo.yaml declares `analysis.vary: batch`; the rest are the schema's defaults
     assert manifest["analysis"] == {"baseline": [], "vary": "batch", "metrics": [], "alpha": 0.05,
-                                    "noise": 0.02, "correction": "holm"}
+                                    "noise": 0.02, "correction": "holm", "output_tol": 0.001}
     rec = json.loads((demo / "analysis" / "settings.json").read_text())
     assert rec["name"] == "default" and rec["settings"] == manifest["analysis"]
     assert rec["command"] == shlex.join(["yoloprof", "analyze", str(demo.resolve())])

@@ -24,10 +24,10 @@ from yoloprof.config.compose import compose_job
 from yoloprof.config.translate import job_values
 
 # What users' scripts type today: these spellings must keep working.
-FLAGS = {"analyze": {"--baseline", "--vary", "--metric", "--alpha", "--noise", "--correction", "--html"},
+FLAGS = {"analyze": {"--baseline", "--vary", "--metric", "--alpha", "--noise", "--correction", "--output-tol", "--html"},
          "compare": {"--metric", "--alpha", "--noise"},
          "gate": {"--metric", "--alpha", "--noise"}}
-HYDRA_KEYS = ["baseline", "vary", "metrics", "alpha", "noise", "correction", "enabled", "html"]
+HYDRA_KEYS = ["baseline", "vary", "metrics", "alpha", "noise", "correction", "output_tol", "enabled", "html"]
 
 
 def _fields() -> list[tuple[type, dataclasses.Field, schema.AnalysisSpec]]:

@@ -21,6 +21,8 @@ from yoloprof.config.translate import config_hash, group_hash
 
 # The row columns between `wall_s` and `overrides` as profiles/rows.py typed them by hand.
 OLD_AXES_STR = ("mode", "model", "size", "data", "precision", "device")
+# the knobs added since (config/knobs.py): str axes after precision, in field order; old hashes unchanged
+KNOB_AXES = ("compile", "memory_format", "runtime", "optimizer_impl")
 OLD_AXES_INT = ("batch", "imgsz", "workers", "threads", "warmup", "steps", "runs", "repeat", "trial")
 # analysis/configs.py's hand-typed tables (AXIS_COLUMNS as a set: its order is now field order).
 OLD_ANALYSIS = {"mode", "model", "size", "data", "device", "batch", "imgsz", "precision", "threads",
@@ -60,6 +62,8 @@ def test_row_schema_axes_equal_the_old_hand_typed_ones():
     from yoloprof.profiles.rows import ROW_SCHEMA
 
     old = [(n, pa.string()) for n in OLD_AXES_STR] + [(n, pa.int32()) for n in OLD_AXES_INT]
+    at = OLD_AXES_STR.index("precision") + 1
+    old[at:at] = [(n, pa.string()) for n in KNOB_AXES]
     assert _axis_block(ROW_SCHEMA) == old
 
 
@@ -81,10 +85,11 @@ def test_an_old_rows_file_reads_unchanged(tmp_path):
 def test_analysis_tables_equal_the_old_ones():
     from yoloprof.analysis import configs, envdiff, history
 
-    assert set(configs.AXIS_COLUMNS) == OLD_ANALYSIS
+    assert set(configs.AXIS_COLUMNS) == OLD_ANALYSIS | set(KNOB_AXES)
     assert configs.KEY_COLUMNS == OLD_KEY_COLUMNS
     assert configs.NOT_AXES == {"trial", "seed"}
-    assert history.LABEL_COLUMNS == OLD_LABELS
+    at = OLD_LABELS.index("precision") + 1
+    assert history.LABEL_COLUMNS == OLD_LABELS[:at] + KNOB_AXES + OLD_LABELS[at:]
     assert configs.DERIVED == ("data", "batch", "workers", "warmup", "steps", "runs")  # per-mode defaults
     # the old causes, and the old names of precision (`half` too: an old sweep's swept key)
     for fld, old in {"batch": ("batch",), "precision": ("amp", "amp_dtype", "half", "precision"),
@@ -115,7 +120,8 @@ def test_identity_columns_are_unchanged():
     from yoloprof.capturing.builtin.store_record import settings_columns
 
     s = CaptureSettings.for_mode("train", model="mypkg.Net", threads=1, device="cpu")
-    assert settings_columns(s) == OLD_IDENTITY
+    knob_defaults = {"compile": "none", "memory_format": "contiguous", "runtime": "eager", "optimizer_impl": "default"}
+    assert settings_columns(s) == {**OLD_IDENTITY, **knob_defaults}
 
 
 # --- Adding an axis: one settings field (its declaration) and its use ------------------------

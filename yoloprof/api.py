@@ -283,14 +283,15 @@ def read_results(sweep_dir: PathLike) -> pd.DataFrame:
 
 def analyze(sweep_dir: PathLike, *, baseline: list[str] | None = None, vary: str | None = None,
             metrics: list[str] | None = None, alpha: float | None = None, noise: float | None = None,
-            correction: str | None = None, auto_baseline: bool = False, name: str | None = None) -> AnalysisResult:
+            correction: str | None = None, auto_baseline: bool = False, name: str | None = None,
+            output_tol: float | None = None) -> AnalysisResult:
     """The analysis stages over a sweep folder, computed only (no files, nothing printed): an
     AnalysisResult with `.comparisons`, `.best`, `.pareto`, `.scaling`, `.notes`, `.to_json()`.
     Options as `yoloprof analyze` (unset: the sweep's recorded settings): baseline=[KEY=VALUE],
-    vary=AXIS, metrics=[...], alpha, noise, correction (holm, bh, none)."""
+    vary=AXIS, metrics=[...], alpha, noise, correction (holm, bh, none), output_tol."""
     from yoloprof.analysis.folder import check_sweep_folder
     from yoloprof.analysis.run import analyze as _analyze
 
     check_sweep_folder(Path(sweep_dir))
     return _analyze(Path(sweep_dir), baseline=baseline, vary=vary, metrics=metrics, alpha=alpha, noise=noise,
-                    correction=correction, auto_baseline=auto_baseline, name=name)
+                    correction=correction, auto_baseline=auto_baseline, name=name, output_tol=output_tol)

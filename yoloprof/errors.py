@@ -32,7 +32,14 @@ class UsageError(YoloprofError):
     exit_code = 2
 
 
-class RuntimeNotApplicable(UsageError):
+class NotApplicableError(UsageError):
+    """A knob level that cannot apply to this model or machine (exit 2): `--compile` without a C++
+    compiler, a CUDA-only mode on CPU, a runtime whose exporter cannot take the network. The one
+    line starts with the flag and "not applicable:"; a planner (`tune`) catches it and skips the
+    level instead of failing."""
+
+
+class RuntimeNotApplicable(NotApplicableError):
     """An inference runtime (`runtime` setting) cannot run this model: an op its exporter cannot
     handle, a precision or device it lacks, its extra not installed (exit 2; a sweep records the
     row as "not applicable: <the message>")."""

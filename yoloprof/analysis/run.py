@@ -27,7 +27,8 @@ from yoloprof.analysis.dominance import THROUGHPUT, best_within_modes, modes_of,
 from yoloprof.analysis.insights import pareto_memory, scaling
 from yoloprof.analysis.outputs import analysis_dir, recorded_settings
 from yoloprof.analysis.settings import DEFAULT_NAME, AnalysisSettings, check_name, command
-from yoloprof.config.stat_defaults import ALPHA, CORRECTION, NOISE
+from yoloprof.analysis.knob_effects import apply_knob_effects
+from yoloprof.config.stat_defaults import ALPHA, CORRECTION, NOISE, OUTPUT_TOL
 from yoloprof.analysis.tables import metric_meta, process_means, read_tables
 from yoloprof.defs import metrics as registry
 
@@ -101,7 +102,7 @@ def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
 
 def analyze_collected(c: Collected, *, baseline: list[str] | None = None, vary: str | None = None,
                       metrics: list[str] | None = None, alpha: float = ALPHA, noise: float = NOISE,
-                      correction: str = CORRECTION) -> AnalysisResult:
+                      correction: str = CORRECTION, output_tol: float = OUTPUT_TOL) -> AnalysisResult:
     """Compute every table from collected rows/profiles; no files written, nothing printed."""
     tables = read_tables(c)
     hit = contended_jobs(c.ok)  # jobs that ran contended: kept in the tables, left out of verdicts
@@ -122,6 +123,7 @@ def analyze_collected(c: Collected, *, baseline: list[str] | None = None, vary: 
 
     comparisons = apply_sequential(comparisons, scored, c.sweep_dir, alpha=alpha, noise=noise)
     comparisons = apply_contention(comparisons, scored, hit)
+    comparisons = apply_knob_effects(comparisons, scored, output_tol)  # outputs, payback_calls
     memory = pareto_memory(names, tables["metrics"], devices)
     view = sorted(set(names) | set(registry.names("view")) | {memory})
     gm = gmean_table(scored, cfg, view, alpha)
@@ -150,7 +152,7 @@ def analyze_collected(c: Collected, *, baseline: list[str] | None = None, vary: 
         comparisons=comparisons, configs=cfg.table.reset_index(drop=True), tables=tables, best=best,
         pareto=front, scaling=scaling(gm, cfg, noise=noise), gmeans=gm,
         settings=AnalysisSettings(tuple(baseline or ()), vary, tuple(metrics or ()), alpha, noise,
-                                  correction).to_dict(),
+                                  correction, output_tol).to_dict(),
         warnings=list(c.warnings) + warnings_for(hit) + env_warnings(env_diffs) + drift_warnings(drift), notes=notes,
         drift=drift,
         env_diffs=env_diffs,
@@ -175,17 +177,19 @@ def resolve(sweep_dir: Path, *, name: str | None = None, auto_baseline: bool = F
 def analyze(sweep_dir: str | Path, *, baseline: list[str] | None = None, vary: str | None = None,
             metrics: list[str] | None = None, alpha: float | None = None, noise: float | None = None,
             correction: str | None = None, auto_baseline: bool = False,
-            name: str | None = None) -> AnalysisResult:
+            name: str | None = None, output_tol: float | None = None) -> AnalysisResult:
     """Resolve the settings (the sweep's recorded ones, replaced by what was given) and compute
     every view table: no files written, nothing printed. `yoloprof.render.report.analyze_sweep`
     (the sweep app, `yoloprof analyze`) then writes the analysis folder and prints the table."""
     sweep_dir = Path(sweep_dir)
     # the sweep app passes its Hydra config values (ListConfig, "" or [] for "not set")
     settings, name, cmd = resolve(sweep_dir, name=name, auto_baseline=auto_baseline, baseline=baseline,
-                                  vary=vary, metrics=metrics, alpha=alpha, noise=noise, correction=correction)
+                                  vary=vary, metrics=metrics, alpha=alpha, noise=noise, correction=correction,
+                                  output_tol=output_tol)
     c = collect(sweep_dir)
     result = analyze_collected(c, baseline=list(settings.baseline) or None, vary=settings.vary,
                                metrics=list(settings.metrics) or None, alpha=settings.alpha,
-                               noise=settings.noise, correction=settings.correction)
+                               noise=settings.noise, correction=settings.correction,
+                               output_tol=settings.output_tol)
     result.name, result.command, result.folder = name, cmd, analysis_dir(sweep_dir, name)
     return result

@@ -41,7 +41,7 @@ from yoloprof.config.fields import (
     value_type,
 )
 from yoloprof.config.capture_settings import Spec, setting
-from yoloprof.config.stat_defaults import ALPHA, CORRECTION, CORRECTIONS, NOISE
+from yoloprof.config.stat_defaults import ALPHA, CORRECTION, CORRECTIONS, NOISE, OUTPUT_TOL
 from yoloprof.errors import UsageError
 
 ANALYZE, COMPARE, GATE = "analyze", "compare", "gate"
@@ -90,6 +90,10 @@ class AnalysisSettings:
     correction: str = analysis_setting(CORRECTION, "multiple-comparison correction across a sweep's "
                                        "comparisons: holm = family-wise, bh = false discovery rate",
                                        choices=CORRECTIONS)
+    # docs/knobs.md "Outputs checked": the comparisons' `outputs` column
+    output_tol: float = analysis_setting(OUTPUT_TOL, "largest output_max_rel_diff (a configuration's outputs "
+                                         "against eager float32) still called `same` in the outputs column",
+                                         minimum=0.0)
 
     @classmethod
     def from_mapping(cls, m: Mapping[str, Any] | None) -> AnalysisSettings:

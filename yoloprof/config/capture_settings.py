@@ -40,6 +40,7 @@ from typing import Any, Callable, cast
 from yoloprof.config.device_spec import AUTO, DeviceSpec, check_device, parse_device
 from yoloprof.defs.json_types import JSON, JSONObject
 from yoloprof.config.fields import field_default, flag_name
+from yoloprof.config.knobs import COMPILE_MODES, MEMORY_FORMATS, OPTIMIZER_IMPLS, RUNTIMES
 from yoloprof.config.steady_thresholds import CAP_EXTRA
 from yoloprof.config import postprocess_defaults
 from yoloprof.config.model_families import BUILTIN, FACTORY, SIZED, family_of
@@ -170,6 +171,19 @@ class CaptureSettings:
     threads: int = setting(0, "intra-op CPU threads (torch.set_num_threads) during the capture; "
                            "0 = auto: half the usable logical CPUs, at least 1", minimum=0,
                            axis=Axis(history=False))  # history: part of the machine fingerprint
+    # the knobs (config/knobs.py KNOBS: what each applies to, how, its one-time cost); added after
+    # results existed, so at their defaults they stay out of the config hash
+    compile: str = setting("none", "torch.compile mode of the family's network (train and infer); none = eager",
+                           choices=COMPILE_MODES, axis=Axis(), hashed="unless_default")
+    memory_format: str = setting("contiguous", "memory format of the model and its inputs (inputs converted "
+                                 "in the timed to_device / preprocess)", choices=MEMORY_FORMATS, axis=Axis(),
+                                 hashed="unless_default")
+    runtime: str = setting("eager", "what runs the network at inference (export form, converted once per "
+                           "trial; the family's pre- and post-process stay)", choices=RUNTIMES, modes=("infer",),
+                           axis=Axis(), hashed="unless_default")
+    optimizer_impl: str = setting("default", "torch.optim implementation of the family's optimizer: its "
+                                  "default, foreach or fused", choices=OPTIMIZER_IMPLS, modes=("train",),
+                                  axis=Axis(), hashed="unless_default")
     warmup: int = setting(0, "untimed iterations before the measured ones, at least: more while step times "
                           "are not steady", per_mode={"train": 5, "infer": 20}, hydra="capture", minimum=0,
                           axis=Axis())

@@ -13,3 +13,7 @@ CORRECTION = CORRECTIONS[0]
 # an idle machine's background (daemons, a shell, an editor) stays near a tenth, one competing busy
 # process is a whole core, and a window of a second or more reads to about a fiftieth of a core.
 CONTENDED_CORES = 0.25
+
+# a configuration's outputs are "same" as the eager float32 reference's within this relative
+# difference (output_max_rel_diff, docs/knobs.md)
+OUTPUT_TOL = 1e-3

@@ -26,7 +26,7 @@ from typing import Iterable
 from dataclasses import dataclass, replace
 
 LOWER, HIGHER = "lower", "higher"
-MS, US, PCT, MIB, COUNT = "ms", "us", "%", "MiB", "count"
+MS, US, PCT, MIB, COUNT, S = "ms", "us", "%", "MiB", "count", "s"
 BYTES_PER_MIB = 2**20  # every memory figure is in MiB: the "_mb" of a metric name means 2**20 bytes
 ALL_MODES = ("train", "infer", "trace")
 CAPTURE_MODES = ("train", "infer")
@@ -99,6 +99,13 @@ METRICS: tuple[Metric, ...] = (
     _m("gflops_per_call", "GFLOP", None, "GFLOP per call", modes=("infer",)),
     _m("achieved_tflops", "TFLOP/s", HIGHER, "achieved TFLOP/s", modes=CAPTURE_MODES),
     _m("mfu_pct", PCT, HIGHER, "model FLOPs utilisation", modes=CAPTURE_MODES, device_only=True),
+    # what a configuration costs once (capturing/passes/one_time.py) and how far its outputs are
+    # from eager float32 (metrics/agreement.py; docs/knobs.md)
+    _m("first_call_ms", MS, LOWER, "first call", "row", modes=CAPTURE_MODES),
+    _m("setup_s", S, LOWER, "one-time setup", "row", modes=CAPTURE_MODES),
+    _m("output_max_abs_diff", "", LOWER, "outputs: max abs difference", "row", modes=CAPTURE_MODES),
+    _m("output_max_rel_diff", "", LOWER, "outputs: max relative difference", "row", modes=CAPTURE_MODES),
+    _m("detections_matched_pct", PCT, HIGHER, "detections matched", "row", modes=("infer",)),
 )
 BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
 

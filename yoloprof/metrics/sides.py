@@ -24,6 +24,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Callable, Mapping
 
+from yoloprof.config.knobs import BY_NAME as KNOBS
 from yoloprof.defs.envfields import RUNTIME_FIELDS
 
 # Capture times further apart than this flag a verdict (machine state drifts: thermals, other
@@ -75,6 +76,10 @@ FIELDS: tuple[tuple[str, str, Getter, bool], ...] = (
     ("data", "data source", _data_source, False),
     ("imgsz", "image size", lambda env, cfg: cfg.get("imgsz"), False),
     ("workers", "loader workers", lambda env, cfg: cfg.get("workers_effective", cfg.get("workers")), False),
+    # the knobs (docs/knobs.md): changed on purpose, listed, never flagging; a capture's config
+    # from before a knob existed ran its default (a raw trace's config says nothing)
+    *((name, name.replace("_", " "), (lambda env, cfg, k=name: cfg.get(k, KNOBS[k].default if "mode" in cfg else None)),
+       False) for name in KNOBS),
 )
 
 

@@ -26,6 +26,8 @@ PERCENTILE_RE = re.compile(r"p\d+_ms")  # latency percentiles, not preprocess_*/
 # the way summary shows it, instead of calling it an unknown field.
 # Every metric of the registry.
 KNOWN_METRICS = frozenset(registry.BY_NAME)
+# the outputs check's figures (capturing/builtin/output_check.py; docs/knobs.md)
+OUTPUT_FIGURES = ("output_max_abs_diff", "output_max_rel_diff", "detections_matched_pct")
 
 
 def device_only(name: str) -> bool:
@@ -72,6 +74,11 @@ def na_reason(profile: dict, name: str) -> str:
         return "a raw trace does not record the batch size"
     if name == "peak_mem_mb" and profile.get("kind") == "trace":
         return _trace_peak_na(profile)
+    outputs_na = (profile.get("outputs") or {}).get("na") or {}  # the outputs check (capturing/builtin/output_check.py)
+    if isinstance(outputs_na, dict) and outputs_na.get(name):
+        return str(outputs_na[name])
+    if name in OUTPUT_FIGURES and profile.get("kind") in ("train", "infer") and not profile.get("outputs"):
+        return "not checked: this capture is eager, contiguous float32 itself (the reference)"
     overview_na = (profile.get("trace") or {}).get("overview_na") or {}
     if isinstance(overview_na, dict) and overview_na.get(name):
         return str(overview_na[name])

@@ -267,6 +267,9 @@ def compute_compare(before: dict | list[dict], after: dict | list[dict], *, metr
     if flagged:
         notes.append("verdicts are flagged: the sides differ in more than the code ("
                      + "; ".join(flags) + ")")
+    from yoloprof.readers.knob_costs import apply_one_time
+
+    one_time = apply_one_time(rows, pb, pa)  # payback_calls, outputs against eager float32
     decide = next((r["decide"] for r in rows if r.get("decide")), None)
     if decide:
         notes.append(f"{NO_FLOOR_WORDS}: the trials of one capture share its process and cannot show "
@@ -293,7 +296,7 @@ def compute_compare(before: dict | list[dict], after: dict | list[dict], *, metr
         "bound": {"before": _bound(b0), "after": _bound(a0)},
         "categories": category_deltas(b0, a0),
         "per_step": {"before": step_table(b0), "after": step_table(a0)} if traces else None,
-        "notes": notes, "warnings": warnings,
+        "notes": notes, "warnings": warnings, "one_time": one_time,
     }
     return result
 

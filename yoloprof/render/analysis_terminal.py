@@ -90,6 +90,10 @@ def _comparisons(console: Any, result: Any) -> None:
         _print_table(console, title, plan.headers, plan.cells, right=right, styles=styles)
     for n, note in enumerate(plan.footnotes, 1):
         console.print(f"[{n}] {note}", markup=False, highlight=False)
+    from yoloprof.render.knob_lines import knob_lines
+
+    for line in knob_lines(cmp):  # outputs and payback_calls (docs/knobs.md)
+        console.print(line, markup=False, highlight=False)
     hint = rerun_hint(cmp)
     if hint:
         console.print(f"hint: {hint}", markup=False, highlight=False)

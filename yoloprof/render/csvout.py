@@ -10,7 +10,9 @@ CSV_COLUMNS = ["config", "metric", "baseline_config", "baseline_value", "value",
                "n", "cv_baseline", "cv", "mde_pct", "trials_needed", "drift_pct", "drift_p", "drift_adj_ratio",
                "env_diff", "flagged", "warnings",
                # the stable verdict code and the processes (jobs) behind each verdict (issue 23)
-               "verdict_code", "k_baseline", "k", "processes_needed"]
+               "verdict_code", "k_baseline", "k", "processes_needed",
+               # outputs against eager float32 and the calls that pay a one-time cost back (docs/knobs.md)
+               "outputs", "payback_calls"]
 
 
 def comparison_csv(comparisons: pd.DataFrame) -> str:

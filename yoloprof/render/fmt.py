@@ -23,6 +23,7 @@ UNSHOWN_UNITS = ("", "count")
 # verdict_code -> (rich style, HTML badge colours (background, text)); data, not branches.
 VERDICT_STYLE = {
     "improved": ("bold green", "#d1f2dc", "#0b6b2f"),
+    "improved_outputs_differ": ("yellow", "#fff3cd", "#7a5b00"),  # analysis/knob_effects.py
     "regressed": ("bold red", "#fbd9d7", "#9b1c13"),
     "equivalent": ("cyan", "#dcebfa", "#1d4f86"),
     "within_noise": ("yellow", "#fdf0cc", "#7a5600"),

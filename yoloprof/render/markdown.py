@@ -55,6 +55,10 @@ def comparison_markdown(result: Any) -> str:
         parts.append("No comparisons (one configuration only, or no baseline pairs).")
     else:
         parts.append(md_table(COMPARISON_HEADERS, [comparison_cells(r) for r in cmp.to_dict("records")]))
+        from yoloprof.render.knob_lines import knob_lines
+
+        extra = knob_lines(cmp)  # outputs and payback_calls (docs/knobs.md)
+        parts += ["", *(f"- {line}" for line in extra)] if extra else []
     if not result.best.empty:
         parts += ["", "## Best configuration per metric", "",
                   md_table(["metric", "best", "value", "runner-up", "margin [CI]", "p", "significant"],

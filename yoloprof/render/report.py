@@ -78,14 +78,14 @@ def write_outputs(result: AnalysisResult, *, html: bool = True) -> dict[str, Pat
 def analyze_sweep(sweep_dir: str | Path, *, baseline: list[str] | None = None, vary: str | None = None,
                   metrics: list[str] | None = None, alpha: float | None = None, noise: float | None = None,
                   correction: str | None = None, auto_baseline: bool = False, name: str | None = None,
-                  html: bool = True, console: Any = None) -> AnalysisResult:
+                  html: bool = True, console: Any = None, output_tol: float | None = None) -> AnalysisResult:
     """Run every stage over a sweep folder, write the analysis' folder (analysis/ for the sweep's
     recorded settings, analysis/<name>/ otherwise), print the table on `console` (a rich Console;
     None = a new one on stdout). Settings left None are the sweep's recorded ones. Raises
     yoloprof.errors types; an analysis with other settings already in the target folder is a
     usage error (nothing is overwritten)."""
     given: dict[str, Any] = dict(baseline=baseline, vary=vary, metrics=metrics, alpha=alpha, noise=noise,
-                 correction=correction, auto_baseline=auto_baseline, name=name)
+                 correction=correction, auto_baseline=auto_baseline, name=name, output_tol=output_tol)
     settings, final, _ = resolve(Path(sweep_dir), **given)
     check_target(analysis_dir(Path(sweep_dir), final), settings, final)  # before any work
     result = analyze(sweep_dir, **given)

@@ -252,10 +252,28 @@ def render_compare(result: dict[str, Any], out: Out | None = None) -> None:
                    for d in result["deltas"]], title="deltas", right=(1, 2, 3))
     b = result.get("bound") or {}
     out.line(f"bound: before {b.get('before')}, after {b.get('after')}")
+    _one_time_lines(out, result)
     _render_trace_compare(out, result)
     for n in result.get("notes", []):
         out.note(n)
     _warnings(out, result.get("warnings"))
+
+
+def _one_time_lines(out: Out, result: dict[str, Any]) -> None:
+    """One-time setup, payback and outputs against eager float32 (readers/knob_costs.py), where recorded."""
+    one = result.get("one_time") or {}
+    setup = one.get("setup_s") or [None, None]
+    if any(v is not None for v in setup):
+        out.line("one-time setup: " + ", ".join(f"{side} {NA if v is None else f'{v:.3g} s'}"
+                                                for side, v in zip(("before", "after"), setup)))
+    for m in result.get("metrics", []):
+        if m.get("payback_calls") is not None:
+            from yoloprof.render.knob_lines import calls_text
+
+            out.line(f"{m['metric']}: the after side's extra setup pays back after {calls_text(m['payback_calls'])} calls")
+    labels = [(side, o.get("label")) for side, o in zip(("before", "after"), one.get("outputs") or []) if o.get("label")]
+    if labels:
+        out.line("outputs vs eager float32: " + ", ".join(f"{side} {label}" for side, label in labels))
 
 
 def _n_cell(m: dict[str, Any]) -> str:

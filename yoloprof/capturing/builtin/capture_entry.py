@@ -109,6 +109,9 @@ def capture(settings: CaptureSettings, out_dir: str | Path, *, progress: bool = 
     threshold()  # a bad YOLOPROF_CONTENDED_CORES fails before any work, not after it
     device = resolve_device(settings.device)
     check_model_inputs(settings)
+    from yoloprof.capturing.builtin.knob_apply import check_knobs
+
+    check_knobs(settings, device.is_cuda)  # a knob level this machine cannot run: one line, exit 2
     check_inputs(settings, CLI)  # data exists, has images and labels, fills the steps; model keywords
     amp = settings.autocast
     warnings = precision_warnings(settings, device) + device_warnings(settings, device) + input_size_notes(settings)
@@ -153,6 +156,7 @@ def _capture(settings: CaptureSettings, device: DeviceInfo, amp: bool, warnings:
         try:
             with CaptureProgress(progress).running() as bar:
                 run = runner.measure(settings, device, amp, bar, inputs)
+                _check_outputs(settings, device, amp, inputs, run, bar)
                 staged = runner.trace(settings, device, amp, target, bar, inputs) if settings.trace else None
                 from yoloprof.capturing.builtin.extra_sections import measure_extras
 
@@ -178,6 +182,18 @@ def _capture(settings: CaptureSettings, device: DeviceInfo, amp: bool, warnings:
             for leftover in (target, target.with_name(target.name + ".gz")):
                 leftover.unlink(missing_ok=True)
     return profile
+
+
+def _check_outputs(settings: CaptureSettings, device: DeviceInfo, amp: bool, inputs: Any, run: Any,
+                   bar: CaptureProgress) -> None:
+    """Knobs or precision away from eager float32: the outputs against an eager float32 copy
+    (capturing/builtin/output_check.py), after the timed trials; the section and its metrics join the run."""
+    from yoloprof.capturing.builtin.output_check import check_outputs
+
+    bar.task("outputs check", 1)
+    section, figures = check_outputs(settings, device, amp, inputs)
+    run.sections["outputs"] = section
+    run.samples.update(figures)
 
 
 def _commit(out_dir: Path, profile: dict[str, Any], staged: Path | None) -> None:

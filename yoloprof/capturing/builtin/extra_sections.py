@@ -45,15 +45,28 @@ def _steps(step: Callable[[], Any], device: DeviceInfo, n: int, before: Callable
         after()
 
 
+def _modules_apply(settings: CaptureSettings) -> bool:
+    """Per-module times mean nothing where the modules do not run one by one: a compiled graph
+    fuses across them (and hooks would recompile it), a runtime runs none of them (docs/knobs.md)."""
+    why = ("--compile fuses the modules into graphs" if settings.compile != "none" else
+           f"--runtime {settings.runtime} runs the network outside PyTorch" if settings.runtime != "eager" else None)
+    if why:
+        import warnings
+
+        warnings.warn(f"per-module times not recorded: {why}", stacklevel=2)
+    return why is None
+
+
 def measure_extras(settings: CaptureSettings, device: DeviceInfo, amp: bool, inputs: Any) -> dict[str, Any]:
     """{"model": facts, "modules": section or None, "hotspots": section or None}."""
     model, step, batch = _context(settings, device, amp, inputs)
     sections: dict[str, Any] = {"model": facts_section(model, batch), "modules": None, "hotspots": None}
-    if not (settings.modules or settings.python_hotspots):
+    modules = settings.modules and _modules_apply(settings)
+    if not (modules or settings.python_hotspots):
         return sections
     step()  # warm step, unrecorded
     synchronize(device)
-    if settings.modules:
+    if modules:
         from yoloprof.capturing.extras.module_recorder import ModuleRecorder
 
         rec = ModuleRecorder(model, device).attach()

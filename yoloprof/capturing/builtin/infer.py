@@ -12,6 +12,7 @@ from yoloprof.capturing.device.torch_device import DeviceInfo
 from yoloprof.capturing.device.flop_count import FlopMix, count_flop_mix
 from yoloprof.capturing.builtin.capture_progress import CaptureProgress
 from yoloprof.capturing.passes.latency import latency_of
+from yoloprof.capturing.passes.one_time import one_time_samples
 from yoloprof.capturing.passes.run_result import RunResult, phase_timing_name
 from yoloprof.config.capture_settings import CaptureSettings
 from yoloprof.capturing.passes.step_calls import INFER_STAGES, infer_call, no_phases
@@ -27,7 +28,7 @@ def _flops_of_one_call(settings: CaptureSettings, device: DeviceInfo, sources: l
     """FLOPs of one call (the forward holds every matmul/conv), outside the timed calls, on a
     throwaway context built before the counter starts (initialisation counts nothing, and under
     FlopCounterMode it would run through its Python dispatch) and gone before the trials."""
-    ictx = build_infer_context(settings, device, sources, amp)
+    ictx = build_infer_context(settings, device, sources, amp, knobs=False)
     return count_flop_mix(lambda: infer_call(ictx, no_phases()))
 
 
@@ -44,6 +45,7 @@ def measure(settings: CaptureSettings, device: DeviceInfo, amp: bool, bar: Captu
         samples[f"{stage}_ms"] = samples.pop(f"{stage}_wall_ms")
     latency = latency_of(trials, INFER_STAGES)  # latency, p<q>_ms and the stage split (passes/latency.py)
     samples.update(latency.per_trial)
+    samples.update(one_time_samples(trials))  # first_call_ms, setup_s (capturing/passes/one_time.py)
     return RunResult(samples=samples, phase_order=INFER_STAGES, workers=0,
                      phase_timing=phase_timing_name(device.is_cuda), flops=flops, flop_mix=mix,
                      latency=latency.table, stages=latency.stages,

@@ -9,6 +9,7 @@ from yoloprof.capturing.builtin.trial_context import build_train_context, effect
 from yoloprof.capturing.device.torch_device import DeviceInfo
 from yoloprof.capturing.device.flop_count import FlopMix, count_flop_mix
 from yoloprof.capturing.builtin.capture_progress import CaptureProgress
+from yoloprof.capturing.passes.one_time import one_time_samples
 from yoloprof.capturing.passes.run_result import RunResult, phase_timing_name
 from yoloprof.config.capture_settings import CaptureSettings
 from yoloprof.capturing.passes.step_calls import TRAIN_PHASES, no_phases, train_step
@@ -35,7 +36,9 @@ def measure(settings: CaptureSettings, device: DeviceInfo, amp: bool, bar: Captu
     trials = run_trials(settings, device, lambda: build_train_context(settings, device, dataset, amp),
                         time_train_trial, bar, cap=cap)
     warmup = warmup_used(settings, trials, cap, cap_by_data(settings, data_steps))
-    return RunResult(samples=trial_metrics(trials, settings.batch), phase_order=TRAIN_PHASES,
+    samples = trial_metrics(trials, settings.batch)
+    samples.update(one_time_samples(trials))  # first_call_ms, setup_s (capturing/passes/one_time.py)
+    return RunResult(samples=samples, phase_order=TRAIN_PHASES,
                      workers=workers, phase_timing=phase_timing_name(device.is_cuda), flops=flops,
                      flop_mix=mix, warnings=warnings + cap_warnings(warmup), warmup=warmup)
 
@@ -46,7 +49,7 @@ def _flops_of_one_step(settings: CaptureSettings, device: DeviceInfo, dataset: A
     throwaway context, outside the timed steps. The context is built outside the counter: under
     FlopCounterMode every op of the model's initialisation goes through its Python dispatch
     (about 0.7 s for the small detector) and counts nothing."""
-    ctx = build_train_context(settings, device, dataset, amp)
+    ctx = build_train_context(settings, device, dataset, amp, knobs=False)
     try:
         return count_flop_mix(lambda: train_step(ctx, no_phases()))
     finally:

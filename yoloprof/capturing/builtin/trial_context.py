@@ -109,9 +109,13 @@ def needs_grad_scaler(amp: bool, device: DeviceInfo, precision: str) -> bool:
     return bool(amp) and device.is_cuda and precision == "float16"
 
 
-def build_train_context(settings: CaptureSettings, device: DeviceInfo, dataset: Any, amp: bool
-                        ) -> TrainContext:
+def build_train_context(settings: CaptureSettings, device: DeviceInfo, dataset: Any, amp: bool,
+                        knobs: bool = True) -> TrainContext:
+    """`knobs`: apply compile, memory_format and optimizer_impl (capturing/builtin/knob_context.py); off for
+    the FLOP count, which counts the eager network's arithmetic."""
     import torch
+
+    from yoloprof.capturing.builtin.knob_context import apply_train_knobs
 
     from yoloprof.workloads.data import make_loader
     from yoloprof.workloads.families import workload
@@ -123,10 +127,11 @@ def build_train_context(settings: CaptureSettings, device: DeviceInfo, dataset: 
                          shuffle=False, seed=settings.seed, pin_memory=device.is_cuda)
     scaler = grad_scaler() if needs_grad_scaler(amp, device, settings.precision) else None
     adapter, target = work.adapter, device.torch_device
-    return TrainContext(model=model, optimizer=optimizer, forward_loss=work.forward_loss(model), loader=loader,
-                        device=target, autocast=autocast_factory(settings, device, amp),
-                        scaler=scaler, nvtx=settings.nvtx and _nvtx_usable(device),
-                        to_device=lambda images, targets: adapter.to_device(model, images, targets, target))
+    ctx = TrainContext(model=model, optimizer=optimizer, forward_loss=work.forward_loss(model), loader=loader,
+                       device=target, autocast=autocast_factory(settings, device, amp),
+                       scaler=scaler, nvtx=settings.nvtx and _nvtx_usable(device),
+                       to_device=lambda images, targets: adapter.to_device(model, images, targets, target))
+    return apply_train_knobs(settings, device, ctx) if knobs else ctx
 
 
 def load_infer_sources(settings: CaptureSettings) -> tuple[list[Any], list[str]]:
@@ -141,17 +146,21 @@ def load_infer_sources(settings: CaptureSettings) -> tuple[list[Any], list[str]]
     return sources, [str(w.message) for w in caught]
 
 
-def build_infer_context(settings: CaptureSettings, device: DeviceInfo, sources: list[Any], amp: bool
-                        ) -> InferContext:
+def build_infer_context(settings: CaptureSettings, device: DeviceInfo, sources: list[Any], amp: bool,
+                        knobs: bool = True) -> InferContext:
+    """`knobs`: apply compile, memory_format and the runtime (capturing/builtin/knob_context.py; the
+    runtimes package is imported only for a runtime other than eager); off for the FLOP count."""
+    from yoloprof.capturing.builtin.knob_context import apply_infer_knobs
     from yoloprof.workloads.families import workload
 
     work = workload(settings)
     model = build_model(settings, device, train=False, work=work)
     adapter, post = work.adapter, work.postprocess()
-    return InferContext(model=model, sources=sources, batch=settings.batch, imgsz=work.ref.imgsz or settings.imgsz,
-                        device=device.torch_device, autocast=autocast_factory(settings, device, amp),
-                        preprocess=lambda images, imgsz, dev: adapter.preprocess(model, images, imgsz, dev),
-                        postprocess=lambda raw, meta, conf, iou, max_det: post(model, raw, meta, conf, iou, max_det),
-                        forward=adapter.forward,
-                        **settings.postprocess_values(),  # the family's own where not given
-                        nvtx=settings.nvtx and _nvtx_usable(device))
+    ctx = InferContext(model=model, sources=sources, batch=settings.batch, imgsz=work.ref.imgsz or settings.imgsz,
+                       device=device.torch_device, autocast=autocast_factory(settings, device, amp),
+                       preprocess=lambda images, imgsz, dev: adapter.preprocess(model, images, imgsz, dev),
+                       postprocess=lambda raw, meta, conf, iou, max_det: post(model, raw, meta, conf, iou, max_det),
+                       forward=adapter.forward,
+                       **settings.postprocess_values(),  # the family's own where not given
+                       nvtx=settings.nvtx and _nvtx_usable(device))
+    return apply_infer_knobs(settings, device, ctx, adapter) if knobs else ctx

@@ -67,6 +67,7 @@ class TrainContext:
     # (images, targets) of the loader -> (inputs, targets) on the device in the family's format;
     # None: both moved as they are, uint8 images normalised to [0, 1] on the device
     to_device: Callable[[Any, Any], tuple[Any, Any]] | None = None
+    setup_s: float = 0.0  # one-time conversion paid when this context was built (knobs), seconds
     _iter: Iterator[Any] | None = field(default=None, repr=False)
 
     def next_batch(self, cycle: bool = False) -> Any:
@@ -93,6 +94,14 @@ class TrainContext:
 
             interrupt.stage("loader-shutdown")
             shutdown()
+
+
+def train_step_inputs(ctx: TrainContext, cycle: bool = True) -> tuple[Any, Any]:
+    """The next batch on the device in the family's format, untimed (the outputs check)."""
+    from yoloprof.workloads.family_builtin import move_to_device
+
+    images, targets = ctx.next_batch(cycle)
+    return ctx.to_device(images, targets) if ctx.to_device is not None else move_to_device(images, targets, ctx.device)
 
 
 def train_step(ctx: TrainContext, phase: PhaseFn, cycle: bool = False) -> None:
@@ -134,6 +143,7 @@ class InferContext:
     iou: float = 0.45
     max_det: int = 300
     nvtx: bool = False
+    setup_s: float = 0.0  # one-time conversion paid when this context was built (a runtime's export), seconds
     _cursor: int = 0
 
     def next_inputs(self) -> list[Any]:

@@ -27,6 +27,8 @@ class TrialResult:
     phase_ms: dict[str, list[float]] = field(default_factory=dict)  # phase -> per-step ms
     memory: dict[str, float | None] = field(default_factory=dict)
     warmup: dict[str, Any] | None = None  # {"steps": warm-up steps used, "steady": bool | None}
+    first_ms: float | None = None  # the trial's very first step, before any warm-up (passes/one_time.py)
+    setup_s: float = 0.0  # the context's one-time conversion (knobs), paid before the first step
 
     def add(self, total: float, phases: dict[str, float]) -> None:
         self.step_ms.append(total)
@@ -51,7 +53,7 @@ def _timed_loop(step: Callable[[Callable[[str], Any]], Any], device: DeviceInfo,
         steps.end(*clock.finish())
         if progress is not None:
             progress(len(steps.records), steps.needed)
-    result = TrialResult(warmup=steps.record())
+    result = TrialResult(warmup=steps.record(), first_ms=steps.records[0][0] if steps.records else None)
     kept = steps.measured()
     for total, phases, _ in kept:
         result.add(total, phases)
@@ -89,6 +91,7 @@ def run_trials(settings: Any, device: DeviceInfo, build: Callable[[], Any],
             cpu_contention.trial_begin()  # the trial's own window of other processes' CPU
             trials.append(time_trial(ctx, device, settings.warmup, settings.measured, update, warmup_max=cap))
             cpu_contention.trial_end()
+            trials[-1].setup_s = float(getattr(ctx, "setup_s", 0.0) or 0.0)
         finally:
             _close(ctx)
         del ctx  # free this trial's model before the next one is built
