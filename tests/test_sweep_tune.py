@@ -25,7 +25,7 @@ from yoloprof.sweep import tune_knobs
 
 BF16_FACTOR = 0.7  # the fake's bfloat16 step time relative to float32
 THREADS2_FACTOR = 0.8  # and with 2 threads relative to 1 (4 threads fail)
-FAST = ["--knobs", "precision,threads,compile", "--threads", "1", "--budget", "30",
+FAST = ["--knobs", "precision,threads", "--threads", "1", "--budget", "30",
         "launch.isolation=inprocess", "analysis.html=false", "workers=0", "adaptive.min_trials=2"]
 
 
@@ -128,7 +128,7 @@ def _by_hand(rows: pd.DataFrame, base: dict, cand: dict) -> float:
 
 def test_a_tune_run_writes_its_table_files_and_a_best_yaml_that_sweep_applies(tmp_path, monkeypatch, capsys):
     """precision=bfloat16 and threads=2 each improve; their combination is confirmed and best;
-    threads=4 fails in its jobs, float16 cannot apply on a CPU, compile is not in this build."""
+    threads=4 fails in its jobs, float16 cannot apply on a CPU."""
     _setup(tmp_path, monkeypatch)
     assert main(["tune", *FAST]) == 0
     out = capsys.readouterr().out
@@ -149,9 +149,8 @@ def test_a_tune_run_writes_its_table_files_and_a_best_yaml_that_sweep_applies(tm
                                                     {"+tune": "baseline"}, {"+tune": "combo"}), rel=1e-6)
     na = table[table["verdict_code"] == "not applicable"].set_index("config")["reason"].to_dict()
     assert na == {"threads=4": "RuntimeError: fake: 4 threads do not build second line of the traceback",
-                  "precision=float16": "float16 autocast: CUDA devices only",
-                  "compile": "this yoloprof has no setting compile"}
-    assert table["verdict_code"].tolist()[-3:] == ["not applicable"] * 3  # last
+                  "precision=float16": "float16 autocast: CUDA devices only"}
+    assert table["verdict_code"].tolist()[-2:] == ["not applicable"] * 2  # last
     lines = out.splitlines()
     assert [i for i, line in enumerate(lines) if "precision=bfloat16" in line][0] < \
         [i for i, line in enumerate(lines) if "not applicable: RuntimeError: fake" in line][0]

@@ -16,7 +16,7 @@ import importlib.util
 from dataclasses import dataclass, field
 from typing import Callable
 
-from yoloprof.config.knobs import COMPILE_MODES, MEMORY_FORMATS, OPTIMIZER_IMPLS, RUNTIMES
+from yoloprof.config import knobs as table
 
 BOTH = ("train", "infer")
 
@@ -30,12 +30,15 @@ class Knob:
     what: str                   # one line for docs and --help
 
 
+def _from_table(row: table.Knob) -> Knob:
+    """A knob of the settings' table (config/knobs.py): its levels, default and modes from there."""
+    return Knob(row.name, row.levels[1:], row.default, row.modes, row.applies_to)
+
+
+# the table's knobs, then the two settings that are knobs to tune as well
 KNOBS: tuple[Knob, ...] = (
-    Knob("compile", COMPILE_MODES[1:], COMPILE_MODES[0], BOTH, "torch.compile of the network"),
-    Knob("memory_format", MEMORY_FORMATS[1:], MEMORY_FORMATS[0], BOTH, "channels_last model and inputs"),
-    Knob("runtime", RUNTIMES[1:], RUNTIMES[0], ("infer",), "what runs the network at inference"),
-    Knob("optimizer_impl", OPTIMIZER_IMPLS[1:], OPTIMIZER_IMPLS[0], ("train",), "torch.optim implementation"),
-    Knob("precision", ("bfloat16", "float16"), "float32", BOTH, "autocast dtype of the step"),
+    *(_from_table(row) for row in table.KNOBS),
+    Knob("precision", ("bfloat16", "float16"), table.REFERENCE_PRECISION, BOTH, "autocast dtype of the step"),
     Knob("threads", (), "", BOTH, "intra-op CPU threads (levels from the usable CPUs)"),
 )
 BY_NAME = {k.name: k for k in KNOBS}
