@@ -28,7 +28,7 @@ from typing import Any
 
 from yoloprof.config.model_families import BUILTIN, FACTORY, FAMILIES, family_of, split_model, stay_offline
 from yoloprof.errors import UsageError
-from yoloprof.workloads.family_api import Adapter, ForwardLoss, InputSize, ModelRef
+from yoloprof.workloads.family_api import Adapter, ForwardLoss, InputSize, ModelRef, RecipeInputs, TrainRecipe
 
 __all__ = ["BUILTIN", "FACTORY", "FAMILIES", "Workload", "adapter_of", "check_installed", "family_of",
            "input_size", "model_ref", "size_of", "split_model", "user_loss", "user_postprocess", "workload"]
@@ -171,6 +171,9 @@ class Workload:
 
     def build(self) -> Any:
         return self.adapter.build(self.ref)
+
+    def train_recipe(self, model: Any, inputs: RecipeInputs) -> TrainRecipe:
+        return self.adapter.train_recipe(model, inputs)
 
     def forward_loss(self, model: Any) -> ForwardLoss:
         return user_loss(model, self.loss) if self.loss else self.adapter.make_loss(model, None)
