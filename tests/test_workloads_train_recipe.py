@@ -25,8 +25,7 @@ def _groups_by_ids(optimizer):
     return {frozenset(_ids(g["params"])): g for g in optimizer.param_groups}
 
 
-@pytest.fixture
-def ultralytics_model(tmp_path, monkeypatch):
+def _ultralytics(tmp_path, monkeypatch):
     pytest.importorskip("ultralytics")
     monkeypatch.setenv("YOLO_CONFIG_DIR", str(tmp_path / "ultralytics"))
     from yoloprof.workloads.families import adapter_of
@@ -35,8 +34,8 @@ def ultralytics_model(tmp_path, monkeypatch):
     return adapter, adapter.build(ModelRef(family="ultralytics", name="yolov8n.yaml", num_classes=3, imgsz=64))
 
 
-def test_ultralytics_groups_decay_and_auto_choice_follow_its_trainer(ultralytics_model):
-    adapter, model = ultralytics_model
+def test_ultralytics_groups_decay_and_auto_choice_follow_its_trainer(tmp_path, monkeypatch):
+    adapter, model = _ultralytics(tmp_path, monkeypatch)
     batch, images, nc = 3, 64, 3
     recipe = adapter.train_recipe(model, RecipeInputs(batch=batch, images=images, lr=0.5, num_classes=nc))
     # by hand from ultralytics/engine/trainer.py: nbs 64, weight_decay 5e-4, epochs 100
@@ -62,15 +61,15 @@ def test_ultralytics_groups_decay_and_auto_choice_follow_its_trainer(ultralytics
     assert recipe.about["optimizer_every"] == 21 and recipe.about["clip_max_norm"] == 10.0
 
 
-def test_ultralytics_auto_picks_musgd_for_a_long_training(ultralytics_model):
-    adapter, model = ultralytics_model
+def test_ultralytics_auto_picks_musgd_for_a_long_training(tmp_path, monkeypatch):
+    adapter, model = _ultralytics(tmp_path, monkeypatch)
     images = 64 * 101  # ceil(images / 64) * 100 epochs = 10100 iterations > 10000
     recipe = adapter.train_recipe(model, RecipeInputs(batch=BATCH, images=images, lr=0.01, num_classes=3))
     assert type(recipe.optimizer).__name__ == "MuSGD" and isinstance(recipe.optimizer, torch.optim.Optimizer)
 
 
-def test_ultralytics_clip_and_ema_are_its_trainers(ultralytics_model):
-    adapter, model = ultralytics_model
+def test_ultralytics_clip_and_ema_are_its_trainers(tmp_path, monkeypatch):
+    adapter, model = _ultralytics(tmp_path, monkeypatch)
     recipe = adapter.train_recipe(model, RecipeInputs(batch=BATCH, images=64, lr=0.01, num_classes=3))
     params = [p for p in model.parameters() if p.requires_grad]
     for i, p in enumerate(params):
@@ -92,8 +91,7 @@ def test_ultralytics_clip_and_ema_are_its_trainers(ultralytics_model):
             torch.testing.assert_close(v, d * ema_before[k] + (1 - d) * live[k])
 
 
-@pytest.fixture
-def libreyolo_adapter():
+def _libreyolo():
     pytest.importorskip("libreyolo")
     from yoloprof.workloads.families import adapter_of
 
@@ -104,8 +102,8 @@ def _yolo9(adapter):
     return adapter.build(ModelRef(family="libreyolo", name="yolo9", size="t", num_classes=3, seed=0, imgsz=64))
 
 
-def test_libreyolo_pgi_branch_loss_is_its_trainers(libreyolo_adapter):
-    adapter = libreyolo_adapter
+def test_libreyolo_pgi_branch_loss_is_its_trainers():
+    adapter = _libreyolo()
     images = torch.randint(0, 255, (BATCH, 3, 64, 64), dtype=torch.uint8)
     targets = torch.tensor([[0, 1, 0.5, 0.5, 0.4, 0.3], [1, 2, 0.3, 0.6, 0.2, 0.2]])
     model = _yolo9(adapter)
@@ -126,8 +124,8 @@ def test_libreyolo_pgi_branch_loss_is_its_trainers(libreyolo_adapter):
     assert not torch.allclose(YOLO9Trainer.on_forward(trainer, imgs, padded)["total_loss"], ours)
 
 
-def test_libreyolo_groups_and_ema_are_its_trainers(libreyolo_adapter):
-    adapter = libreyolo_adapter
+def test_libreyolo_groups_and_ema_are_its_trainers():
+    adapter = _libreyolo()
     model = _yolo9(adapter)
     recipe = adapter.train_recipe(model, RecipeInputs(batch=BATCH, images=64, lr=0.5, num_classes=3))
     # by hand from libreyolo/training/trainer.py _setup_optimizer and YOLO9Config's defaults

@@ -145,7 +145,7 @@ class LibreYOLOAdapter:
         """Its trainer's PGI branch, optimizer, clipping, EMA (workloads/recipe_libreyolo.py)."""
         from yoloprof.workloads.recipe_libreyolo import recipe
 
-        return recipe(model, inputs)
+        return recipe(model, wrapper_of(model), inputs)
 
     def make_loss(self, model: Any, loss: str | None = None) -> ForwardLoss:
         def forward_loss(m: Any, inputs: Any, targets: Any) -> tuple[Any, dict[str, Any]]:

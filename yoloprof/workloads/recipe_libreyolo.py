@@ -74,13 +74,12 @@ def _module_of(trainer_cls: Any) -> str:
     return str(trainer_cls._setup_optimizer.__module__)
 
 
-def recipe(model: Any, inputs: RecipeInputs) -> TrainRecipe:
+def recipe(model: Any, wrapper: Any, inputs: RecipeInputs) -> TrainRecipe:
+    """The recipe around `model`, the module of LibreYOLO's `wrapper`."""
     from libreyolo.training.ema import ModelEMA
     from torch.nn.utils import clip_grad_norm_
 
-    from yoloprof.workloads.family_libreyolo import wrapper_of
-
-    trainer_cls, config = trainer_config(wrapper_of(model), inputs.batch)
+    trainer_cls, config = trainer_config(wrapper, inputs.batch)
     aux = enable_aux(model, config, inputs.seed)
     trainer = SimpleNamespace(model=model, config=config, effective_lr=config.lr0, optimizer=None)
     with _quiet(trainer_cls):
