@@ -184,7 +184,9 @@ class CaptureSettings:
     conf: float = setting(0.25, "NMS confidence threshold", modes=("infer",), hydra="capture")
     iou: float = setting(0.45, "NMS IoU threshold", modes=("infer",), hydra="capture")
     max_det: int = setting(300, "most detections kept per image", modes=("infer",), hydra="capture", minimum=1)
-    lr: float = setting(0.01, "SGD learning rate of the training step", modes=("train",), hydra="capture")
+    lr: float = setting(0.01, "learning rate of the built-in detector's and a factory's training step (SGD, momentum 0.9, "
+                        "nesterov, no weight decay); families with a trainer use their trainer's optimizer and lr "
+                        "(docs/workloads.md)", modes=("train",), hydra="capture")
     trace: bool = setting(True, "also run the torch.profiler trace pass", hydra="capture")
     trace_gzip: bool = setting(False, "write the trace as .json.gz", hydra="capture")
     trace_wait: int = setting(1, "trace pass: steps skipped before the profiler warms up "
