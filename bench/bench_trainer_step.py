@@ -7,7 +7,8 @@ Printed per case, measured in this run: the median over rounds of each side's me
 - forward (forward + the family's loss), backward (yoloprof's backward + clip phases where its
   trainer clips inside its backward block), opt (optimizer + EMA; yoloprof's clip + optimizer +
   ema), and compute = forward + backward + opt,
-and the ratio yoloprof / trainer. Goal: compute within 10% (0.90-1.10) for LibreYOLO and
+and the ratio yoloprof / trainer of those medians, then the compute ratio of each round (its two
+runs back to back, so the load of a shared machine weighs on both alike) and their median. Goal: compute within 10% (0.90-1.10) for LibreYOLO and
 Ultralytics. Both sides build the model with seed 0 and run the same warm-up and measured steps;
 the trainer side gets the first batch of the same synthetic data (converted to the family's
 training format with the adapter's `to_device`, outside what is timed) and reuses it, yoloprof
@@ -136,6 +137,9 @@ def main() -> None:
             a = statistics.median(d[fig] for d in theirs)
             b = statistics.median(d[fig] for d in mine)
             print(f"{label:9} {fig:9} {a:10.2f} {b:11.2f} {b / a:6.3f}")
+        paired = [m["compute"] / t["compute"] for t, m in zip(theirs, mine)]
+        print(f"{label:9} compute ratio per round (trainer then yoloprof, back to back): "
+              + " ".join(f"{x:.3f}" for x in paired) + f"; median {statistics.median(paired):.3f}")
         print(f"{label:9} recipe: {recipe.get('optimizer')} every {recipe.get('optimizer_every')} step(s), "
               f"clip {recipe.get('clip_max_norm')}, ema {recipe.get('ema')}")
 
