@@ -188,3 +188,28 @@ def test_amortised_step_is_a_trainer_iteration_worked_by_hand():
                "ema_wall_ms": [1.0, 1.0], "forward_wall_ms": [3.0, 3.0]}
     assert add_amortised(samples, 4)["amortised_step_ms"] == pytest.approx([7.0, 7.5])
     assert "amortised_step_ms" not in add_amortised(samples, 1)
+
+
+def test_summary_says_whose_step_ran_and_its_accumulation():
+    import io
+
+    from helpers.profiles import cpu_train_profile
+    from yoloprof.profiles.model import measured
+    from yoloprof.readers.summary import compute_summary
+    from yoloprof.render._out import Out
+    from yoloprof.render.terminal import render_summary
+
+    profile = cpu_train_profile()
+    profile["train_recipe"] = {"source": "ultralytics BaseTrainer", "optimizer": "AdamW", "optimizer_every": 32,
+                               "param_groups": [{"params": 3}, {"params": 2}, {"params": 1}],
+                               "clip_max_norm": 10.0, "ema": "ultralytics.utils.torch_utils.ModelEMA"}
+    profile["metrics"]["amortised_step_ms"] = measured("amortised_step_ms", [28.5])
+    buf = io.StringIO()
+    render_summary(compute_summary(profile), out=Out(buf, rich=False))
+    line = next(x for x in buf.getvalue().splitlines() if x.startswith("training step:"))
+    assert "AdamW (3 parameter group(s))" in line and "clip grad norm 10" in line and "EMA" in line
+    assert "every 32 steps" in line and "amortised step 28.5" in line
+    del profile["train_recipe"]  # a profile without one (older, or a foreign trace): no line
+    buf = io.StringIO()
+    render_summary(compute_summary(profile), out=Out(buf, rich=False))
+    assert "training step:" not in buf.getvalue()
