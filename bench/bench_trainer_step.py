@@ -1,7 +1,7 @@
 """yoloprof's training step of a family against that family's OWN trainer driven by hand
 (bench/plain_loops/trainer_steps.py: the library's trainer object, its optimizer, clipping and EMA,
-its step's calls), interleaved in one process: trainer, yoloprof, trainer, yoloprof, ... for
-`--rounds` rounds per case (issue 39: the step of `run --model <family>` is its trainer's step).
+its step's calls), interleaved in one process: trainer, yoloprof, yoloprof, trainer, ... (the side
+that runs first alternates) for `--rounds` rounds per case (issue 39: the step of `run --model <family>` is its trainer's step).
 
 Printed per case, measured in this run: the median over rounds of each side's mean ms per step of
 - forward (forward + the family's loss), backward (yoloprof's backward + clip phases where its
@@ -128,17 +128,20 @@ def main() -> None:
         settings = _settings(model, size, args.batch, args.imgsz, args.warmup, args.steps, args.threads)
         inputs, targets, images = first_batch(settings)
         theirs, mine, recipe = [], [], {}
-        for r in range(args.rounds):
-            theirs.append(grouped(plain(trainer_phases(family, size, model, inputs, targets, images),
-                                        args.warmup, args.steps)))
-            phases, recipe = yoloprof_run(settings, tmp / f"{label}-{r}")
-            mine.append(grouped(phases))
+        for r in range(args.rounds):  # ABBA: the side that runs first alternates
+            for side in (("trainer", "yoloprof") if r % 2 == 0 else ("yoloprof", "trainer")):
+                if side == "trainer":
+                    theirs.append(grouped(plain(trainer_phases(family, size, model, inputs, targets, images),
+                                                args.warmup, args.steps)))
+                else:
+                    phases, recipe = yoloprof_run(settings, tmp / f"{label}-{r}")
+                    mine.append(grouped(phases))
         for fig in (*GROUPS, "compute"):
             a = statistics.median(d[fig] for d in theirs)
             b = statistics.median(d[fig] for d in mine)
             print(f"{label:9} {fig:9} {a:10.2f} {b:11.2f} {b / a:6.3f}")
         paired = [m["compute"] / t["compute"] for t, m in zip(theirs, mine)]
-        print(f"{label:9} compute ratio per round (trainer then yoloprof, back to back): "
+        print(f"{label:9} compute ratio per round (its two runs back to back): "
               + " ".join(f"{x:.3f}" for x in paired) + f"; median {statistics.median(paired):.3f}")
         print(f"{label:9} recipe: {recipe.get('optimizer')} every {recipe.get('optimizer_every')} step(s), "
               f"clip {recipe.get('clip_max_norm')}, ema {recipe.get('ema')}")
