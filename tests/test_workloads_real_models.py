@@ -16,6 +16,8 @@ from yoloprof.defs import files
 
 TINY = dict(device="cpu", warmup=1, warmup_max=1, repeat=1, trace=True, trace_wait=0, trace_warmup=0,
             trace_active=1, modules=False, workers=0, threads=1)
+TRAINER_PARTS = {"ultralytics": {"clip": True, "ema": True}, "libreyolo": {"clip": False, "ema": True},
+                 "torchvision": {"clip": False, "ema": False}}
 CASES = [  # (model, size, mode, imgsz)
     ("ultralytics:yolov8n.yaml", "n", "train", 64),
     ("ultralytics:yolo11n.yaml", "n", "infer", 64),
@@ -42,6 +44,14 @@ def test_a_real_model_is_captured_with_its_own_pieces(model, size, mode, imgsz, 
         ms = {p["phase"]: p["wall_ms_per_step"] for p in data["phases"]}
         assert all(ms[p] > 0 for p in ("to_device", "forward", "backward", "optimizer")), ms
         assert data["metrics"]["step_ms"]["value"] > 0
+        # the family's trainer's step (docs/workloads.md): its parts are phases, absent ones no rows
+        recipe = data["train_recipe"]
+        parts = {"clip": recipe["clip_max_norm"] is not None, "ema": recipe["ema"] is not None}
+        assert parts == TRAINER_PARTS[family] and all(ms.get(p, 0) > 0 for p in parts if parts[p])
+        assert not any(p in ms for p in parts if not parts[p])
+        every = recipe["optimizer_every"]
+        assert every == (32 if family == "ultralytics" else 1)  # nbs 64 / batch 2; the others: none
+        assert ("amortised_step_ms" in data["metrics"]) == (every > 1)
     else:
         stages = {s["stage"]: s["ms"] for s in data["stages"]}
         assert set(stages) == {"preprocess", "forward", "postprocess"} and all(v > 0 for v in stages.values())

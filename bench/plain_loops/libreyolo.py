@@ -2,9 +2,9 @@
 bench/bench_families.py: `name` is "<family>:<size>" (e.g. "yolo9:t").
 
 - training: the family's `_from_scratch(size, nb_classes=80, seed=0)`, images float in [0, 1] and
-  targets `[B, 3, 5]` (class, normalised xyxy) as its YOLO9 trainer feeds them (made once), the
-  module's `(imgs, targets=...)["total_loss"]`, backward, SGD step; phases forward, backward,
-  optimizer;
+  targets `[B, 3, 5]` (class, normalised xyxy) as its YOLO9 trainer feeds them (made once), its
+  trainer's step (plain_loops/trainer_steps.py: PGI branch on, the trainer's optimizer and EMA);
+  phases forward, backward, optimizer (+ EMA);
 - inference: its `_preprocess` per image, the module's forward, its `_postprocess` per image (what
   its `predict` calls); stages preprocess, forward, postprocess.
 """
@@ -31,25 +31,18 @@ def _wrapper(name: str) -> Any:
 
 
 def train_phases(name: str, batch: int, imgsz: int, device: str = "cpu") -> dict[str, Callable[[], None]]:
-    model = _wrapper(name).model.train()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, nesterov=True)
+    """Its trainer's step (plain_loops/trainer_steps.py: the PGI branch, its optimizer and EMA),
+    the EMA update timed with the optimizer, as yoloprof's clip + optimizer + ema."""
+    from plain_loops.trainer_steps import libreyolo_phases
+
     gen = torch.Generator().manual_seed(1)
     imgs = torch.randint(0, 256, (batch, 3, imgsz, imgsz), dtype=torch.uint8, generator=gen).float() / 255
     xy = torch.rand(batch, 3, 2, generator=gen) * 0.5
     targets = torch.cat((torch.randint(0, NUM_CLASSES, (batch, 3, 1), generator=gen).float(), xy, xy + 0.3), 2)
-    state: dict[str, Any] = {}
-
-    def forward() -> None:
-        state["loss"] = model(imgs, targets=targets)["total_loss"]
-
-    def backward() -> None:
-        state.pop("loss").backward()
-
-    def optimizer() -> None:
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-
-    return {"forward": forward, "backward": backward, "optimizer": optimizer}
+    phases = libreyolo_phases(name.split(":")[1], imgs, targets)
+    step, ema = phases["optimizer"], phases.pop("ema")
+    phases["optimizer"] = lambda: (step(), ema())  # type: ignore[func-returns-value]
+    return phases
 
 
 def infer_stages(name: str, source: bytes, batch: int, imgsz: int, device: str = "cpu") -> dict[str, Callable[[], None]]:

@@ -81,7 +81,9 @@ def train_phases(name: str, batch: int, imgsz: int, device: str | None = None) -
     """{forward, backward, optimizer}: one training step, phase by phase (each synchronised)."""
     dev = _device(device)
     model = _build(name, imgsz, dev).train()
-    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9, nesterov=True)
+    # torchvision's references' defaults (references/detection|classification/train.py), as yoloprof's step
+    optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad],
+                                lr=0.02 if _is_detector(name) else 0.1, momentum=0.9, weight_decay=1e-4)
     gen = torch.Generator().manual_seed(1)
     images = torch.rand(batch, 3, imgsz, imgsz, generator=gen).to(dev)
     if _is_detector(name):

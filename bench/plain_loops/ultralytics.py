@@ -1,9 +1,10 @@
 """Plain Ultralytics loops, written with Ultralytics' public pieces only (no yoloprof), for
 bench/bench_families.py to time with `time.perf_counter` beside yoloprof's own figures.
 
-- training: `DetectionModel(cfg, nc=80)` seeded with 0, `model.args` = the trainer's defaults, the
-  batch dict its trainer hands the model (made once beforehand), `model.loss(batch, model(img))`,
-  `loss.sum().backward()`, SGD step, zero_grad; phases forward (forward + loss), backward, optimizer;
+- training: `DetectionModel(cfg, nc=80)` seeded with 0, the batch dict its trainer hands the model
+  (made once beforehand), its trainer's step (plain_loops/trainer_steps.py: `model(batch)`,
+  backward, the trainer's own `optimizer_step`: clip, AdamW by `optimizer=auto`, EMA); phases
+  forward (forward + loss), backward, optimizer (the whole `optimizer_step`);
 - inference: PNG decode (PIL) + `LetterBox` + HWC->CHW / 255, `model(x)`, `non_max_suppression`
   + `scale_boxes`, under `torch.inference_mode()`; stages preprocess, forward, postprocess.
 On CUDA each phase synchronises before it returns, so a wall clock around it times the work.
@@ -19,6 +20,7 @@ import torch
 from PIL import Image
 
 NUM_CLASSES = 80
+SYNTHETIC_IMAGES = 64  # what `optimizer=auto` counts: any run of yoloprof's synthetic data up to 6400 images picks AdamW
 CONF, IOU, MAX_DET = 0.25, 0.45, 300  # yoloprof infer's defaults
 
 
@@ -42,32 +44,21 @@ def _model(cfg: str, device: torch.device) -> Any:
 
 def train_phases(cfg: str, batch: int, imgsz: int, device: str = "cpu") -> dict[str, Callable[[], None]]:
     """{forward, backward, optimizer}: one training step of `cfg`, phase by phase."""
+    from plain_loops.trainer_steps import ultralytics_phases
+
     dev = torch.device(device)
-    model = _model(cfg, dev).train()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, nesterov=True)
     gen = torch.Generator().manual_seed(1)
     img = torch.randint(0, 256, (batch, 3, imgsz, imgsz), dtype=torch.uint8, generator=gen).to(dev).float() / 255
     n = 3 * batch
     boxes = torch.rand(n, 4, generator=gen) * 0.4 + torch.tensor([0.3, 0.3, 0.1, 0.1])
     data = {"img": img, "batch_idx": torch.arange(batch).repeat_interleave(3).float().to(dev),
             "cls": torch.randint(0, NUM_CLASSES, (n, 1), generator=gen).float().to(dev), "bboxes": boxes.to(dev)}
-    state: dict[str, Any] = {}
+    phases = ultralytics_phases(cfg, img, data, images=SYNTHETIC_IMAGES)
 
-    def forward() -> None:
-        loss, _ = model.loss(data, model(data["img"]))
-        state["loss"] = loss.sum()
-        _sync(dev)
+    def synced(run: Callable[[], None]) -> Callable[[], None]:
+        return lambda: (run(), _sync(dev))  # type: ignore[func-returns-value]
 
-    def backward() -> None:
-        state.pop("loss").backward()
-        _sync(dev)
-
-    def optimizer() -> None:
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        _sync(dev)
-
-    return {"forward": forward, "backward": backward, "optimizer": optimizer}
+    return {name: synced(run) for name, run in phases.items()}
 
 
 def infer_stages(cfg: str, source: bytes, batch: int, imgsz: int, device: str = "cpu") -> dict[str, Callable[[], None]]:

@@ -205,7 +205,9 @@ class CaptureSettings:
     max_det: int | None = setting(None, "most detections kept per image; none = the model family's own "
                                   "(yolo 300, faster R-CNN 100, ...)", modes=("infer",), hydra="capture",
                                   minimum=1)
-    lr: float = setting(0.01, "SGD learning rate of the training step", modes=("train",), hydra="capture")
+    lr: float = setting(0.01, "learning rate of the built-in detector's and a factory's training step (SGD, momentum 0.9, "
+                        "nesterov, no weight decay); families with a trainer use their trainer's optimizer and lr "
+                        "(docs/workloads.md)", modes=("train",), hydra="capture")
     trace: bool = setting(True, "also run the torch.profiler trace pass", hydra="capture")
     trace_gzip: bool = setting(False, "write the trace as .json.gz", hydra="capture")
     trace_wait: int = setting(1, "trace pass: steps skipped before the profiler warms up "

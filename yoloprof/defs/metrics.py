@@ -81,6 +81,9 @@ METRICS: tuple[Metric, ...] = (
     _m("launches_per_step", COUNT, LOWER, "launches/step", "summary", "compare", "row", device_only=True),
     _m("kernels_per_step", COUNT, None, "kernels/step", "summary", device_only=True),
     _m("ms_per_image", MS, LOWER, "ms per image", modes=CAPTURE_MODES),  # derived by `compare`
+    # a trainer's iteration with its optimizer, clipping and EMA amortised over its accumulation
+    # period (capturing/passes/recipe_figures.py); only where the period is above 1
+    _m("amortised_step_ms", MS, LOWER, "step time, optimizer amortised", modes=("train",)),
     _m("device_busy_ms", MS, None, "device busy", device_only=True),
     _m("mean_kernel_us", US, None, "mean kernel time", device_only=True),
     _m("kernel_ms", MS, None, "kernel busy", device_only=True),  # per CUPTI activity kind

@@ -12,7 +12,8 @@ from typing import Any
 from yoloprof.readers._common import finite, has_device, metric_value
 
 # Canonical order; phases the engine found beyond these follow in their own order.
-PHASE_ORDER = ("dataload", "to_device", "preprocess", "forward", "backward", "optimizer", "postprocess")
+PHASE_ORDER = ("dataload", "to_device", "preprocess", "forward", "backward", "clip", "optimizer", "ema",
+               "postprocess")
 FIELDS = ("wall_ms_per_step", "device_ms_per_step", "kernels_per_step", "ops_per_step")
 
 

@@ -43,6 +43,7 @@ def compute_summary(profile: dict) -> dict[str, Any]:
         "phases": [dict(p) for p in profile.get("phases") or []],
         "trace": _trace_info(profile),
         "warmup": warmup_used(profile),
+        "train_recipe": train_recipe(profile),
         "unreliable": thrash_mark(profile),
         "steps": compute_steps(profile),
         "warnings": [str(w) for w in profile.get("warnings") or []],
@@ -92,6 +93,19 @@ def _workload(profile: dict) -> dict[str, Any]:
     for k in ("device_name", "torch"):
         if env.get(k):
             out[k] = env[k]
+    return out
+
+
+def train_recipe(profile: dict) -> dict[str, Any] | None:
+    """The training step's recipe (docs/workloads.md "The trainer's step") with the amortised step
+    where the trainer accumulates gradients; None for a profile without one."""
+    recipe = profile.get("train_recipe")
+    if not isinstance(recipe, dict):
+        return None
+    keys = ("source", "optimizer", "optimizer_every", "clip_max_norm", "ema")
+    out = {k: recipe.get(k) for k in keys}
+    out["groups"] = len(recipe.get("param_groups") or [])
+    out["amortised_step_ms"] = metric_value(profile, "amortised_step_ms")
     return out
 
 

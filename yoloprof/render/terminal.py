@@ -65,6 +65,7 @@ def render_summary(result: dict[str, Any], source: str | None = None, out: Out |
                     "yes" if k.get("tensorcore") else "", fmt_num(k.get("ms_per_step")),
                     fmt_pct(k.get("pct")), fmt_count(k.get("count_per_step"))]
                    for k in result["top_kernels"]], title="top kernels", right=(3, 4, 5))
+    _render_recipe(out, result.get("train_recipe"))
     _render_warmup(out, result.get("warmup"))
     trace = result.get("trace") or {}
     if trace.get("steps_analyzed"):
@@ -74,6 +75,22 @@ def render_summary(result: dict[str, Any], source: str | None = None, out: Out |
 
 WARMUP_STATES = {"steady": "steady state reached in every trial",
                  "not_tested": "steady state not tested (fewer measured steps than the test needs)"}
+
+
+def _render_recipe(out: Out, recipe: dict[str, Any] | None) -> None:
+    """One line: whose training step ran, its optimizer, clipping, EMA and accumulation."""
+    if not recipe:
+        return
+    parts = [f"{recipe['optimizer']} ({recipe['groups']} parameter group(s))"]
+    if recipe.get("clip_max_norm") is not None:
+        parts.append(f"clip grad norm {fmt_num(recipe['clip_max_norm'])}")
+    if recipe.get("ema"):
+        parts.append("EMA")
+    every = recipe.get("optimizer_every") or 1
+    if every > 1:
+        parts.append(f"the trainer's optimizer runs every {every} steps (timed every step; amortised step "
+                     f"{fmt_num(recipe.get('amortised_step_ms'))} ms)")
+    out.line(f"training step: {recipe['source']}: " + ", ".join(parts))
 
 
 def _render_warmup(out: Out, warmup: dict[str, Any] | None) -> None:

@@ -31,7 +31,7 @@ PHASE_RULES: tuple[tuple[re.Pattern[str], str | None], ...] = (
     (re.compile(r"^Optimizer\.(step|zero_grad)#"), "optimizer"),
     (re.compile(r"^autograd::engine::evaluate_function: "), "backward"),
 )
-PHASE_ORDER = ("dataload", "to_device", "preprocess", "forward", "backward", "optimizer",
+PHASE_ORDER = ("dataload", "to_device", "preprocess", "forward", "backward", "clip", "optimizer", "ema",
                "postprocess")
 OTHER = "other"
 

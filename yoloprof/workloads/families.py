@@ -28,7 +28,7 @@ from typing import Any
 
 from yoloprof.config.model_families import BUILTIN, FACTORY, FAMILIES, family_of, split_model, stay_offline
 from yoloprof.errors import UsageError
-from yoloprof.workloads.family_api import Adapter, ForwardLoss, InputSize, ModelRef
+from yoloprof.workloads.family_api import Adapter, ForwardLoss, InputSize, ModelRef, RecipeInputs, TrainRecipe
 
 __all__ = ["BUILTIN", "FACTORY", "FAMILIES", "Workload", "adapter_of", "batch_norm_checked", "check_installed",
            "check_model", "family_of",
@@ -172,6 +172,9 @@ class Workload:
 
     def build(self) -> Any:
         return self.adapter.build(self.ref)
+
+    def train_recipe(self, model: Any, inputs: RecipeInputs) -> TrainRecipe:
+        return self.adapter.train_recipe(model, inputs)
 
     def forward_loss(self, model: Any) -> ForwardLoss:
         fn = user_loss(model, self.loss) if self.loss else self.adapter.make_loss(model, None)

@@ -3,8 +3,10 @@
 A family (the built-in detector, a user's factory, Ultralytics, LibreYOLO, torchvision) is one row
 of `workloads/families.py`'s table; the row names the module and attribute of its `Adapter`,
 imported only when that family is chosen. Capture code asks the adapter and never branches on a
-family's name: the training step is `to_device` -> `forward_loss` -> backward -> optimizer, the
-inference call `preprocess` -> `forward` -> `postprocess`, each timed as its phase or stage.
+family's name: the training step is `to_device` -> `forward_loss` -> backward -> [clip] ->
+optimizer -> [ema] as the family's trainer runs it (`train_recipe`: its training-time heads, its
+optimizer with its parameter groups, clipping, EMA, gradient accumulation), the inference call
+`preprocess` -> `forward` -> `postprocess`, each timed as its phase or stage.
 
 Data reaches a family in one format, the loader's: `(images uint8 [B, 3, H, W], targets float
 [M, 6])`, target rows (index of the image in the batch, class, cx, cy, w, h) normalised to [0, 1].
@@ -40,6 +42,41 @@ class ModelRef:
     # the size the trial runs at (`Adapter.input_size(...).imgsz`), for families whose build depends
     # on it (torchvision's detector transforms, ViT position embeddings); None = the model's default
     imgsz: int | None = None
+
+
+@dataclass(frozen=True)
+class RecipeInputs:
+    """What a family's trainer would size its recipe by: the capture's batch, the number of images
+    it trains on (Ultralytics' `optimizer=auto` counts iterations from it), `--lr` (the built-in
+    detector's and a user factory's SGD; trainers with their own default lr keep theirs)."""
+
+    batch: int
+    images: int
+    lr: float
+    seed: int = 0
+    num_classes: int = 80
+
+
+@dataclass
+class TrainRecipe:
+    """One family's training step beyond forward + loss + backward, as its trainer runs it
+    (docs/workloads.md "The trainer's step"). Each part present is a phase of the step: `clip`
+    (the GradScaler's unscale, where there is one, then `clip()`), `optimizer` (step, scaler update,
+    zero_grad) and `ema` (`ema_update()`); a part that is None is no phase at all.
+
+    `optimizer` stays a plain `torch.optim.Optimizer`, so that a setting can rebuild it with other
+    keyword arguments (`type(opt)(opt.param_groups, **{**opt.defaults, **kw})`). `optimizer_every`
+    is the trainer's gradient accumulation: its optimizer (and EMA) run once every that many
+    iterations; the timed step runs them every iteration and the profile amortises them
+    (capturing/passes/recipe_figures.py). `about` describes the recipe for the profile
+    (`train_recipe` section: source, optimizer, groups, clipping, EMA)."""
+
+    optimizer: Any
+    clip: Callable[[], Any] | None = None
+    ema: Any = None  # the library's EMA object, or None
+    ema_update: Callable[[], Any] | None = None
+    optimizer_every: int = 1
+    about: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -90,6 +127,11 @@ class Adapter(Protocol):
 
     def to_device(self, model: Any, images: Any, targets: Any, device: Any) -> tuple[Any, Any]:
         """Loader batch -> (inputs, targets) on `device` in the family's training format."""
+
+    def train_recipe(self, model: Any, inputs: RecipeInputs) -> TrainRecipe:
+        """The family's trainer's step around `model` (on its device, in train mode): its
+        training-time configuration applied to `model` (LibreYOLO's PGI branch), its optimizer,
+        clipping, EMA and accumulation, built with the library's own code where it has one."""
 
     def make_loss(self, model: Any, loss: str | None = None) -> ForwardLoss:
         """The training step's forward + loss, with the family's own loss (or the user's loss

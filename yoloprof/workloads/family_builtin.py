@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from yoloprof.workloads.family_api import ForwardLoss, InputSize, ModelRef
+from yoloprof.workloads.family_api import ForwardLoss, InputSize, ModelRef, RecipeInputs, TrainRecipe
 
 
 def move_to_device(images: Any, targets: Any, device: Any) -> tuple[Any, Any]:
@@ -46,6 +46,12 @@ class FactoryAdapter:
 
     def to_device(self, model: Any, images: Any, targets: Any, device: Any) -> tuple[Any, Any]:
         return move_to_device(images, targets, device)
+
+    def train_recipe(self, model: Any, inputs: RecipeInputs) -> TrainRecipe:
+        """No trainer of its own: yoloprof's documented SGD (workloads/train_recipe.py BUILTIN_SGD)."""
+        from yoloprof.workloads.train_recipe import BUILTIN_SGD, sgd_recipe
+
+        return sgd_recipe(model, inputs, BUILTIN_SGD)
 
     def make_loss(self, model: Any, loss: str | None = None) -> ForwardLoss:
         from yoloprof.workloads.models import generic_loss

@@ -11,7 +11,9 @@ as `module._yoloprof_wrapper` for the pre- and post-process stages. Its pieces, 
 - training (the YOLOv9 families, whose trainer's step is `model(imgs, targets=targets)`, its
   `YOLO9Trainer.on_forward`): images float in [0, 1], targets `[B, max_labels, 5]` (class, x1, y1,
   x2, y2 normalised, padding rows class -1) as its `YOLO9TrainTransform` hands them over, the loss
-  `outputs["total_loss"]` as its trainer backpropagates. Other families' trainers feed other
+  `outputs["total_loss"]` as its trainer backpropagates, with the PGI auxiliary branch on as
+  `LibreYOLO9.train()` has it, and its trainer's optimizer and EMA (workloads/recipe_libreyolo.py).
+  Other families' trainers feed other
   target formats: training them is refused with one line (their inference works);
 - inference: its `_preprocess` per image (letterbox to `imgsz`, its own pad placement), the
   module's forward, its `_postprocess` per image (decode + NMS, boxes in original pixels): these
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from yoloprof.errors import UsageError
-from yoloprof.workloads.family_api import ForwardLoss, InputSize, ModelRef
+from yoloprof.workloads.family_api import ForwardLoss, InputSize, ModelRef, RecipeInputs, TrainRecipe
 
 WRAPPER = "_yoloprof_wrapper"  # the attribute of the module that holds LibreYOLO's wrapper
 # families whose trainer feeds `model(imgs, targets=[B, max_labels, 5] class + normalised xyxy)`
@@ -147,6 +149,12 @@ class LibreYOLOAdapter:
         slot = torch.arange(len(idx)) - torch.repeat_interleave(torch.cumsum(counts, 0) - counts, counts)
         padded[idx[order], slot] = rows[order]
         return imgs, padded.to(device, non_blocking=True)
+
+    def train_recipe(self, model: Any, inputs: RecipeInputs) -> TrainRecipe:
+        """Its trainer's PGI branch, optimizer, clipping, EMA (workloads/recipe_libreyolo.py)."""
+        from yoloprof.workloads.recipe_libreyolo import recipe
+
+        return recipe(model, wrapper_of(model), inputs)
 
     def make_loss(self, model: Any, loss: str | None = None) -> ForwardLoss:
         def forward_loss(m: Any, inputs: Any, targets: Any) -> tuple[Any, dict[str, Any]]:

@@ -57,7 +57,7 @@ from typing import Any, Callable
 import torch
 
 from yoloprof.errors import RuntimeNotApplicable, UsageError
-from yoloprof.workloads.family_api import ExportForm, ForwardLoss, InputSize, ModelRef
+from yoloprof.workloads.family_api import ExportForm, ForwardLoss, InputSize, ModelRef, RecipeInputs, TrainRecipe
 from yoloprof.workloads.pipeline import decode
 from yoloprof.workloads.torchvision_weights import checkpoint_classes, first_lines, load_weights, read_weights
 
@@ -193,6 +193,14 @@ class TorchvisionAdapter:
                 target["masks"] = _box_masks(boxes, height, width)
             out.append(target)
         return list(images.unbind(0)), out
+
+    def train_recipe(self, model: Any, inputs: RecipeInputs) -> TrainRecipe:
+        """torchvision has no trainer in its package: its reference scripts' default SGD
+        (workloads/train_recipe.py), for detection or classification."""
+        from yoloprof.workloads.train_recipe import TORCHVISION_CLASSIFIER_SGD, TORCHVISION_DETECTOR_SGD, sgd_recipe
+
+        sgd = TORCHVISION_DETECTOR_SGD if model_kind(model) is not None else TORCHVISION_CLASSIFIER_SGD
+        return sgd_recipe(model, inputs, sgd)
 
     def make_loss(self, model: Any, loss: str | None = None) -> ForwardLoss:
         return _detector_loss if model_kind(model) is not None else _classifier_loss

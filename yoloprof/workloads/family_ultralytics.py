@@ -10,7 +10,8 @@ What is Ultralytics' own, called through its public modules:
 - training: the batch dict its trainer hands the model (`img` in [0, 1], `batch_idx`, `cls`,
   `bboxes` normalised xywh) and the model's own criterion (`v8DetectionLoss`, or `E2ELoss` for
   end-to-end heads) with the trainer's default hyperparameters (`box`, `cls`, `dfl` from
-  Ultralytics' default.yaml); the scalar is `loss.sum()`, as `BaseTrainer` backpropagates;
+  Ultralytics' default.yaml); the scalar is `loss.sum()`, as `BaseTrainer` backpropagates; the
+  trainer's optimizer, clipping, EMA and accumulation (workloads/recipe_ultralytics.py);
 - inference: its `LetterBox` (square `imgsz`, `auto=False`: one batch shape), HWC -> CHW, / 255
   (the predictor's steps; the image is decoded as RGB here, where the predictor decodes BGR and
   flips it: the same tensor), then `non_max_suppression` and `scale_boxes` back to each image's
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from yoloprof.errors import UsageError
-from yoloprof.workloads.family_api import ExportForm, ForwardLoss, InputSize, ModelRef
+from yoloprof.workloads.family_api import ExportForm, ForwardLoss, InputSize, ModelRef, RecipeInputs, TrainRecipe
 
 YAML_SUFFIXES = (".yaml", ".yml")
 FROZEN = (".dfl",)  # layers the Ultralytics trainer always freezes (BaseTrainer's always_freeze_names)
@@ -147,6 +148,12 @@ class UltralyticsAdapter:
         img = img.float() / 255 if img.dtype == torch.uint8 else img
         t = targets.to(device, non_blocking=True)
         return img, {"img": img, "batch_idx": t[:, 0], "cls": t[:, 1:2], "bboxes": t[:, 2:6]}
+
+    def train_recipe(self, model: Any, inputs: RecipeInputs) -> TrainRecipe:
+        """BaseTrainer's optimizer, clipping, EMA and accumulation (workloads/recipe_ultralytics.py)."""
+        from yoloprof.workloads.recipe_ultralytics import recipe
+
+        return recipe(model, inputs)
 
     def make_loss(self, model: Any, loss: str | None = None) -> ForwardLoss:
         def forward_loss(m: Any, inputs: Any, batch: Any) -> tuple[Any, dict[str, Any]]:

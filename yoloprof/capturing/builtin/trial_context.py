@@ -111,23 +111,26 @@ def needs_grad_scaler(amp: bool, device: DeviceInfo, precision: str) -> bool:
 
 def build_train_context(settings: CaptureSettings, device: DeviceInfo, dataset: Any, amp: bool,
                         knobs: bool = True) -> TrainContext:
-    """`knobs`: apply compile, memory_format and optimizer_impl (capturing/builtin/knob_context.py); off for
-    the FLOP count, which counts the eager network's arithmetic."""
-    import torch
-
+    """A fresh model on the device and its family's training recipe (`Adapter.train_recipe`: the
+    optimizer is built here, once per context, and nowhere else). `knobs`: apply compile,
+    memory_format and optimizer_impl (capturing/builtin/knob_context.py); off for the FLOP count,
+    which counts the eager network's arithmetic."""
     from yoloprof.capturing.builtin.knob_context import apply_train_knobs
-
+    from yoloprof.workloads.family_api import RecipeInputs
     from yoloprof.workloads.data import make_loader
     from yoloprof.workloads.families import workload
 
     work = workload(settings)
     model = build_model(settings, device, train=True, work=work)
-    optimizer = torch.optim.SGD(model.parameters(), lr=settings.lr, momentum=0.9, nesterov=True)
+    recipe = work.train_recipe(model, RecipeInputs(batch=settings.batch, images=len(dataset), lr=settings.lr,
+                                                   seed=settings.seed, num_classes=settings.num_classes))
     loader = make_loader(dataset, batch=settings.batch, workers=effective_workers(settings),
                          shuffle=False, seed=settings.seed, pin_memory=device.is_cuda)
     scaler = grad_scaler() if needs_grad_scaler(amp, device, settings.precision) else None
     adapter, target = work.adapter, device.torch_device
-    ctx = TrainContext(model=model, optimizer=optimizer, forward_loss=work.forward_loss(model), loader=loader,
+    ctx = TrainContext(model=model, optimizer=recipe.optimizer, clip=recipe.clip, ema_update=recipe.ema_update,
+                       optimizer_every=recipe.optimizer_every, recipe=recipe.about,
+                       forward_loss=work.forward_loss(model), loader=loader,
                        device=target, autocast=autocast_factory(settings, device, amp),
                        scaler=scaler, nvtx=settings.nvtx and _nvtx_usable(device),
                        to_device=lambda images, targets: adapter.to_device(model, images, targets, target))

@@ -13,7 +13,10 @@ from typing import Any, Callable, ContextManager, Iterator
 
 PhaseFn = Callable[[str], ContextManager[Any]]
 
-TRAIN_PHASES = ("dataload", "to_device", "forward", "backward", "optimizer")
+# Every phase a training step can have, in order; a context's own are `TrainContext.phases` (no
+# clipping or EMA in its family's recipe: no such phase, never a zero-cost row).
+TRAIN_PHASES = ("dataload", "to_device", "forward", "backward", "clip", "optimizer", "ema")
+OPTIONAL_TRAIN_PHASES = ("clip", "ema")
 INFER_STAGES = ("preprocess", "forward", "postprocess")
 
 
@@ -63,12 +66,23 @@ class TrainContext:
     device: Any  # torch.device
     autocast: Callable[[], ContextManager[Any]]
     scaler: Any = None  # torch.amp.GradScaler for CUDA float16, else None
+    # the family's trainer's gradient clipping and EMA update (workloads/family_api.py TrainRecipe), or None
+    clip: Callable[[], Any] | None = None
+    ema_update: Callable[[], Any] | None = None
+    optimizer_every: int = 1  # the trainer's accumulation: its optimizer (and EMA) run once per this many steps
+    recipe: dict[str, Any] | None = None  # the profile's `train_recipe` section
     nvtx: bool = False  # --nvtx on a CUDA device: NVTX ranges around the phases
     # (images, targets) of the loader -> (inputs, targets) on the device in the family's format;
     # None: both moved as they are, uint8 images normalised to [0, 1] on the device
     to_device: Callable[[Any, Any], tuple[Any, Any]] | None = None
     setup_s: float = 0.0  # one-time conversion paid when this context was built (knobs), seconds
     _iter: Iterator[Any] | None = field(default=None, repr=False)
+
+    @property
+    def phases(self) -> tuple[str, ...]:
+        """This step's phases: TRAIN_PHASES less the recipe's absent parts."""
+        present = {"clip": self.clip is not None, "ema": self.ema_update is not None}
+        return tuple(p for p in TRAIN_PHASES if present.get(p, True))
 
     def next_batch(self, cycle: bool = False) -> Any:
         """The next batch; with `cycle`, start the loader again when it runs out (trace pass only:
@@ -119,6 +133,11 @@ def train_step(ctx: TrainContext, phase: PhaseFn, cycle: bool = False) -> None:
             loss, _ = ctx.forward_loss(ctx.model, inputs, targets)  # every loss returns (loss, parts)
     with phase("backward"):
         (ctx.scaler.scale(loss) if ctx.scaler is not None else loss).backward()
+    if ctx.clip is not None:
+        with phase("clip"):  # as the trainers do: clip the true gradients, unscaled first
+            if ctx.scaler is not None:
+                ctx.scaler.unscale_(ctx.optimizer)
+            ctx.clip()
     with phase("optimizer"):
         if ctx.scaler is not None:
             ctx.scaler.step(ctx.optimizer)
@@ -126,6 +145,9 @@ def train_step(ctx: TrainContext, phase: PhaseFn, cycle: bool = False) -> None:
         else:
             ctx.optimizer.step()
         ctx.optimizer.zero_grad(set_to_none=True)
+    if ctx.ema_update is not None:
+        with phase("ema"):
+            ctx.ema_update()
 
 
 @dataclass
