@@ -168,7 +168,8 @@ def test_runtime_wiring_with_a_fake_runtime(monkeypatch):
     s = _settings("infer", runtime="torchscript")
     ctx = build_infer_context(s, resolve_device("cpu"), load_infer_sources(s)[0], amp=False)
     assert seen == {"level": "torchscript", "shape": (2, 3, 32, 32), "precision": "float32"}
-    assert ctx.setup_s == 1.5 and bool((infer_call(ctx, no_phases()) == 7).all())  # post-process: identity
+    # setup_s: the wall time of taking the export form and loading (runtimes.family_runtime)
+    assert ctx.setup_s > 0 and bool((infer_call(ctx, no_phases()) == 7).all())  # post-process: identity
     with pytest.raises(NotApplicableError, match="^--runtime openvino: not applicable: no openvino extra"):
         build_infer_context(_settings("infer", runtime="openvino"), resolve_device("cpu"),
                             load_infer_sources(s)[0], amp=False)

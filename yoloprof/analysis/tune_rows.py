@@ -105,9 +105,10 @@ def knob_rows(sweep_dir: Path, knob: str, levels: list[str], metric: str, *, sta
 
 
 def outputs_same(row: dict[str, Any]) -> bool:
-    """A level changes nothing the model outputs: `same`, or unknown in this build."""
+    """A level changes nothing the model outputs: `same`, or not checked (no `outputs` figure:
+    a capture that records no output check, analysis/knob_effects.outputs_label's "")."""
     text = row.get("outputs")
-    return text is None or str(text).startswith("same")
+    return not text or str(text).startswith("same")
 
 
 def decided_improvements(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

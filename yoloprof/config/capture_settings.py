@@ -295,7 +295,7 @@ class CaptureSettings:
         return dataclasses.replace(self, device=str(spec), precision=effective_precision(self.precision, spec),
                                    threads=effective_threads(self.threads), **self.postprocess_values())
 
-    def postprocess_values(self) -> dict[str, Any]:
+    def postprocess_values(self) -> postprocess_defaults.Values:
         """conf, iou, max_det as they run: the given ones, the model family's own for the rest."""
         return postprocess_defaults.resolve(self.mode, self.model, self.model_kwargs,
                                             {k: getattr(self, k) for k in postprocess_defaults.KEYS})

@@ -27,11 +27,19 @@ This module imports only the standard library and the family table: it sits in t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, TypedDict
 
 from yoloprof.config.model_families import FACTORY, split_model
 
 KEYS = ("conf", "iou", "max_det")  # the settings these defaults fill
+
+
+class Values(TypedDict):
+    """The post-process settings as they run (numbers, never None)."""
+
+    conf: float
+    iou: float
+    max_det: int
 FAMILY, USER = "family", "user"  # where a value came from (profile config `postprocess_from`)
 
 
@@ -92,11 +100,12 @@ def family_defaults(model: Any, model_kwargs: Mapping[str, Any] | None = None) -
 
 
 def resolve(mode: str, model: Any, model_kwargs: Mapping[str, Any] | None,
-            given: Mapping[str, Any]) -> dict[str, Any]:
+            given: Mapping[str, Any]) -> Values:
     """`conf`, `iou`, `max_det` as they run: each given value kept, each None the model's own
     (inference) or yoloprof's (training, which runs no post-process)."""
     own = family_defaults(model, model_kwargs) if mode == "infer" else YOLOPROF
-    return {k: own.values()[k] if given.get(k) is None else given[k] for k in KEYS}
+    values = {k: own.values()[k] if given.get(k) is None else given[k] for k in KEYS}
+    return Values(conf=float(values["conf"]), iou=float(values["iou"]), max_det=int(values["max_det"]))
 
 
 def origins(given: Mapping[str, Any]) -> dict[str, str]:

@@ -38,6 +38,8 @@ class SummaryResult(TypedDict):
     warnings: list[str]
     # the advice that fires without the trace's detail and names a `yoloprof tune` knob: rule, advice, try
     advice: Rows
+    # the family's training recipe the step ran (readers/summary.train_recipe; None: not a training capture)
+    train_recipe: JSON
     # with per_step=True (`summary --per-step`): the trace's per-step GPU figures
     gpu_metrics: NotRequired[JSON]
     plugin_breakdown: NotRequired[JSON]
@@ -169,3 +171,4 @@ class CompareResult(TypedDict):
     notes: list[str]
     warnings: list[str]
     ab: NotRequired[JSON]  # `ab` / `compare --run-a/--run-b`: the order, looks and why it stopped
+    one_time: JSON  # each side's setup_s, first_call_ms, outputs against eager float32 (readers/knob_costs.py)
