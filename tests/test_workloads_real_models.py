@@ -87,3 +87,36 @@ def test_a_sweep_over_batch_and_imgsz_of_each_family_offline(tmp_path):
     profile = json.loads(next((tmp_path / "S").rglob(files.PROFILE)).read_text())
     assert profile["metrics"]["p50_ms"]["value"] > 0 and {s["stage"] for s in profile["stages"]} == {
         "preprocess", "forward", "postprocess"}
+
+
+KNOB_CASES = [  # (model, size, knobs, imgsz): each family's network moved to a runtime by a capture
+    ("ultralytics:yolov8n.yaml", "n", {"runtime": "onnxruntime"}, 64),
+    ("torchvision:ssdlite320_mobilenet_v3_large", "n", {"runtime": "openvino", "memory_format": "channels_last"}, 96),
+    ("libreyolo:yolo9", "t", {"runtime": "torchscript"}, 64),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model, size, knobs, imgsz", KNOB_CASES, ids=[f"{m}-{'-'.join(k.values())}"
+                                                                      for m, _, k, _ in KNOB_CASES])
+def test_a_capture_moves_the_family_network_to_a_runtime_and_checks_its_outputs(model, size, knobs, imgsz,
+                                                                                tmp_path, monkeypatch):
+    """`--runtime` through a real capture: the family's pre- and post-process stay (their stages
+    are timed), the conversion is `setup_s`, and the outputs are checked against the eager
+    float32 network in the same (export) form, tensor for tensor: float32 runtimes agree to well
+    under the default tolerance; SSDlite (score 0.001: it detects) matches its detections."""
+    for module in ("onnxruntime" if knobs["runtime"] == "onnxruntime" else None,
+                   "openvino" if knobs["runtime"] == "openvino" else None, model.split(":")[0]):
+        if module:
+            pytest.importorskip(module)
+    monkeypatch.setenv("YOLO_CONFIG_DIR", str(tmp_path / "ultralytics"))
+    settings = CaptureSettings.for_mode("infer", model=model, size=size, imgsz=imgsz, runs=3, batch=1,
+                                        **{**TINY, "trace": False}, **knobs)
+    data = yoloprof.capture(settings, tmp_path / "p").data
+    assert {k: data["config"][k] for k in knobs} == knobs
+    assert {s["stage"] for s in data["stages"]} == {"preprocess", "forward", "postprocess"}
+    assert data["metrics"]["setup_s"]["value"] > 0 and data["metrics"]["first_call_ms"]["value"] > 0
+    assert data["outputs"]["reference"] == "eager, contiguous, float32"
+    assert data["metrics"]["output_max_rel_diff"]["value"] < 1e-4
+    if model.startswith("torchvision"):
+        assert data["metrics"]["detections_matched_pct"]["value"] >= 90

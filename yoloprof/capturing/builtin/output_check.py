@@ -98,7 +98,10 @@ def _infer_pair(settings: CaptureSettings, device: DeviceInfo, amp: bool, source
         with torch.inference_mode():
             x, meta = ctx.preprocess(ctx.next_inputs(), ctx.imgsz, ctx.device)
             with ctx.autocast():
-                raw = ctx.model(x) if ctx.forward is None else ctx.forward(ctx.model, x)
+                if side == "ref" and settings.runtime != "eager":  # the runtime's network is the export form
+                    raw = _export_form_outputs(settings, ctx.model, x)
+                else:
+                    raw = ctx.model(x) if ctx.forward is None else ctx.forward(ctx.model, x)
             dets = ctx.postprocess(raw, meta, ctx.conf, ctx.iou, ctx.max_det)
         out[side] = (raw, dets)
         del ctx
@@ -107,6 +110,18 @@ def _infer_pair(settings: CaptureSettings, device: DeviceInfo, amp: bool, source
     if images is not None:
         figures["detections_matched_pct"] = matched_pct(images)
     return figures
+
+
+def _export_form_outputs(settings: CaptureSettings, model: Any, x: Any) -> Any:
+    """The eager network's outputs in the form a runtime runs it (`Adapter.export_network`: e.g.
+    Ultralytics' head in export mode, one tensor), rebuilt as the post-process reads them: the
+    reference of a runtime's outputs, tensor for tensor."""
+    from yoloprof.workloads.families import workload
+    from yoloprof.workloads.family_api import ExportForm
+
+    export = getattr(workload(settings).adapter, "export_network", None)
+    form = export(model) if export is not None else ExportForm(model)
+    return form.raw(form.network(form.tensor(x)), x)
 
 
 class _NeedsTargets(Exception):
