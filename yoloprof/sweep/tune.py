@@ -190,10 +190,22 @@ class Tune:
 
 def workload(s: TuneSettings) -> list[str]:
     """The Hydra overrides of the workload every sweep of the run shares."""
-    out = [f"mode={s.mode}", f"device={s.device}", f"model={s.model}"]
+    out = [f"mode={s.mode}", f"device={s.device}", *model_overrides(s.model)]
     out += [f"batch={s.batch}"] if s.batch is not None else []
     out += [f"imgsz={s.imgsz}"] if s.imgsz is not None else []
     return out + list(s.overrides)
+
+
+def model_overrides(model: str) -> list[str]:
+    """`--model` as `run`/`infer` spell it (`ultralytics:yolov8n.yaml`, `libreyolo:yolo9`) in a
+    sweep's words (`model=ultralytics model.cfg=yolov8n.yaml`: the family's name key), or a model
+    config of conf/model/ (or the user's --config-dir) by its name (`yolo`, `custom_example`)."""
+    from yoloprof.config.model_families import FAMILIES, SEPARATOR, split_model
+
+    if SEPARATOR not in model:
+        return [f"model={model}"]
+    family, name = split_model(model)  # an unknown family: one line with "did you mean"
+    return [f"model={family}", f"model.{FAMILIES[family].name_key or 'name'}={name}"]
 
 
 def check_workload(s: TuneSettings) -> None:

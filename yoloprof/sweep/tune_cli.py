@@ -13,13 +13,15 @@ DEFAULT_BUDGET_S = 300.0
 
 def add_tune_arguments(p: argparse.ArgumentParser) -> None:
     from yoloprof.config.capture_settings import MODES, OUTPUT_KEYS
+    from yoloprof.config.device_spec import AUTO
 
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
                    help="Hydra overrides given to every sweep (e.g. size=n capture.steps=5)")
-    p.add_argument("--model", default="yolo", help="model config (conf/model/<name>.yaml or your "
-                   "--config-dir's; default: %(default)s)")
+    p.add_argument("--model", default="yolo", help="a family's model as run/infer name it (ultralytics:yolov8n.yaml, "
+                   "libreyolo:yolo9 with size=t, torchvision:resnet18) or a model config (conf/model/<name>.yaml "
+                   "or your --config-dir's); default: %(default)s")
     p.add_argument("--mode", choices=MODES, default="train", help="default: %(default)s")
-    p.add_argument("--device", default="cpu", help="default: %(default)s")
+    p.add_argument("--device", default=AUTO, help="default: %(default)s (the first GPU if there is one, else the CPU)")
     p.add_argument("--batch", type=int, default=None, help="default: the mode's")
     p.add_argument("--imgsz", type=int, default=None, help="default: the mode's")
     p.add_argument("--threads", type=int, default=0, help="the baseline's intra-op threads (0 = auto)")
@@ -65,6 +67,7 @@ def check_overrides(overrides: list[str], knobs: list[str]) -> None:
 
 
 def run_from_args(args: argparse.Namespace, resume: Path | None) -> int:
+    from yoloprof.config.device_spec import parse_device
     from yoloprof.sweep.tune import TuneSettings, run_tune
 
     given = [o.split("=", 1)[1] for o in args.overrides if o.startswith("resume=")]  # as `yoloprof sweep resume=DIR`
@@ -79,7 +82,9 @@ def run_from_args(args: argparse.Namespace, resume: Path | None) -> int:
     knobs = tune_knobs.parse_knobs(args.knobs)
     check_overrides(list(args.overrides), knobs)
     advised = advised_knobs(args.profile_from) if args.profile_from else []
-    s = TuneSettings(model=args.model, mode=args.mode, device=args.device, batch=args.batch, imgsz=args.imgsz,
+    # `auto` decided once, here: the levels' checks and every sweep name the device that runs
+    s = TuneSettings(model=args.model, mode=args.mode, device=str(parse_device(args.device, flag="--device")),
+                     batch=args.batch, imgsz=args.imgsz,
                      budget_s=args.budget, knobs=knobs, project=args.project,
                      threads=args.threads, overrides=list(args.overrides), config_dir=args.config_dir,
                      metric=args.metric, advised=advised)
