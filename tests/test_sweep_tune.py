@@ -240,3 +240,18 @@ def test_overrides_that_would_change_what_tune_measures_are_refused(tmp_path, mo
     monkeypatch.chdir(tmp_path)
     assert main(["tune", "--knobs", "precision,threads", override]) == 2
     assert words in capsys.readouterr().err and not (tmp_path / "runs").exists()
+
+
+def test_model_is_spelled_as_run_and_infer_spell_it():
+    """`--model ultralytics:yolov8n.yaml` (run/infer's spelling) becomes the sweep's
+    `model=ultralytics model.cfg=yolov8n.yaml`; a config name stays one; a misspelt family is one
+    line with a hint (exit 2)."""
+    from yoloprof.errors import UsageError
+    from yoloprof.sweep.tune import model_overrides
+
+    assert model_overrides("ultralytics:yolov8n.yaml") == ["model=ultralytics", "model.cfg=yolov8n.yaml"]
+    assert model_overrides("libreyolo:yolo9") == ["model=libreyolo", "model.family=yolo9"]
+    assert model_overrides("torchvision:resnet18") == ["model=torchvision", "model.name=resnet18"]
+    assert model_overrides("yolo") == ["model=yolo"]
+    with pytest.raises(UsageError, match="did you mean ultralytics:yolov8n.yaml"):
+        model_overrides("ultralitics:yolov8n.yaml")
