@@ -5,7 +5,7 @@ control hands it SIGINT *ignored*, which Python keeps. SIGINT then comes as a te
 the whole process group: the launching process, its forkserver, the job's worker and its DataLoader
 workers) or to the launching process alone (`kill -INT PID`). Either way: exit 130, the running job
 marked `interrupted`, the manifest's state `interrupted`, no later job started, no process of the
-sweep left running, and `resume=` goes on with the job that was stopped.
+sweep left running, and the line names the `resume=` that goes on with the job that was stopped.
 """
 
 from __future__ import annotations
@@ -23,12 +23,11 @@ import pytest
 
 from helpers.fake_sweep import TINY
 from yoloprof.defs import files
-from yoloprof.profiles.rows import read_rows
 
 # a job long enough to be stopped in the middle of its timed steps (two DataLoader workers: the
 # processes a killed worker used to leave behind)
 GRID = ["-m", "batch=1,2", *[a for a in TINY if not a.startswith(("capture.steps", "workers"))],
-        "capture.steps=150", "workers=2", "launch.isolation=process", "launch.machine=shared"]
+        "capture.steps=150", "workers=2", "capture.trace=false", "capture.modules=false", "launch.isolation=process", "launch.machine=shared"]
 
 
 def _ignoring_sigint() -> None:
@@ -83,7 +82,7 @@ def _wait_running(tmp_path: Path, proc: subprocess.Popen, mark: str, timeout: fl
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc (Linux)")
 @pytest.mark.parametrize("to", ["group", "main"])
-def test_ctrl_c_stops_a_background_sweep_and_resume_goes_on(tmp_path, to):
+def test_ctrl_c_stops_a_background_sweep_and_names_its_resume(tmp_path, to):
     mark = uuid.uuid4().hex
     proc = _start(tmp_path, mark, *GRID)
     job = _wait_running(tmp_path, proc, mark)
@@ -107,11 +106,6 @@ def test_ctrl_c_stops_a_background_sweep_and_resume_goes_on(tmp_path, to):
     while _ours(mark) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _ours(mark) == []  # the worker and its DataLoader workers went with the sweep
-    if to == "main":
-        return
-    resumed = subprocess.run([sys.executable, "-m", "yoloprof", "sweep", f"resume={sweep}"], cwd=tmp_path,
-                             capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"}, timeout=240)
-    assert resumed.returncode == 0, resumed.stderr
-    rows = read_rows(sweep)
-    assert sorted(rows["job_num"]) == [0, 1] and set(rows["status"]) == {"ok"}
-    assert _state(sweep / files.MANIFEST) == "finished"
+    # resume goes on from here: the job left `interrupted` is one resume runs again (the resume itself,
+    # after an interrupt and a SIGKILL, is run in tests/test_sweep_cli.py and test_sweep_tune.py)
+    assert f"continue with: yoloprof sweep resume={sweep.relative_to(tmp_path)}" in out or f"resume={sweep}" in out

@@ -92,8 +92,7 @@ def test_a_sweep_over_batch_and_imgsz_of_each_family_offline(tmp_path):
 KNOB_CASES = [  # (model, size, knobs, imgsz): each family's network moved to a runtime by a capture
     ("ultralytics:yolov8n.yaml", "n", {"runtime": "onnxruntime"}, 64),
     ("torchvision:ssdlite320_mobilenet_v3_large", "n", {"runtime": "openvino", "memory_format": "channels_last"}, 96),
-    ("libreyolo:yolo9", "t", {"runtime": "torchscript"}, 64),
-]
+]  # LibreYOLO9-t under each runtime, network to detections: tests/test_capturing_runtimes.py
 
 
 @pytest.mark.slow
