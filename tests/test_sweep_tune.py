@@ -202,7 +202,8 @@ def test_the_device_checks_read_what_torch_says():
     from torch.optim import optimizer
 
     checks = tune_knobs.LEVEL_CHECKS
-    assert checks[("compile", "reduce-overhead")]("cpu") == "reduce-overhead uses CUDA graphs: CUDA devices only"
+    assert checks[("compile", "reduce-overhead")]("cpu") == "compile=reduce-overhead uses CUDA graphs: CUDA devices only"
+    assert ("compile", "max-autotune") not in checks  # runs on a CPU too, as a capture allows it
     assert checks[("compile", "reduce-overhead")]("cuda:0") is None
     assert checks[("precision", "float16")]("cpu") is not None
     fused_cpu = "cpu" in getattr(optimizer, "_get_fused_kernels_supported_devices", lambda: ["cuda"])()

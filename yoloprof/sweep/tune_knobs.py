@@ -80,9 +80,10 @@ def _fused(device: str) -> str | None:
 
 
 # (knob, level) -> a check of the device: None applies, else the one-line reason it cannot
+# (the CUDA-graph levels from the settings' table, config/knobs.py CUDA_ONLY: what a capture refuses)
 LEVEL_CHECKS: dict[tuple[str, str], Callable[[str], str | None]] = {
-    ("compile", "reduce-overhead"): _cuda_only("reduce-overhead uses CUDA graphs"),
-    ("compile", "max-autotune"): _cuda_only("max-autotune uses CUDA graphs"),
+    **{(knob, level): _cuda_only(f"{knob}={level} uses CUDA graphs")
+       for knob, levels in table.CUDA_ONLY.items() for level in levels},
     ("runtime", "onnxruntime"): _module("onnxruntime"),
     ("runtime", "openvino"): _module("openvino"),
     ("optimizer_impl", "fused"): _fused,
