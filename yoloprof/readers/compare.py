@@ -249,7 +249,8 @@ def compute_compare(before: dict | list[dict], after: dict | list[dict], *, metr
     b0, a0 = pb[0], pa[0]
     from yoloprof.metrics.contention import leave_out  # contended captures: out of the verdicts
 
-    (pb, pa), contended, withheld = _unpack(leave_out({"before": pb, "after": pa}))
+    kept, contended, withheld = leave_out({"before": pb, "after": pa})
+    pb, pa = kept["before"], kept["after"]
     traces = all(p.get("kind") == "trace" for p in pb + pa) and len(pb) == len(pa) == 1
     names = pick_metrics(b0, a0, metrics)
     names = [m for m in names if all(metric_entry(p, m) for p in pb + pa)] if not metrics else names
@@ -277,8 +278,8 @@ def compute_compare(before: dict | list[dict], after: dict | list[dict], *, metr
                      f"each side in {FULL_POWER_TRIALS} or more separate processes and compare them all "
                      "(`yoloprof compare A1 A2 A3 vs B1 B2 B3`), or let compare run both sides "
                      "(`yoloprof compare --run-a CMD_A --run-b CMD_B`)")
-    for r in rows if withheld else []:
-        if r.get("verdict_code") not in (None, "insufficient"):
+    for r in rows:
+        if withheld and r.get("verdict_code") not in (None, "insufficient"):
             r["verdict_code"], r["verdict"] = "inconclusive", "inconclusive: withheld, ran contended"
     warnings = contended + [w for r in rows for w in r["warnings"]] + _mixed_sides(pb, pa)
     from yoloprof.readers.libreyolo_headline import mixed_sources
@@ -299,11 +300,6 @@ def compute_compare(before: dict | list[dict], after: dict | list[dict], *, metr
         "notes": notes, "warnings": warnings, "one_time": one_time,
     }
     return result
-
-
-def _unpack(left: tuple[dict[str, list[dict]], list[str], bool]) -> tuple[tuple[list[dict], list[dict]], list[str], bool]:
-    sides, words, withheld = left
-    return (sides["before"], sides["after"]), words, withheld
 
 
 def _bound(profile: dict) -> str:
