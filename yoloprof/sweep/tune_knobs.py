@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from yoloprof.config import knobs as table
+from yoloprof.config.device_spec import parse_device
+from yoloprof.errors import UsageError
 
 BOTH = ("train", "infer")
 
@@ -46,7 +48,7 @@ DEFAULT_ORDER = tuple(k.name for k in KNOBS)
 
 
 def _cuda(device: str) -> bool:
-    return device not in ("cpu", "mps") and not device.startswith("cpu")
+    return parse_device(device).is_cuda
 
 
 def _module(name: str) -> Callable[[str], str | None]:
@@ -75,7 +77,7 @@ def _fused(device: str) -> str | None:
     from torch.optim import optimizer
 
     supported = getattr(optimizer, "_get_fused_kernels_supported_devices", lambda: ["cuda"])()
-    kind = "cuda" if _cuda(device) else device.split(":")[0]
+    kind = parse_device(device).kind
     return None if kind in supported else f"this torch has no fused optimizer kernels for {kind}"
 
 
@@ -141,8 +143,6 @@ def parse_knobs(text: str | None) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     bad = [n for n in names if n not in BY_NAME]
     if bad:
-        from yoloprof.errors import UsageError
-
         raise UsageError(f"--knobs: unknown knob {bad[0]!r}; knobs: {', '.join(DEFAULT_ORDER)}")
     return list(dict.fromkeys(names))
 
