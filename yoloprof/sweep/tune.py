@@ -128,7 +128,7 @@ class Tune:
 
     def run_knobs(self) -> int | None:
         runnable = [p for p in self.plans if p.levels]
-        for i, plan in enumerate(self.plans):
+        for plan in self.plans:
             for level, why in plan.not_applicable.items():
                 self.rows.append(tune_rows.not_applicable("knob", plan.name, level, why))
             if not plan.levels:
