@@ -15,9 +15,12 @@ from typing import Any
 import pandas as pd
 
 from yoloprof.metrics.nested import MIN_PROCESSES
+from yoloprof.metrics.stats import FULL_POWER_TRIALS
 
 UNDECIDED = ("inconclusive", "within_noise", "insufficient")  # verdict codes more processes can decide
-DEFAULT_JOBS = 3  # jobs per configuration suggested when no comparison says how many it needs
+# jobs per configuration suggested when no comparison says how many it needs: the processes per
+# side below which a tested result is labelled low power
+DEFAULT_JOBS = FULL_POWER_TRIALS
 MOST_JOBS = 20  # a larger estimate is shown as this (trial=auto finds the real number)
 
 
