@@ -1,12 +1,13 @@
 """`yoloprof compare`'s view of a knob's one-time cost and of its outputs (docs/knobs.md):
 `payback_calls` on the per-call time rows (metrics/payback.py), each side's largest
 `output_max_rel_diff` against eager float32, and an improved verdict of an "after" side whose
-outputs differ relabelled `faster, outputs differ (...)` (code `improved_outputs_differ`), as the
-analysis' comparison table does (analysis/knob_effects.py). On the fast path: nothing heavy.
+outputs differ relabelled `faster, outputs differ (...)` (code `improved_outputs_differ`), defined here
+once for the analysis' comparison table too (analysis/knob_effects.py). On the fast path: nothing heavy.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from typing import Any
 
@@ -15,7 +16,27 @@ from yoloprof.metrics.payback import TIME_METRICS, payback_calls
 from yoloprof.readers._common import finite, metric_entry
 
 DIFFER_CODE = "improved_outputs_differ"
-SPEED = (*TIME_METRICS, "img_per_s")
+SPEED = (*TIME_METRICS, "img_per_s")  # an improvement in these reads "faster"
+
+
+def outputs_label(rel: float | None, tol: float = OUTPUT_TOL) -> str:
+    """`same`, `differ (max rel X)`, or "" when not checked."""
+    if rel is None or not math.isfinite(rel):
+        return ""
+    return "same" if rel <= tol else f"differ (max rel {rel:.3g})"
+
+
+def differ_verdict(metric: str, label: str) -> str:
+    """The verdict of an improvement whose outputs differ (`label`): never plainly "improved"."""
+    return f"{'faster' if metric in SPEED else 'better'}, outputs {label}"
+
+
+def row_payback(metric: str, verdict_code: Any, setup_before_s: float | None, setup_after_s: float | None,
+                before: float | None, after: float | None) -> float | None:
+    """`payback_calls` on a per-call time row whose verdict is improved; None on any other row."""
+    if metric not in TIME_METRICS or verdict_code != "improved":
+        return None
+    return payback_calls(setup_before_s, setup_after_s, before, after)
 
 
 def _values(side: list[dict], name: str) -> list[float]:
@@ -27,8 +48,7 @@ def outputs_of(side: list[dict], tol: float = OUTPUT_TOL) -> dict[str, Any]:
     """{"max_rel_diff", "label"} of one side: the worst over its profiles; label "" = not checked."""
     rel = _values(side, "output_max_rel_diff")
     worst = max(rel) if rel else None
-    label = "" if worst is None else "same" if worst <= tol else f"differ (max rel {worst:.3g})"
-    return {"max_rel_diff": worst, "label": label}
+    return {"max_rel_diff": worst, "label": outputs_label(worst, tol)}
 
 
 def apply_one_time(rows: list[dict[str, Any]], before: list[dict], after: list[dict],
@@ -41,10 +61,8 @@ def apply_one_time(rows: list[dict[str, Any]], before: list[dict], after: list[d
     setup_a = statistics.fmean(sa) if sa else None
     out_b, out_a = outputs_of(before, tol), outputs_of(after, tol)
     for row in rows:
-        faster = row["metric"] in TIME_METRICS and row.get("verdict_code") == "improved"
-        row["payback_calls"] = payback_calls(setup_b, setup_a, row["before"]["value"], row["after"]["value"]) \
-            if faster else None
+        row["payback_calls"] = row_payback(row["metric"], row.get("verdict_code"), setup_b, setup_a,
+                                           row["before"]["value"], row["after"]["value"])
         if row.get("verdict_code") == "improved" and out_a["label"].startswith("differ"):
-            word = "faster" if row["metric"] in SPEED else "better"
-            row["verdict"], row["verdict_code"] = f"{word}, outputs {out_a['label']}", DIFFER_CODE
+            row["verdict"], row["verdict_code"] = differ_verdict(row["metric"], out_a["label"]), DIFFER_CODE
     return {"setup_s": [setup_b, setup_a], "outputs": [out_b, out_a]}
