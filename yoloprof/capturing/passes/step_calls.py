@@ -16,7 +16,6 @@ PhaseFn = Callable[[str], ContextManager[Any]]
 # Every phase a training step can have, in order; a context's own are `TrainContext.phases` (no
 # clipping or EMA in its family's recipe: no such phase, never a zero-cost row).
 TRAIN_PHASES = ("dataload", "to_device", "forward", "backward", "clip", "optimizer", "ema")
-OPTIONAL_TRAIN_PHASES = ("clip", "ema")
 INFER_STAGES = ("preprocess", "forward", "postprocess")
 
 
@@ -110,24 +109,25 @@ class TrainContext:
             shutdown()
 
 
-def train_step_inputs(ctx: TrainContext, cycle: bool = True) -> tuple[Any, Any]:
-    """The next batch on the device in the family's format, untimed (the outputs check)."""
+def _on_device(ctx: TrainContext, images: Any, targets: Any) -> tuple[Any, Any]:
+    """A loader batch on the device in the family's format (`TrainContext.to_device`)."""
     from yoloprof.workloads.family_builtin import move_to_device
 
-    images, targets = ctx.next_batch(cycle)
     return ctx.to_device(images, targets) if ctx.to_device is not None else move_to_device(images, targets, ctx.device)
 
 
-def train_step(ctx: TrainContext, phase: PhaseFn, cycle: bool = False) -> None:
-    from yoloprof.workloads.family_builtin import move_to_device
+def train_step_inputs(ctx: TrainContext, cycle: bool = True) -> tuple[Any, Any]:
+    """The next batch on the device in the family's format, untimed (the outputs check)."""
+    return _on_device(ctx, *ctx.next_batch(cycle))
 
+
+def train_step(ctx: TrainContext, phase: PhaseFn, cycle: bool = False) -> None:
     if ctx.nvtx:
         phase = nvtx_phases(phase)
     with phase("dataload"):
         images, targets = ctx.next_batch(cycle)
     with phase("to_device"):
-        inputs, targets = (ctx.to_device(images, targets) if ctx.to_device is not None
-                           else move_to_device(images, targets, ctx.device))
+        inputs, targets = _on_device(ctx, images, targets)
     with phase("forward"):
         with ctx.autocast():
             loss, _ = ctx.forward_loss(ctx.model, inputs, targets)  # every loss returns (loss, parts)
