@@ -18,7 +18,7 @@ import torch
 from PIL import Image
 
 NUM_CLASSES = 80
-CONF, IOU, MAX_DET = 0.25, 0.45, 300
+CONF, IOU, MAX_DET = 0.25, 0.45, 300  # LibreYOLO's own (InferenceRunner.__call__), as yoloprof infer runs them
 
 
 def _wrapper(name: str) -> Any:

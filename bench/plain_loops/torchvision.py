@@ -8,8 +8,9 @@ The same work as the torchvision family adapter does, without yoloprof:
 - training step: forward with targets, the model's loss dict summed (classifiers: cross-entropy),
   backward, SGD step, zero_grad; the batch and targets are made once, beforehand;
 - inference call: PNG decode (PIL) + to float tensor + `model.eval()(images)` (transform, network,
-  box decoding and NMS) under `torch.inference_mode()`, with `CONF`, `IOU`, `MAX_DET` set on the
-  model; classifiers: decode, resize to imgsz x imgsz, ImageNet normalise, softmax, top 5.
+  box decoding and NMS) under `torch.inference_mode()`, at the model's own score_thresh, nms_thresh
+  and detections_per_img (what yoloprof infer runs by default); classifiers: decode, resize to
+  imgsz x imgsz, ImageNet normalise, softmax, top 5.
 On CUDA each callable synchronises before it returns, so a wall clock around it times the work.
 
     step = train_step("ssdlite320_mobilenet_v3_large", batch=2, imgsz=320); step()
@@ -27,7 +28,6 @@ from PIL import Image
 from torchvision.transforms.functional import pil_to_tensor
 
 NUM_CLASSES = 80
-CONF, IOU, MAX_DET = 0.25, 0.45, 300  # the inference call's defaults in yoloprof's capture
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 BACKGROUND = ("ssd", "fasterrcnn", "maskrcnn", "keypointrcnn")  # builders whose labels count background
@@ -136,9 +136,6 @@ def infer_call(name: str, batch: int, imgsz: int, device: str | None = None,
         Image.fromarray(rng.integers(0, 256, (imgsz, imgsz, 3), dtype=np.uint8)).save(buf, format="PNG")
         sources.append(buf.getvalue())
     detector = _is_detector(name)
-    if detector:
-        heads = getattr(model, "roi_heads", model)  # R-CNN: the thresholds live on the ROI heads
-        heads.score_thresh, heads.nms_thresh, heads.detections_per_img = CONF, IOU, MAX_DET
 
     def decode() -> list[torch.Tensor]:
         return [pil_to_tensor(Image.open(io.BytesIO(s)).convert("RGB")).to(dev).float().div_(255.0) for s in sources]

@@ -21,7 +21,8 @@ from PIL import Image
 
 NUM_CLASSES = 80
 SYNTHETIC_IMAGES = 64  # what `optimizer=auto` counts: any run of yoloprof's synthetic data up to 6400 images picks AdamW
-CONF, IOU, MAX_DET = 0.25, 0.45, 300  # yoloprof infer's defaults
+# Ultralytics' own, which yoloprof infer runs by default: BasePredictor's conf, default.yaml's iou and max_det
+CONF, IOU, MAX_DET = 0.25, 0.7, 300
 
 
 def _sync(device: torch.device) -> None:
