@@ -21,7 +21,7 @@ Where each number is read (the libraries' installed source):
 Training captures never run a post-process: their config keeps yoloprof's numbers, as before these
 defaults existed, so training configurations keep their hashes.
 
-This module imports only the standard library and the family table: it sits in the lowest layer.
+This module imports only the standard library, the family table and errors: it sits in the lowest layer.
 """
 
 from __future__ import annotations
@@ -30,8 +30,10 @@ from dataclasses import dataclass
 from typing import Any, Mapping, TypedDict
 
 from yoloprof.config.model_families import FACTORY, split_model
+from yoloprof.errors import UsageError
 
 KEYS = ("conf", "iou", "max_det")  # the settings these defaults fill
+FAMILY, USER = "family", "user"  # where a value came from (profile config `postprocess_from`)
 
 
 class Values(TypedDict):
@@ -40,7 +42,6 @@ class Values(TypedDict):
     conf: float
     iou: float
     max_det: int
-FAMILY, USER = "family", "user"  # where a value came from (profile config `postprocess_from`)
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def family_defaults(model: Any, model_kwargs: Mapping[str, Any] | None = None) -
     model whose family is unknown gets yoloprof's (its error comes from validation, not here)."""
     try:
         family, name = split_model(model)
-    except Exception:  # noqa: BLE001 - an unknown family is refused elsewhere, with its own message
+    except UsageError:  # an unknown family is refused elsewhere, with its own message
         return YOLOPROF
     if family != "torchvision":
         return FAMILIES.get(family, YOLOPROF)
@@ -104,7 +105,7 @@ def resolve(mode: str, model: Any, model_kwargs: Mapping[str, Any] | None,
     """`conf`, `iou`, `max_det` as they run: each given value kept, each None the model's own
     (inference) or yoloprof's (training, which runs no post-process)."""
     own = family_defaults(model, model_kwargs) if mode == "infer" else YOLOPROF
-    values = {k: own.values()[k] if given.get(k) is None else given[k] for k in KEYS}
+    values = {**own.values(), **{k: given[k] for k in KEYS if given.get(k) is not None}}
     return Values(conf=float(values["conf"]), iou=float(values["iou"]), max_det=int(values["max_det"]))
 
 
