@@ -53,14 +53,15 @@ def load_runtime(level: str, network: Any, example: Any, device: Any, precision:
     import torch
 
     from yoloprof.capturing.runtimes.flat import Flattened
+    from yoloprof.config.capture_settings import effective_precision
+    from yoloprof.config.device_spec import DeviceSpec
 
     if level not in RUNTIMES:
         raise UsageError(f"runtime {level!r}: expected one of {', '.join(RUNTIMES)}")
     if level == "eager":
         raise UsageError("runtime 'eager' runs the model itself: there is nothing to load")
     device = torch.device(device)
-    if precision == "auto":
-        precision = "float16" if device.type == "cuda" else "float32"
+    precision = effective_precision(precision, DeviceSpec(device.type, device.index))
     start = time.perf_counter()
     network.eval()
     try:
