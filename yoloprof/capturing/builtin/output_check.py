@@ -116,11 +116,10 @@ def _export_form_outputs(settings: CaptureSettings, model: Any, x: Any) -> Any:
     """The eager network's outputs in the form a runtime runs it (`Adapter.export_network`: e.g.
     Ultralytics' head in export mode, one tensor), rebuilt as the post-process reads them: the
     reference of a runtime's outputs, tensor for tensor."""
+    from yoloprof.capturing.runtimes import export_form
     from yoloprof.workloads.families import workload
-    from yoloprof.workloads.family_api import ExportForm
 
-    export = getattr(workload(settings).adapter, "export_network", None)
-    form = export(model) if export is not None else ExportForm(model)
+    form = export_form(workload(settings).adapter, model)
     return form.raw(form.network(form.tensor(x)), x)
 
 

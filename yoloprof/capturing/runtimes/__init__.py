@@ -26,7 +26,7 @@ from typing import Any
 from yoloprof.config.knobs import RUNTIMES
 from yoloprof.errors import RuntimeNotApplicable, UsageError, one_line
 
-__all__ = ["RuntimeNetwork", "RuntimeNotApplicable", "family_runtime", "load_runtime"]
+__all__ = ["RuntimeNetwork", "RuntimeNotApplicable", "export_form", "family_runtime", "load_runtime"]
 
 
 @dataclass(frozen=True)
@@ -87,17 +87,23 @@ def family_runtime(adapter: Any, model: Any, level: str, inputs: Any, device: An
     """The family's network on `level`: `forward(inputs)` takes the adapter's pre-processed
     `inputs` (the first of `preprocess`'s pair) and returns what its `postprocess` reads as `raw`;
     `setup_s` includes taking the export form."""
-    from yoloprof.workloads.family_api import ExportForm
-
     start = time.perf_counter()
-    export = getattr(adapter, "export_network", None)
-    form = export(model) if export is not None else ExportForm(model)
+    form = export_form(adapter, model)
     loaded = load_runtime(level, form.network, form.tensor(inputs), device, precision)
 
     def forward(x: Any) -> Any:
         return form.raw(loaded.forward(form.tensor(x)), x)
 
     return RuntimeNetwork(forward, time.perf_counter() - start, loaded.note)
+
+
+def export_form(adapter: Any, model: Any) -> Any:
+    """The family's network as a runtime takes it: `Adapter.export_network(model)`, or the model
+    itself (`ExportForm(model)`) for an adapter without one (workloads/family_api.py)."""
+    from yoloprof.workloads.family_api import ExportForm
+
+    export = getattr(adapter, "export_network", None)
+    return export(model) if export is not None else ExportForm(model)
 
 
 def first_line(exc: BaseException) -> str:
