@@ -12,12 +12,12 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from yoloprof.config.knobs import CUDA_ONLY
+from yoloprof.config.knobs import CUDA_ONLY, OPTIMIZER_IMPLS
 from yoloprof.errors import NotApplicableError, one_line
 
 CHANNELS_LAST = "channels_last"
-# optimizer_impl level -> the torch.optim keyword it sets
-IMPL_KEYWORD = {"foreach": "foreach", "fused": "fused"}
+# the optimizer_impl levels after the default ("default") are the torch.optim keywords they set to True
+IMPL_KEYWORDS = OPTIMIZER_IMPLS[1:]
 
 
 def not_applicable(flag: str, level: str, why: str) -> NotApplicableError:
@@ -103,11 +103,10 @@ def rebuild_optimizer(optimizer: Any, impl: str) -> Any:
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise not_applicable("--optimizer-impl", impl, f"the optimizer is a {type(optimizer).__name__}, "
                              "not a torch.optim.Optimizer")
-    word = IMPL_KEYWORD[impl]
-    keep = {k: v for k, v in optimizer.defaults.items() if k not in IMPL_KEYWORD.values()}
-    groups = [{k: v for k, v in g.items() if k not in IMPL_KEYWORD.values()} for g in optimizer.param_groups]
+    keep = {k: v for k, v in optimizer.defaults.items() if k not in IMPL_KEYWORDS}
+    groups = [{k: v for k, v in g.items() if k not in IMPL_KEYWORDS} for g in optimizer.param_groups]
     try:
-        return type(optimizer)(groups, **keep, **{word: True})
+        return type(optimizer)(groups, **keep, **{impl: True})
     except (TypeError, RuntimeError, ValueError) as exc:
         raise not_applicable("--optimizer-impl", impl,
                              f"torch.optim.{type(optimizer).__name__} here: {exc}") from None
