@@ -22,6 +22,7 @@ from yoloprof.capturing.device.torch_device import DeviceInfo
 from yoloprof.config.capture_settings import CaptureSettings
 from yoloprof.config.knobs import BY_NAME, REFERENCE_PRECISION, needs_output_check
 from yoloprof.metrics.agreement import matched_pct, tensor_diffs
+from yoloprof.warn import one_line
 
 REFERENCE = "eager, contiguous, float32"
 NA_KEY = "na"  # the section's {metric: why it is n/a}; readers' na_reason reads it
@@ -44,7 +45,7 @@ def check_outputs(settings: CaptureSettings, device: DeviceInfo, amp: bool, inpu
     try:
         figures = run(settings, device, amp, inputs)
     except Exception as exc:  # noqa: BLE001 - the check reports; it never fails a finished capture
-        why = f"the check failed: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+        why = f"the check failed: {type(exc).__name__}: {one_line(exc)[:200]}"
         section[NA_KEY] = dict.fromkeys(("output_max_abs_diff", "output_max_rel_diff"), why)
         return section, {}
     samples = {}
