@@ -17,18 +17,18 @@ from helpers.fixtures_runtimes import CONF, CPU, IMGSZ, IOU, MAX_DET
 from yoloprof.capturing.runtimes import family_runtime, load_runtime
 from yoloprof.capturing.runtimes.packages import EXTRAS
 from yoloprof.capturing.runtimes.flat import Flattened
+from yoloprof.config import knobs
 from yoloprof.errors import RuntimeNotApplicable, UsageError, run_guarded
 from yoloprof.workloads.family_api import ModelRef
 
 RTOL = 1e-4  # float32 kernels of another library: relative to the output's largest magnitude
-RUNTIMES = ("torchscript", "onnxruntime", "openvino")
-PACKAGE = {"onnxruntime": "onnxruntime", "openvino": "openvino"}  # runtime -> the package it imports
+RUNTIMES = tuple(level for level in knobs.RUNTIMES if level != knobs.BY_NAME["runtime"].default)
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 
 def _needs(level: str) -> None:
     """Skip, naming the extra, where the runtime's packages (its own and onnx) are not installed."""
-    if level in PACKAGE and any(importlib.util.find_spec(p) is None for p in (PACKAGE[level], "onnx")):
+    if level in EXTRAS and any(importlib.util.find_spec(p) is None for p in (level, "onnx")):  # named as its package
         pytest.skip(f"runtime {level} needs pip install 'yoloprof[{EXTRAS[level]}]'")
 
 
