@@ -58,7 +58,7 @@ def test_ultralytics_groups_decay_and_auto_choice_follow_its_trainer(tmp_path, m
         group = groups[frozenset(_ids(params))]
         assert group["weight_decay"] == pytest.approx(wd) and group["lr"] == pytest.approx(lr)
         assert group["betas"] == (0.9, 0.999)
-    assert recipe.about["optimizer_every"] == 21 and recipe.about["clip_max_norm"] == 10.0
+    assert recipe.about["clip_max_norm"] == 10.0
 
 
 def test_ultralytics_auto_picks_musgd_for_a_long_training(tmp_path, monkeypatch):

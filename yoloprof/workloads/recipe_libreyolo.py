@@ -92,7 +92,7 @@ def recipe(model: Any, wrapper: Any, inputs: RecipeInputs) -> TrainRecipe:
     about = describe(f"libreyolo {trainer_cls.__name__} ({type(config).__name__} defaults)", optimizer,
                      clip_max_norm=max_norm if clip else None,
                      ema=f"{ModelEMA.__module__}.ModelEMA" if ema is not None else None,
-                     optimizer_every=every, aux_weight=aux)
+                     aux_weight=aux)
     return TrainRecipe(optimizer=optimizer, clip=clip, ema=ema,
                        ema_update=(lambda: ema.update(model)) if ema is not None else None,
                        optimizer_every=every, about=about)

@@ -82,7 +82,7 @@ def recipe(model: Any, inputs: RecipeInputs) -> TrainRecipe:
     params = list(model.parameters())
     every = accumulate_of(args, inputs.batch)
     about = describe(SOURCE, optimizer, clip_max_norm=CLIP_MAX_NORM, ema=f"{ModelEMA.__module__}.ModelEMA",
-                     optimizer_every=every, nbs=args.nbs,
+                     nbs=args.nbs,
                      iterations=iterations_of(args, inputs.batch, inputs.images), choice=args.optimizer)
     return TrainRecipe(optimizer=optimizer,
                        clip=lambda: torch.nn.utils.clip_grad_norm_(params, max_norm=CLIP_MAX_NORM),

@@ -51,10 +51,11 @@ GROUP_KEYS = ("lr", "momentum", "betas", "weight_decay", "nesterov")
 
 
 def describe(source: str, optimizer: Any, clip_max_norm: float | None = None, ema: str | None = None,
-             optimizer_every: int = 1, **extra: Any) -> dict[str, Any]:
+             **extra: Any) -> dict[str, Any]:
     """The profile's `train_recipe` section (schema: profile.schema.json): where the recipe comes
     from, the optimizer's class and its parameter groups (number of tensors and hyperparameters),
-    the clipping norm (None = no clipping), the EMA's class (None = no EMA) and the accumulation."""
+    the clipping norm (None = no clipping) and the EMA's class (None = no EMA); the accumulation
+    (`TrainRecipe.optimizer_every`) is added with the step's figures (capturing/passes/recipe_figures.py)."""
     groups = []
     for group in optimizer.param_groups:
         row: dict[str, Any] = {"params": len(group["params"])}
@@ -66,4 +67,4 @@ def describe(source: str, optimizer: Any, clip_max_norm: float | None = None, em
                 row[key] = list(value) if isinstance(value, tuple) else value
         groups.append(row)
     return {"source": source, "optimizer": type(optimizer).__name__, "param_groups": groups,
-            "clip_max_norm": clip_max_norm, "ema": ema, "optimizer_every": optimizer_every, **extra}
+            "clip_max_norm": clip_max_norm, "ema": ema, **extra}
