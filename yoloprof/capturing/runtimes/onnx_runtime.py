@@ -7,6 +7,7 @@ Float32 only: ONNX Runtime runs the graph in the precision it was exported in.""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +21,9 @@ from yoloprof.errors import RuntimeNotApplicable
 PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}  # torch device type -> provider
 
 
+@functools.cache
 def _numpy_dtype(dtype: torch.dtype) -> Any:
+    """Asked on every timed call (binding input and outputs): a tensor made once per dtype."""
     return torch.empty(0, dtype=dtype).numpy().dtype
 
 
