@@ -20,13 +20,13 @@ seeds it with the capture's seed, so that every trial gets the same weights.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
+import logging
+import sys
 from types import SimpleNamespace
 from typing import Any
 
 from yoloprof.workloads.family_api import RecipeInputs, TrainRecipe
-from yoloprof.workloads.train_recipe import describe
+from yoloprof.workloads.train_recipe import describe, quiet
 
 AUX_MODEL = "LibreYOLO9Model"  # the class `LibreYOLO9.train()` attaches the PGI branch to (by its name, as it checks)
 DEFAULT_EMA_TAU = 2000  # BaseTrainer.setup: getattr(config, "ema_tau", 2000)
@@ -54,24 +54,11 @@ def enable_aux(model: Any, config: Any, seed: int) -> float:
     return weight
 
 
-@contextlib.contextmanager
-def _quiet(trainer_cls: Any) -> Iterator[None]:
-    """`_setup_optimizer` logs its groups at INFO; a capture's output is yoloprof's."""
-    import logging
-    import sys
-
-    log = getattr(sys.modules.get(_module_of(trainer_cls)), "logger", None) or logging.getLogger("libreyolo")
-    level = log.level
-    log.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        log.setLevel(level)
-
-
-def _module_of(trainer_cls: Any) -> str:
-    """The module defining the `_setup_optimizer` the trainer class runs (its logger logs it)."""
-    return str(trainer_cls._setup_optimizer.__module__)
+def _logger_of(trainer_cls: Any) -> logging.Logger:
+    """The logger of the module defining the `_setup_optimizer` the trainer class runs (it logs
+    its groups at INFO)."""
+    module = sys.modules.get(trainer_cls._setup_optimizer.__module__)
+    return getattr(module, "logger", None) or logging.getLogger("libreyolo")
 
 
 def recipe(model: Any, wrapper: Any, inputs: RecipeInputs) -> TrainRecipe:
@@ -82,7 +69,7 @@ def recipe(model: Any, wrapper: Any, inputs: RecipeInputs) -> TrainRecipe:
     trainer_cls, config = trainer_config(wrapper, inputs.batch)
     aux = enable_aux(model, config, inputs.seed)
     trainer = SimpleNamespace(model=model, config=config, effective_lr=config.lr0, optimizer=None)
-    with _quiet(trainer_cls):
+    with quiet(_logger_of(trainer_cls)):
         optimizer = trainer_cls._setup_optimizer(trainer)
     trainer.optimizer = optimizer
     max_norm = trainer_cls._get_clip_max_norm(trainer)

@@ -18,14 +18,12 @@ runs at the groups' initial values.
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
 from yoloprof.workloads.family_api import RecipeInputs, TrainRecipe
-from yoloprof.workloads.train_recipe import describe
+from yoloprof.workloads.train_recipe import describe, quiet
 
 CLIP_MAX_NORM = 10.0  # BaseTrainer.optimizer_step's max_norm
 SOURCE = "ultralytics BaseTrainer (build_optimizer, optimizer_step, ModelEMA)"
@@ -46,25 +44,13 @@ def iterations_of(args: Any, batch: int, images: int) -> int:
     return math.ceil(images / max(batch, args.nbs)) * args.epochs
 
 
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """`build_optimizer` logs its choice at INFO; a capture's output is yoloprof's."""
-    from ultralytics.utils import LOGGER
-
-    level = LOGGER.level
-    LOGGER.setLevel("WARNING")
-    try:
-        yield
-    finally:
-        LOGGER.setLevel(level)
-
-
 def build_optimizer(model: Any, inputs: RecipeInputs, args: Any) -> Any:
     """The optimizer the trainer builds for `model` at this batch and number of images."""
     from ultralytics.engine.trainer import BaseTrainer
+    from ultralytics.utils import LOGGER
 
     trainer: Any = SimpleNamespace(args=args, data={"nc": inputs.num_classes})  # what build_optimizer reads
-    with _quiet():
+    with quiet(LOGGER):  # build_optimizer logs its choice at INFO
         return BaseTrainer.build_optimizer(trainer, model, name=args.optimizer, lr=args.lr0, momentum=args.momentum,
                                            decay=weight_decay_of(args, inputs.batch),
                                            iterations=iterations_of(args, inputs.batch, inputs.images))

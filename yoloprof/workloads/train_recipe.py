@@ -7,6 +7,9 @@ recipe_libreyolo.py); docs/workloads.md "The trainer's step" says per family wha
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +47,18 @@ def sgd_recipe(model: Any, inputs: RecipeInputs, sgd: SgdRecipe) -> TrainRecipe:
     optimizer = torch.optim.SGD(params, lr=lr, momentum=sgd.momentum, nesterov=sgd.nesterov,
                                 weight_decay=sgd.weight_decay)
     return TrainRecipe(optimizer=optimizer, about=describe(sgd.source, optimizer))
+
+
+@contextlib.contextmanager
+def quiet(log: logging.Logger) -> Iterator[None]:
+    """`log` at WARNING for the block: a trainer's optimizer builder logs its choice at INFO, and a
+    capture's output is yoloprof's."""
+    level = log.level
+    log.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
 
 
 # the hyperparameters a group row shows, where the optimizer has them
