@@ -14,6 +14,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from helpers.fixtures_runtimes import CONF, CPU, IMGSZ, IOU, MAX_DET
+from yoloprof.capturing.builtin.capture_entry import intra_op_threads
 from yoloprof.capturing.runtimes import family_runtime, load_runtime
 from yoloprof.capturing.runtimes.packages import EXTRAS
 from yoloprof.capturing.runtimes.flat import Flattened
@@ -209,12 +210,8 @@ def test_a_missing_package_is_one_line_naming_the_extra(level: str, package: str
 
 def test_onnxruntime_takes_torchs_intra_op_threads() -> None:
     _needs("onnxruntime")
-    before = torch.get_num_threads()
-    try:
-        torch.set_num_threads(1)
-        assert "1 threads" in (load_runtime("onnxruntime", Tiny(), EXAMPLE, CPU, "float32").note or "")
-    finally:
-        torch.set_num_threads(before)
+    with intra_op_threads(3):  # not the module's 1 (torch_one_thread), not a machine's default
+        assert "3 threads" in (load_runtime("onnxruntime", Tiny(), EXAMPLE, CPU, "float32").note or "")
 
 
 def test_no_device_plugin_is_not_applicable() -> None:

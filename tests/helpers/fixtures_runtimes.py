@@ -10,6 +10,7 @@ import torch
 from PIL import Image
 from torch.utils import _pytree as pytree
 
+from yoloprof.capturing.builtin.capture_entry import intra_op_threads
 from yoloprof.workloads.family_api import ModelRef
 
 IMGSZ = 64
@@ -41,10 +42,8 @@ def _eager_reference(family: str, model: Any, x: Any) -> list[torch.Tensor]:
 def torch_one_thread() -> Any:
     """One intra-op thread (the runtimes take torch's): on a shared 2-core machine a second
     thread's spin-waits cost more CPU than the work (the libreyolo runtimes: 27 CPU-s with 2)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with intra_op_threads(1):
+        yield
 
 
 FAMILIES = {  # id -> (family, ModelRef)
@@ -63,16 +62,12 @@ def runtime_family(request: Any) -> dict[str, Any]:
     from yoloprof.workloads.families import adapter_of
 
     adapter = adapter_of(name)
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with intra_op_threads(1):
         model = adapter.build(ref).eval()
         x, meta = adapter.preprocess(model, [_image()], IMGSZ, CPU)
         with torch.no_grad():
             raw = adapter.forward(model, x)
             dets = adapter.postprocess(model, raw, meta, CONF, IOU, MAX_DET)
         reference = _eager_reference(name, model, x)
-    finally:
-        torch.set_num_threads(before)
     return {"name": name, "adapter": adapter, "model": model, "x": x, "meta": meta, "dets": dets,
             "reference": reference}
