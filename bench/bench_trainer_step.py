@@ -51,7 +51,7 @@ def first_batch(settings: CaptureSettings) -> tuple[Any, Any, int]:
     """(inputs, targets) of yoloprof's first batch in the family's format, and the data's size."""
     import torch
 
-    from yoloprof.capturing.builtin.trial_context import build_dataset
+    from yoloprof.capturing.builtin.trial_context import build_dataset, recipe_inputs
     from yoloprof.workloads.data import make_loader
     from yoloprof.workloads.families import workload
 
@@ -60,16 +60,9 @@ def first_batch(settings: CaptureSettings) -> tuple[Any, Any, int]:
                                             seed=settings.seed, pin_memory=False)))
     work = workload(settings)
     model = work.build()
-    work.train_recipe(model, _inputs(settings, len(dataset)))  # LibreYOLO's formats read the built module
+    work.train_recipe(model, recipe_inputs(settings, len(dataset)))  # LibreYOLO's formats read the built module
     inputs, target = work.adapter.to_device(model, images, targets, torch.device("cpu"))
     return inputs, target, len(dataset)
-
-
-def _inputs(settings: CaptureSettings, images: int) -> Any:
-    from yoloprof.workloads.family_api import RecipeInputs
-
-    return RecipeInputs(batch=settings.batch, images=images, lr=settings.lr, seed=settings.seed,
-                        num_classes=settings.num_classes)
 
 
 def trainer_phases(family: str, size: str, model: str, inputs: Any, targets: Any, images: int

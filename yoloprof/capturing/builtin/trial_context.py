@@ -15,6 +15,7 @@ from yoloprof.capturing.device.torch_device import DeviceInfo
 from yoloprof.config.capture_settings import CaptureSettings
 from yoloprof.capturing.passes.step_calls import InferContext, TrainContext
 from yoloprof.errors import DataTooSmallError
+from yoloprof.workloads.family_api import RecipeInputs
 
 
 def autocast_factory(settings: CaptureSettings, device: DeviceInfo, enabled: bool
@@ -109,6 +110,12 @@ def needs_grad_scaler(amp: bool, device: DeviceInfo, precision: str) -> bool:
     return bool(amp) and device.is_cuda and precision == "float16"
 
 
+def recipe_inputs(settings: CaptureSettings, images: int) -> RecipeInputs:
+    """What the family's trainer sizes its recipe by, for `images` training images."""
+    return RecipeInputs(batch=settings.batch, images=images, lr=settings.lr, seed=settings.seed,
+                        num_classes=settings.num_classes)
+
+
 def build_train_context(settings: CaptureSettings, device: DeviceInfo, dataset: Any, amp: bool,
                         knobs: bool = True) -> TrainContext:
     """A fresh model on the device and its family's training recipe (`Adapter.train_recipe`: the
@@ -116,14 +123,12 @@ def build_train_context(settings: CaptureSettings, device: DeviceInfo, dataset: 
     memory_format and optimizer_impl (capturing/builtin/knob_context.py); off for the FLOP count,
     which counts the eager network's arithmetic."""
     from yoloprof.capturing.builtin.knob_context import apply_train_knobs
-    from yoloprof.workloads.family_api import RecipeInputs
     from yoloprof.workloads.data import make_loader
     from yoloprof.workloads.families import workload
 
     work = workload(settings)
     model = build_model(settings, device, train=True, work=work)
-    recipe = work.train_recipe(model, RecipeInputs(batch=settings.batch, images=len(dataset), lr=settings.lr,
-                                                   seed=settings.seed, num_classes=settings.num_classes))
+    recipe = work.train_recipe(model, recipe_inputs(settings, len(dataset)))
     loader = make_loader(dataset, batch=settings.batch, workers=effective_workers(settings),
                          shuffle=False, seed=settings.seed, pin_memory=device.is_cuda)
     scaler = grad_scaler() if needs_grad_scaler(amp, device, settings.precision) else None
