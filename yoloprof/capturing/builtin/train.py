@@ -64,7 +64,8 @@ def _flops_of_one_step(settings: CaptureSettings, device: DeviceInfo, dataset: A
     """FLOPs of one whole step (forward + loss + backward; the optimizer adds no matmul/conv) on a
     throwaway context, outside the timed steps. The context is built outside the counter: under
     FlopCounterMode every op of the model's initialisation goes through its Python dispatch
-    (about 0.7 s for the small detector) and counts nothing."""
+    (about 0.7 s for the small detector) and counts nothing. The same context gives the step's
+    shape (phases, recipe), which the knobs leave as they are."""
     ctx = build_train_context(settings, device, dataset, amp, knobs=False)
     try:
         return count_flop_mix(lambda: train_step(ctx, no_phases())), StepShape.of(ctx)
