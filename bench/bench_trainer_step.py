@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import yoloprof  # noqa: E402
 from yoloprof.config.capture_settings import CaptureSettings  # noqa: E402
 
-# (label, yoloprof model, size, builder of the trainer's phases: (model name, imgs, targets, images) -> phases)
+# (label, yoloprof model, size, family: which plain_loops/trainer_steps.py builder drives its trainer)
 CASES: list[tuple[str, str, str, str]] = [
     ("YOLO9-t", "libreyolo:yolo9", "t", "libreyolo"),
     ("YOLOv8n", "ultralytics:yolov8n.yaml", "n", "ultralytics"),
