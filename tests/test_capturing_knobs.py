@@ -57,6 +57,19 @@ def test_payback_hand_worked():
     assert payback_calls(None, 1.0, 30.0, 20.0) is None
 
 
+def test_one_time_samples_hand_worked():
+    from yoloprof.capturing.passes.one_time import one_time_samples
+    from yoloprof.capturing.passes.timing import TrialResult
+
+    # converted in 1.5 s; first call 50 ms against the steady (median, not mean) 11 ms: 39 ms more
+    first = TrialResult(step_ms=[10.0, 18.0, 11.0], first_ms=50.0, setup_s=1.5)  # mean 13
+    later = TrialResult(step_ms=[10.0], first_ms=10.0, setup_s=9.0)  # a later trial: not read
+    assert one_time_samples([first, later]) == {"first_call_ms": [50.0], "setup_s": [pytest.approx(1.539)]}
+    quick = TrialResult(step_ms=[10.0, 12.0, 11.0], first_ms=8.0)  # faster than steady: no excess
+    assert one_time_samples([quick]) == {"first_call_ms": [8.0], "setup_s": [0.0]}
+    assert one_time_samples([]) == {} and one_time_samples([TrialResult(step_ms=[1.0])]) == {}
+
+
 def test_outputs_column_and_verdicts():
     assert outputs_label(5e-4) == "same" and outputs_label(3.8e-3) == "differ (max rel 0.0038)"
     assert outputs_label(None) == "" and outputs_label(2e-3, tol=1e-2) == "same"
