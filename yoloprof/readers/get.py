@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 from yoloprof.errors import UsageError
 from yoloprof.defs import metrics as registry
-from yoloprof.readers._common import KNOWN_METRICS, finite, na_reason
+from yoloprof.readers._common import HEADLINE, KNOWN_METRICS, finite, na_reason
 from yoloprof.profiles.captured import CAPTURED_AT, capture_time
 from yoloprof.readers.libreyolo import ALIASES
 from yoloprof.readers.libreyolo_names import names as libreyolo_names
@@ -130,8 +130,6 @@ def compute_get(profile: dict, field: str | None) -> dict[str, Any]:
     if close:
         hint = f" (did you mean: {', '.join(close[:MAX_SUGGESTIONS])}?)"
     else:  # nothing close: the headline's fields, where a reader starts
-        from yoloprof.readers._common import HEADLINE
-
         start = [n for n, _ in HEADLINE if n in names][:MAX_SUGGESTIONS]
         hint = f" (fields include: {', '.join(start)})" if start else ""
     raise UsageError(f"unknown field {field!r}{hint}; `yoloprof get FILE` lists every field")

@@ -23,7 +23,8 @@ libreyolo's profilers (`libreyolo.training.profiler`, `libreyolo.profiling.infer
   kernel list is libreyolo's per-phase top 40, and the verdict is libreyolo's (marked so:
   `verdict.source`). What neither has is n/a with the reason `readers._common.na_reason` gives.
 
-This module imports only json/re/os at import time: `get` (the fast path) reads `ALIASES`.
+This module imports nothing heavy at import time (json/re/os, `readers._common`): `get` (the
+fast path) reads `ALIASES`.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import re
 from typing import Any
 
 from yoloprof.errors import ProfileError, UsageError
+from yoloprof.readers._common import finite
 
 SCHEMA = "libreyolo.profile.analysis/v1"
 _MARK = re.compile(rb'"schema"\s*:\s*"libreyolo\.profile\.analysis/')
@@ -83,12 +85,6 @@ def looks_like_libreyolo(data: bytes) -> bool:
     return _MARK.search(data) is not None
 
 
-def _num(x: Any) -> float | None:
-    from yoloprof.readers._common import finite
-
-    return finite(x)
-
-
 def profile_from_libreyolo(data: bytes, source: str, select: Any = None) -> dict[str, Any]:
     """A yoloprof profile dict from a libreyolo profile.json (ProfileError naming the file for a
     version this module does not read or a document that is not libreyolo's). The trace it names
@@ -131,27 +127,27 @@ def _from_figures(obj: dict) -> dict[str, Any]:
     from yoloprof.profiles.model import empty_profile, measured
 
     profile = empty_profile("trace")
-    device = bool(_num(obj.get("kernels_per_step")))
+    device = bool(finite(obj.get("kernels_per_step")))
     for key, name, factor, device_only in FIGURES:
-        v = _num(obj.get(key))
+        v = finite(obj.get(key))
         if v is not None and (device or not device_only):
             profile["metrics"][name] = measured(name, v * factor)
     if device:
-        profile["categories"] = [{"category": c.get("name"), "device_ms_per_step": _num(c.get("ms_per_step")),
-                                  "pct": _num(c.get("pct"))} for c in obj.get("categories") or []]
+        profile["categories"] = [{"category": c.get("name"), "device_ms_per_step": finite(c.get("ms_per_step")),
+                                  "pct": finite(c.get("pct"))} for c in obj.get("categories") or []]
         rows = [(p, k) for p, ks in (obj.get("kernels_by_phase") or {}).items() for k in ks]
         rows = rows or [(None, k) for k in obj.get("kernels") or []]
         profile["kernels"] = [{"name": k.get("raw_name") or k.get("kernel"), "short_name": k.get("kernel"),
                                "category": k.get("category"), "tensorcore": k.get("tensorcore"),
-                               "phase": p, "kind": "kernel", "ms_per_step": _num(k.get("ms_per_step")),
-                               "count_per_step": _num(k.get("count_per_step"))} for p, k in rows]
+                               "phase": p, "kind": "kernel", "ms_per_step": finite(k.get("ms_per_step")),
+                               "count_per_step": finite(k.get("count_per_step"))} for p, k in rows]
     stages = obj.get("stages_ms") or {}
     profile["phases"] = [{"phase": p.get("phase"),
-                          "wall_ms_per_step": _num(p.get("wall_ms_per_step")) if p.get("wall_ms_per_step")
-                          is not None else _num(stages.get(p.get("phase"))),
-                          "device_ms_per_step": _num(p.get("gpu_ms_per_step")) if device else None,
-                          "kernels_per_step": _num(p.get("kernels_per_step")) if device else None,
-                          "ops_per_step": _num(p.get("ops_per_step"))} for p in obj.get("phases") or []]
+                          "wall_ms_per_step": finite(p.get("wall_ms_per_step")) if p.get("wall_ms_per_step")
+                          is not None else finite(stages.get(p.get("phase"))),
+                          "device_ms_per_step": finite(p.get("gpu_ms_per_step")) if device else None,
+                          "kernels_per_step": finite(p.get("kernels_per_step")) if device else None,
+                          "ops_per_step": finite(p.get("ops_per_step"))} for p in obj.get("phases") or []]
     if obj.get("bound"):
         profile["verdict"] = {"bound": obj.get("bound"), "why": obj.get("bound_why") or "",
                               "source": "libreyolo"}
@@ -171,7 +167,7 @@ def _overlay(profile: dict, obj: dict) -> None:
         profile["kind"] = "infer"
     stages = obj.get("stages_ms")
     if isinstance(stages, dict):
-        ms = {s: v for s, v in ((s, _num(v)) for s, v in stages.items()) if v is not None}
+        ms = {s: v for s, v in ((s, finite(v)) for s, v in stages.items()) if v is not None}
         total = sum(ms.values())
         profile["stages"] = [{"stage": s, "ms": v, "share": v / total if total else None} for s, v in ms.items()]
         for s, v in ms.items():

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from yoloprof.readers._common import finite
+
 PERCENTILES = (50, 90, 99)
 # source.headline -> words; a yoloprof capture or a raw trace has no `source.headline`
 SOURCE_WORDS = {"trials": "libreyolo's --repeat trials", "trace": "the trace", "file": "the libreyolo file's figures"}
@@ -42,15 +44,9 @@ def mixed_sources(profiles: list[dict]) -> str | None:
             "part of a difference may be the two timers', not the code's")
 
 
-def _num(x: Any) -> float | None:
-    from yoloprof.readers._common import finite
-
-    return finite(x)
-
-
 def _batch(obj: dict) -> float | None:
     cfg = obj.get("config")
-    b = _num(cfg.get("batch")) if isinstance(cfg, dict) else None
+    b = finite(cfg.get("batch")) if isinstance(cfg, dict) else None
     return b if b is not None and b > 0 else None
 
 
@@ -61,17 +57,17 @@ def set_headline(profile: dict, obj: dict, trace: str | None) -> str:
 
     metrics = profile.setdefault("metrics", {})
     batch = _batch(obj)
-    trials = [t for t in (_num(v) for v in obj.get("img_per_s_trials") or []) if t is not None and t > 0]
+    trials = [t for t in (finite(v) for v in obj.get("img_per_s_trials") or []) if t is not None and t > 0]
     if len(trials) >= 2:
         metrics["img_per_s"] = measured("img_per_s", trials)
-        steps = [batch * 1000.0 / t for t in trials] if batch else [_num(obj.get("step_ms"))]
+        steps = [batch * 1000.0 / t for t in trials] if batch else [finite(obj.get("step_ms"))]
         metrics["step_ms"] = measured("step_ms", [s for s in steps if s is not None])
         _file_latency(profile, obj)
         source, note = "trials", (f"headline from libreyolo's {len(trials)} --repeat trials (one sample each: "
                                   "img/s as it measured them, step time = batch / img/s); latency: "
                                   "the file's (its last trial); the trace gives no headline figure")
     elif trace is not None:
-        step = _num((metrics.get("step_ms") or {}).get("value"))
+        step = finite((metrics.get("step_ms") or {}).get("value"))
         metrics.pop("img_per_s", None)
         if step and batch:
             metrics["img_per_s"] = measured("img_per_s", batch * 1000.0 / step)
@@ -94,9 +90,9 @@ def _file_latency(profile: dict, obj: dict) -> None:
     lat = obj.get("latency")
     if not isinstance(lat, dict):
         return
-    profile["latency"] = {k: v for k, v in lat.items() if _num(v) is not None}
+    profile["latency"] = {k: v for k, v in lat.items() if finite(v) is not None}
     for q in PERCENTILES:
-        v = _num(lat.get(f"p{q}_ms"))
+        v = finite(lat.get(f"p{q}_ms"))
         if v is not None:
             profile["metrics"][f"p{q}_ms"] = measured(f"p{q}_ms", v)
 
@@ -108,7 +104,7 @@ def _trace_latency(profile: dict) -> None:
     from yoloprof.profiles.model import measured
 
     rows = (profile.get("trace") or {}).get("per_step") or []
-    ms = [v for v in (_num(r.get("step_ms")) for r in rows if isinstance(r, dict)) if v is not None]
+    ms = [v for v in (finite(r.get("step_ms")) for r in rows if isinstance(r, dict)) if v is not None]
     if not ms:
         profile["latency"] = None
         return

@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from yoloprof.readers._common import finite
+
 # libreyolo-only names: (why a yoloprof input has none). Its definitions: libreyolo.training.profiler.
 OWN: dict[str, str] = {
     "dataload_ms": "libreyolo's unsynced loader stall per step",
@@ -58,8 +60,6 @@ def _from_libreyolo(profile: dict) -> dict[str, Any] | None:
 
 def resolve(profile: dict, name: str, unit: str) -> dict[str, Any] | None:
     """The `get` row for a libreyolo name (module doc), or None when it is not one."""
-    from yoloprof.readers._common import finite
-
     row: dict[str, Any] = {"field": name, "value": None, "unit": unit, "n": 0}
     m = _PHASE_NAME.match(name)
     if m and (m.group(1) in PHASES or m.group(1) in _phases(profile)):
