@@ -52,11 +52,17 @@ def _hyperparameters() -> Any:
     return get_cfg(DEFAULT_CFG)
 
 
-def _checkpoint(path: str, what: str) -> Any:
-    """A local `.pt` file through Ultralytics' own loader; never a download."""
+def _local_file(path: str, what: str) -> Path:
+    """`path` as an existing local file; a URL or a missing file is refused (never a download)."""
     file = Path(path).expanduser()
     if _is_remote(path) or not file.is_file():
         raise UsageError(f"{what} {path}: no such file (yoloprof never downloads weights)")
+    return file
+
+
+def _checkpoint(path: str, what: str) -> Any:
+    """A local `.pt` file through Ultralytics' own loader; never a download."""
+    file = _local_file(path, what)
     from ultralytics.nn.tasks import load_checkpoint
 
     try:
@@ -98,8 +104,7 @@ class UltralyticsAdapter:
         """A yaml that resolves (a file, or packaged with Ultralytics) or a local .pt file."""
         name = str(ref.name)
         if name.endswith(".pt"):
-            if _is_remote(name) or not Path(name).expanduser().is_file():
-                raise UsageError(f"--model ultralytics:{name}: no such file (yoloprof never downloads weights)")
+            _local_file(name, f"--model ultralytics:{name}")
         elif name.endswith(YAML_SUFFIXES):
             _yaml(name)
         else:
