@@ -16,9 +16,10 @@ import os
 import sys
 import warnings
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any
 
-ProjectArg = Union[str, "os.PathLike[str]", None, Literal[False]]
+from yoloprof.capturing.userloop.public_types import ProjectArg
+
 PREFIX = "yoloprof: "
 
 

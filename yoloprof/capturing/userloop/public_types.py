@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 P = ParamSpec("P")
 R = TypeVar("R")  # a decorated function's return type
 R_co = TypeVar("R_co", covariant=True)
+# `project=`: the results store's folder, None (out_dir's), or False (no row) (loop_output.py)
+ProjectArg = Union[str, "os.PathLike[str]", None, Literal[False]]
 
 
 class LoopOptions(TypedDict, total=False):
@@ -38,4 +40,4 @@ class LoopOptions(TypedDict, total=False):
     kind: Literal["train", "infer"]
     batch_size: int | None
     threads: int | None
-    project: Union[str, os.PathLike[str], None, Literal[False]]  # the results store's folder (loop_output.py)
+    project: ProjectArg
