@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 CAPTURED_AT = "env.captured_at"
+NO_BASE_TIME = "the trace has no baseTimeNanoseconds (Kineto's wall-clock origin)"
 
 
 def capture_time(profile: Mapping[str, Any]) -> tuple[str | None, str]:
@@ -30,9 +31,9 @@ def capture_time(profile: Mapping[str, Any]) -> tuple[str | None, str]:
         if isinstance(src, Mapping) and str(src.get("schema", "")).startswith("libreyolo."):
             why = "libreyolo's profile.json records no time, and no trace of it was read"
         else:
-            why = "the trace has no baseTimeNanoseconds (Kineto's wall-clock origin)"
+            why = NO_BASE_TIME
         return (value if isinstance(value, str) and value else None), why
     if profile.get("kind") == "trace":
-        return None, "the trace has no baseTimeNanoseconds (Kineto's wall-clock origin)"
+        return None, NO_BASE_TIME
     created = profile.get("created_at")
     return (created if isinstance(created, str) and created else None), "the profile records no creation time"
