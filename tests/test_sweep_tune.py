@@ -25,7 +25,7 @@ from yoloprof.sweep import tune_knobs
 
 BF16_FACTOR = 0.7  # the fake's bfloat16 step time relative to float32
 THREADS2_FACTOR = 0.8  # and with 2 threads relative to 1 (4 threads fail)
-FAST = ["--knobs", "precision,threads", "--threads", "1", "--budget", "30",
+FAST = ["--knobs", "precision,threads", "--threads", "1", "--budget", "900",
         "launch.isolation=inprocess", "analysis.html=false", "workers=0", "adaptive.min_trials=2"]
 
 
