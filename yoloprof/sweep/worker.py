@@ -158,7 +158,7 @@ def _kill_group(proc: Any) -> None:
     reap the worker; a worker that has not made its group yet is killed alone."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError, OSError):
+    except OSError:  # no such group yet (ESRCH): the worker alone
         proc.kill()
     proc.join()
 
