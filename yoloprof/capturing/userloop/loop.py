@@ -118,7 +118,6 @@ class Profile(LoopDevice, LoopWrite):
             trace=schedule.total if schedule else 0, flops=bool(flops), modules=self.options["modules"],
             module_steps=module_steps, hotspots=bool(python_hotspots), hotspot_steps=hotspot_steps,
             settle=self._cap - warmup)
-        self._windows: list[tuple[str, int]] = list(self.plan.windows)
         self.iterations = 0
         self.result: dict[str, Any] | None = None
         self.path: Path | None = None
@@ -127,7 +126,7 @@ class Profile(LoopDevice, LoopWrite):
     @property
     def done(self) -> bool:
         """True once every window is measured: the loop may stop (or go on, untouched)."""
-        return self._w >= len(self._windows)
+        return self._w >= len(self.plan.windows)
 
     def phase(self, name: str) -> ContextManager[Any]:
         """`with prof.phase("forward"):` times this part of the iteration (repeatable per step)."""
@@ -139,10 +138,10 @@ class Profile(LoopDevice, LoopWrite):
         if batch is not None and self._batch_bytes is None:
             self._note_batch(batch)
         self.iterations += 1
-        if self._w >= len(self._windows):
+        if self._w >= len(self.plan.windows):
             return
         self._end_iteration()
-        self._left = self._timed.tracker.left if self._windows[self._w][0] == "timed" else self._left - 1
+        self._left = self._timed.tracker.left if self.plan.windows[self._w][0] == "timed" else self._left - 1
         if self._left == 0:
             self._end_window()
             self._w += 1
@@ -189,7 +188,7 @@ class Profile(LoopDevice, LoopWrite):
         """Close the open window and write the profile; never raises (an interrupt raised while
         it writes goes on: KeyboardInterrupt is no Exception)."""
         completed = self.done
-        window = self._windows[self._w][0] if not completed else None
+        window = self.plan.windows[self._w][0] if not completed else None
         try:
             with contextlib.ExitStack() as stack:  # each step runs, whatever the one before did
                 stack.callback(self._heap.close)
@@ -230,7 +229,7 @@ class Profile(LoopDevice, LoopWrite):
     @property
     def window(self) -> str | None:
         """The window the loop is in now; None once done."""
-        return None if self.done else self._windows[self._w][0]
+        return None if self.done else self.plan.windows[self._w][0]
 
     def _set_threads(self) -> int:
         """torch's intra-op thread count for the block: `threads=` as the CLI's `--threads` sets it
@@ -254,18 +253,18 @@ class Profile(LoopDevice, LoopWrite):
         return self._steady
 
     def _begin_window(self) -> None:
-        if self._w >= len(self._windows):
+        if self._w >= len(self.plan.windows):
             self._phase = self._nvtx_wrap(untouched)
             return
-        name, count = self._windows[self._w]
+        name, count = self.plan.windows[self._w]
         self._left = count
         getattr(self, f"_begin_{name}")()
 
     def _end_window(self) -> None:
-        getattr(self, f"_end_{self._windows[self._w][0]}")()
+        getattr(self, f"_end_{self.plan.windows[self._w][0]}")()
 
     def _begin_iteration(self) -> None:
-        name = self._windows[self._w][0]
+        name = self.plan.windows[self._w][0]
         if name == "timed":
             self._timed.begin()
             self._clock.start()
@@ -273,7 +272,7 @@ class Profile(LoopDevice, LoopWrite):
             self._recorder.begin_step()
 
     def _end_iteration(self) -> None:
-        name = self._windows[self._w][0]
+        name = self.plan.windows[self._w][0]
         if name == "timed":
             self._timed.end(*self._clock.finish())
         elif name == "trace":

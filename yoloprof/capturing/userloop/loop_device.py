@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from yoloprof.capturing.device.torch_device import DeviceInfo
+from yoloprof.capturing.userloop.loop_plan import LoopPlan
 
 FIRST_UNTIMED_NOTE = ("warmup: 1 iteration, not 0: without model= or device= the first iteration is "
                       "untimed, so that prof.step(x) shows the batch's device")
@@ -49,7 +50,7 @@ class LoopDevice:
     device: DeviceInfo
     _find_device: bool
     _notes: list[str]
-    _windows: list[tuple[str, int]]
+    plan: LoopPlan
     _w: int
     _scope: Any
     options: dict[str, Any]
@@ -63,7 +64,7 @@ class LoopDevice:
         dev = next((t.device for t in tensors if t.device.type == "cuda"), None)
         if dev is None:
             return
-        if self._w >= len(self._windows) or self._windows[self._w][0] != "warmup":
+        if self._w >= len(self.plan.windows) or self.plan.windows[self._w][0] != "warmup":
             self._notes.append(LATE_BATCH_NOTE.format(device=dev))
             return
         if dev.index is None:

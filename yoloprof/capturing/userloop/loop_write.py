@@ -35,7 +35,6 @@ class LoopWrite:
     path: Path | None
     _job: dict[str, Any] | None
     _steady: SteadySteps | None
-    _windows: list[tuple[str, int]]
     _cap: int
     _trials: list[TrialResult]
     _notes: list[str]
@@ -61,7 +60,7 @@ class LoopWrite:
     def _needed(self) -> int:
         """Iterations every window needs, the timed one as far as its warm-up is known now."""
         timed = self._steady.needed if self._steady is not None else None
-        return sum(timed if name == "timed" and timed is not None else n for name, n in self._windows)
+        return sum(timed if name == "timed" and timed is not None else n for name, n in self.plan.windows)
 
     def _missing(self, window: str | None) -> str:
         return ", ".join(LABELS[name] for name in self.plan.missing(window))
