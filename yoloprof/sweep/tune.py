@@ -288,6 +288,7 @@ def run_tune(s: TuneSettings | None, resume: Path | None = None) -> int:
 def finish(tune: Tune, best: dict[str, str], best_text: str) -> None:
     """best.yaml (twice: the run's root, and conf/tune/best.yaml), tune.parquet, report.html, the table."""
     from yoloprof.profiles.io import write_bytes_atomic
+    from yoloprof.render.report import _parquet_bytes
     from yoloprof.render.tune_table import render_tune, tune_html
 
     comment = f"yoloprof tune {tune.folder.name}: {best_text}"
@@ -295,11 +296,7 @@ def finish(tune: Tune, best: dict[str, str], best_text: str) -> None:
     best_path = tune.folder / files.TUNE_BEST
     write_bytes_atomic(best_path, group_file.read_bytes())
     df = tune_rows.ranked(tune.rows)
-    import io
-
-    buf = io.BytesIO()
-    df.to_parquet(buf, index=False)
-    write_bytes_atomic(tune.folder / files.TUNE_ROWS, buf.getvalue())
+    write_bytes_atomic(tune.folder / files.TUNE_ROWS, _parquet_bytes(df))
     s = tune.s
     result = {"id": tune.folder.name, "mode": s.mode, "device": s.device, "model": s.model,
               "budget_s": s.budget_s, "best_text": best_text, "best_yaml": str(best_path),
