@@ -117,7 +117,7 @@ def window(start: Reading | None, end: Reading | None) -> dict[str, Any]:
         return {"other_cores": None, "own_cores": None, "seconds": 0.0,
                 "why": "the window was shorter than one clock tick"}
     own = end.own - start.own
-    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    tick = os.sysconf("SC_CLK_TCK")  # a reading is Linux's (/proc), which has sysconf
     return {"other_cores": round(max(0.0, (end.busy - start.busy - own) / width), 3),
             "own_cores": round(max(0.0, own / width), 3), "seconds": round(width / tick, 3)}
 
@@ -141,11 +141,9 @@ class Sampler:
     def section(self) -> dict[str, Any]:
         """The profile's `contention` block (profiles/profile.schema.json)."""
         end = read(self.proc)
-        job = window(self.start, end)
-        out: dict[str, Any] = {"cores": end.cores if end is not None else None, **job,
-                               "trials": [t["other_cores"] for t in self.trials],
-                               "trial_seconds": [t["seconds"] for t in self.trials]}
-        return out
+        return {"cores": end.cores if end is not None else None, **window(self.start, end),
+                "trials": [t["other_cores"] for t in self.trials],
+                "trial_seconds": [t["seconds"] for t in self.trials]}
 
 
 _ACTIVE: ContextVar[Sampler | None] = ContextVar("yoloprof_cpu_sampler", default=None)
