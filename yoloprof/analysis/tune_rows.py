@@ -83,7 +83,7 @@ def knob_rows(sweep_dir: Path, knob: str, levels: list[str], metric: str, *, sta
         ok = [r for r in mine if r.get("status") == "ok"]
         if mine and not ok:
             error = next((str(r["error"]) for r in mine if r.get("error")), "every job failed")
-            out.append(not_applicable(stage, knob, level, error.splitlines()[0] if error else error, rel))
+            out.append(not_applicable(stage, knob, level, error.splitlines()[0], rel))
             continue
         row = empty_row(stage, knob, level, metric=metric, sweep=rel)
         groups = {r.get("group_hash") for r in ok}
