@@ -53,8 +53,12 @@ def _heavy(mods: set[str], names: tuple[str, ...]) -> list[str]:
     return sorted(m for m in mods if any(m == n or m.startswith(n + ".") for n in names))
 
 
-def test_get_of_a_profile_imports_no_engine_and_no_heavy_library(tmp_path):
-    rc, mods = _imported("get", str(write_profile(tmp_path / "p.json", gpu_train_profile())), "step_ms")
+@pytest.mark.parametrize("args", [("get", "step_ms"), ("get", "img_per_s"), ("get", "env.captured_at"),
+                                  ("get", "dataload_frac"), ("summary", "--json")])
+def test_a_reader_of_a_profile_imports_no_engine_and_no_heavy_library(tmp_path, args):
+    """`get` (its libreyolo names and capture time included) and `summary` (its advice included)."""
+    path = str(write_profile(tmp_path / "p.json", gpu_train_profile()))
+    rc, mods = _imported(args[0], path, *args[1:])
     assert rc == 0 and _heavy(mods, NEVER + NOT_FOR_A_PROFILE) == []
 
 
