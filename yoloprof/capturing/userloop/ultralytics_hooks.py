@@ -83,28 +83,22 @@ class TrainerProfile:
     def _guarded(self, event: str, method: Callable[[Any], None]) -> Callable[[Any], None]:
         @functools.wraps(method)
         def callback(trainer: Any) -> None:
-            try:
-                method(trainer)
-            except Exception as error:  # noqa: BLE001 - a profiler's callback never raises into the trainer
-                self._fail(f"{event}: {type(error).__name__}: {error}")
+            self._safely(event, lambda: method(trainer))  # a profiler's callback never raises into the trainer
 
         return callback
 
     def _fail(self, why: str) -> None:
         """Stop profiling for the rest of this training: one warning, nothing written."""
         prof, self.prof, self._open, self._await_optimizer = self.prof, None, None, False
-        if prof is not None:
-            try:
-                prof.__exit__(RuntimeError, RuntimeError(why), None)  # closes the windows, writes nothing
-            except Exception:  # noqa: BLE001, S110 - the warning below says it all; the trainer goes on
-                pass
+        if prof is not None:  # closes the windows, writes nothing; never raises (Profile.__exit__)
+            prof.__exit__(RuntimeError, RuntimeError(why), None)
         self.failure = why
         warn_user(f"yoloprof.profile_trainer: profiling stopped, no profile written ({why}); the training goes on")
 
     def _safely(self, what: str, action: Callable[[], Any]) -> Any:
         try:
             return action()
-        except Exception as error:  # noqa: BLE001 - as in _guarded
+        except Exception as error:  # noqa: BLE001 - a profiler never raises into the trainer
             self._fail(f"{what}: {type(error).__name__}: {error}")
             return None
 
