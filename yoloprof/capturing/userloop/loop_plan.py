@@ -30,11 +30,6 @@ class LoopPlan:
         """Iterations for every window, when the timed steps are steady at once."""
         return sum(n for _, n in self.windows)
 
-    @property
-    def needed_most(self) -> int:
-        """Iterations for every window, whatever the timed window's warm-up turns out to be."""
-        return self.needed + self.settle
-
     def count(self, name: str) -> int:
         return next((n for window, n in self.windows if window == name), 0)
 
