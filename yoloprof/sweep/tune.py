@@ -30,9 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from yoloprof.analysis import tune_rows
+from yoloprof.config.capture_settings import OUTPUT_KEYS
 from yoloprof.defs import files
 from yoloprof.errors import EXIT_INTERRUPTED, UsageError, YoloprofError, one_line
 from yoloprof.sweep import tune_knobs
+from yoloprof.sweep.tune_cli import DEFAULT_BUDGET_S
 
 PROG = "yoloprof tune"
 SCHEMA = "yoloprof.tune/1"
@@ -50,9 +52,9 @@ class TuneSettings:
     device: str = "cpu"
     batch: int | None = None
     imgsz: int | None = None
-    budget_s: float = 300.0
+    budget_s: float = DEFAULT_BUDGET_S
     knobs: list[str] = field(default_factory=lambda: list(tune_knobs.DEFAULT_ORDER))
-    project: str = "runs/profile"
+    project: str = OUTPUT_KEYS["project"][0]
     threads: int = 0
     overrides: list[str] = field(default_factory=list)  # extra Hydra overrides for every sweep
     config_dir: str | None = None
