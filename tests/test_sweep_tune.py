@@ -110,6 +110,12 @@ def test_advice_names_the_knob_that_tests_it():
     assert try_line("dataloader") is None
     assert knobs_of([{"rule": "amp"}, {"rule": "launches"}, {"rule": "dataloader"}]) == [
         "precision", "compile", "optimizer_impl"]
+    # every knob and level the advice names is one tune tries (readers/ cannot import the table)
+    from yoloprof.readers.advice import RULE_KNOBS
+
+    for rule, pairs in RULE_KNOBS.items():
+        for knob, level in pairs:
+            assert knob in tune_knobs.BY_NAME and (not level or level in tune_knobs.BY_NAME[knob].levels), (rule, knob)
 
 
 # -- whole runs
