@@ -102,9 +102,6 @@ class TrainerProfile:
             self._fail(f"{what}: {type(error).__name__}: {error}")
             return None
 
-    def _measuring(self) -> bool:
-        return self.prof is not None and not self.prof.done
-
     def _begin(self, name: str) -> None:
         self._end()
         if self.prof is not None and not self.prof.done:
