@@ -34,7 +34,6 @@ from yoloprof.config.capture_settings import OUTPUT_KEYS
 from yoloprof.defs import files
 from yoloprof.errors import EXIT_INTERRUPTED, UsageError, YoloprofError, one_line
 from yoloprof.sweep import tune_knobs
-from yoloprof.sweep.tune_cli import DEFAULT_BUDGET_S
 
 PROG = "yoloprof tune"
 SCHEMA = "yoloprof.tune/1"
@@ -52,7 +51,7 @@ class TuneSettings:
     device: str = "cpu"
     batch: int | None = None
     imgsz: int | None = None
-    budget_s: float = DEFAULT_BUDGET_S
+    budget_s: float = tune_knobs.DEFAULT_BUDGET_S
     knobs: list[str] = field(default_factory=lambda: list(tune_knobs.DEFAULT_ORDER))
     project: str = OUTPUT_KEYS["project"][0]
     threads: int = 0

@@ -8,7 +8,6 @@ from pathlib import Path
 from yoloprof.errors import UsageError
 from yoloprof.sweep import tune_knobs
 
-DEFAULT_BUDGET_S = 300.0
 
 
 def add_tune_arguments(p: argparse.ArgumentParser) -> None:
@@ -25,7 +24,7 @@ def add_tune_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch", type=int, default=None, help="default: the mode's")
     p.add_argument("--imgsz", type=int, default=None, help="default: the mode's")
     p.add_argument("--threads", type=int, default=0, help="the baseline's intra-op threads (0 = auto)")
-    p.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S, metavar="SECONDS",
+    p.add_argument("--budget", type=float, default=tune_knobs.DEFAULT_BUDGET_S, metavar="SECONDS",
                    help="wall-clock budget shared by the sweeps (default: %(default)g)")
     p.add_argument("--knobs", default=None, metavar="K1,K2",
                    help=f"knobs to try (default: all that apply): {','.join(tune_knobs.DEFAULT_ORDER)}")

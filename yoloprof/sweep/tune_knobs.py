@@ -21,6 +21,7 @@ from yoloprof.config.device_spec import parse_device
 from yoloprof.errors import UsageError
 
 BOTH = ("train", "infer")
+DEFAULT_BUDGET_S = 300.0  # `yoloprof tune --budget`: seconds for every sweep of a run, the confirm one included
 
 
 @dataclass(frozen=True)
